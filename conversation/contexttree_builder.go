@@ -1,0 +1,505 @@
+package conversation
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The context-tree builder turns the id tree into semantic nodes: plain
+// messages, assistant runs, compare columns, councils, task fans and branch
+// points with every alternative kept in full.
+//
+// The walk is iterative: a stack of pending steps replaces the reference's
+// recursion, so a conversation of any depth cannot exhaust the goroutine
+// stack. A step either transforms a message into an output list or gives a
+// branch node its id once its branches are done (ids are numbered in the
+// order the reference's recursion finishes them).
+
+type treeStep struct {
+	msg    int32
+	out    *[]*Node
+	branch *Node // when set: assign this branch node its id
+}
+
+type treeBuilder struct {
+	ix     *index
+	col    *collector
+	nextID int
+	stack  []treeStep
+}
+
+// nodeID numbers generated node ids across the whole parse.
+func (t *treeBuilder) nodeID(prefix, id string) string {
+	s := prefix + "-" + id + "-" + strconv.Itoa(t.nextID)
+	t.nextID++
+	return s
+}
+
+// build transforms every root of the id tree.
+func (t *treeBuilder) build() []*Node {
+	out := make([]*Node, 0, len(t.ix.mainRoots))
+	for _, r := range t.ix.mainRoots {
+		t.run(r, &out)
+	}
+	return out
+}
+
+func (t *treeBuilder) push(msg int32, out *[]*Node) {
+	t.stack = append(t.stack, treeStep{msg: msg, out: out})
+}
+
+// pushAll schedules the transformation of msgs, in order, into out.
+func (t *treeBuilder) pushAll(msgs []int32, out *[]*Node) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		t.push(msgs[i], out)
+	}
+}
+
+func (t *treeBuilder) run(root int32, out *[]*Node) {
+	t.push(root, out)
+	for len(t.stack) > 0 {
+		s := t.stack[len(t.stack)-1]
+		t.stack = t.stack[:len(t.stack)-1]
+		if s.branch != nil {
+			s.branch.ID = t.nodeID("branch", s.branch.ParentMessageID)
+			continue
+		}
+		t.transform(s.msg, s.out)
+	}
+}
+
+func msgNode(id string) *Node { return &Node{Type: NodeMessage, ID: id} }
+
+// transform handles one message; what follows it in the same list is
+// scheduled on the stack (a single follower is handled in the loop itself).
+func (t *treeBuilder) transform(i int32, out *[]*Node) {
+	ix := t.ix
+	for {
+		m := ix.msg(i)
+		kids := ix.mainKids[i]
+
+		// Compare mode flagged on the message: its children are the columns.
+		if m.flags&flagCompare != 0 && len(kids) > 1 {
+			*out = append(*out, msgNode(m.id))
+			cmp := t.compareFromChildren(i)
+			*out = append(*out, cmp)
+			next, ok := t.activeColumnFollower(kids, cmp)
+			if !ok {
+				return
+			}
+			i = next
+			continue
+		}
+
+		// Compare mode from a message group.
+		if g := t.compareGroup(m); g != nil {
+			cmp := t.compareFromGroup(g, m)
+			*out = append(*out, cmp)
+			next, ok := t.activeColumnFollower(kids, cmp)
+			if !ok {
+				return
+			}
+			i = next
+			continue
+		}
+
+		// A council: every member answers; the supervisor's reply hangs under
+		// one of them, and whichever has children carries it on.
+		if m.flags&flagCouncil != 0 && len(kids) > 1 {
+			*out = append(*out, t.councilNode(i))
+			var follow []int32
+			for _, k := range kids {
+				if mk := ix.mainKids[k]; len(mk) > 0 {
+					follow = append(follow, mk[0])
+				}
+			}
+			t.pushAll(follow, out)
+			return
+		}
+
+		// Several async tasks spawned together.
+		if t.isTasksNode(kids) {
+			*out = append(*out, t.tasksNode(i, kids))
+			var follow []int32
+			for _, k := range kids {
+				if ix.msg(k).role != "task" {
+					follow = append(follow, k)
+				}
+			}
+			for _, k := range kids {
+				if ix.msg(k).role != "task" {
+					continue
+				}
+				for _, g := range ix.mainKids[k] {
+					if ix.msg(g).role != "task" {
+						follow = append(follow, g)
+					}
+				}
+			}
+			t.pushAll(follow, out)
+			return
+		}
+
+		// An assistant run with tool calls.
+		if t.isAssistantGroup(i) {
+			*out = append(*out, t.assistantGroupNode(i))
+			next, ok := t.nextAfterTools(i)
+			if !ok {
+				return
+			}
+			i = next
+			continue
+		}
+
+		// A branch point: several non-tool children.
+		nonTool := 0
+		for _, k := range kids {
+			if ix.msg(k).role != "tool" {
+				nonTool++
+			}
+		}
+		if nonTool > 1 {
+			*out = append(*out, msgNode(m.id))
+			*out = append(*out, t.branchNode(i, kids))
+			return
+		}
+
+		*out = append(*out, msgNode(m.id))
+		if len(kids) != 1 {
+			return
+		}
+		i = kids[0]
+	}
+}
+
+// activeColumnFollower returns the first child of a compare node's active
+// column, where the conversation carries on.
+func (t *treeBuilder) activeColumnFollower(kids []int32, cmp *Node) (int32, bool) {
+	if !cmp.HasActiveColumn || cmp.ActiveColumnID == "" {
+		return 0, false
+	}
+	for _, k := range kids {
+		if t.ix.msg(k).id == cmp.ActiveColumnID {
+			if mk := t.ix.mainKids[k]; len(mk) > 0 {
+				return mk[0], true
+			}
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+func (t *treeBuilder) compareGroup(m *Message) *MessageGroup {
+	if m.groupID == "" {
+		return nil
+	}
+	if g := t.ix.groups[m.groupID]; g != nil && g.mode == "compare" {
+		return g
+	}
+	return nil
+}
+
+func (t *treeBuilder) isAssistantGroup(i int32) bool {
+	m := t.ix.msg(i)
+	if m.role != "assistant" {
+		return false
+	}
+	for _, k := range t.ix.mainKids[i] {
+		if t.ix.msg(k).role == "tool" {
+			return true
+		}
+	}
+	return t.col.isToolChainHead(i)
+}
+
+func (t *treeBuilder) isTasksNode(kids []int32) bool {
+	if len(kids) < 2 {
+		return false
+	}
+	n := 0
+	for _, k := range kids {
+		if t.ix.msg(k).role == "task" {
+			n++
+		}
+	}
+	return n > 1
+}
+
+func (t *treeBuilder) tasksNode(i int32, kids []int32) *Node {
+	var ids []string
+	n := &Node{Type: NodeTasks, MessageID: t.ix.msg(i).id}
+	for _, k := range kids {
+		if t.ix.msg(k).role == "task" {
+			id := t.ix.msg(k).id
+			ids = append(ids, id)
+			n.Children = append(n.Children, msgNode(id))
+		}
+	}
+	n.ID = "tasks-" + n.MessageID + "-" + strings.Join(ids, "-")
+	return n
+}
+
+// branchNode builds a branch point with every alternative transformed in
+// full; the alternatives are scheduled, and the node's id is assigned after
+// them.
+func (t *treeBuilder) branchNode(i int32, kids []int32) *Node {
+	m := t.ix.msg(i)
+	ch := activeBranch(m, kids, func(k int32) bool { return len(t.ix.mainKids[k]) > 0 })
+	n := &Node{Type: NodeBranch, ParentMessageID: m.id, ActiveBranchIndex: ch.pos}
+	if ch.optimistic {
+		n.ActiveBranchIndex = len(kids)
+	}
+	n.Branches = make([][]*Node, len(kids))
+	t.stack = append(t.stack, treeStep{branch: n})
+	for j := len(kids) - 1; j >= 0; j-- {
+		n.Branches[j] = []*Node{}
+		t.push(kids[j], &n.Branches[j])
+	}
+	return n
+}
+
+// compareFromChildren builds a compare node whose columns are the children
+// of message i.
+func (t *treeBuilder) compareFromChildren(i int32) *Node {
+	ix := t.ix
+	m := ix.msg(i)
+	n := &Node{Type: NodeCompare, MessageID: m.id}
+	ids := make([]string, 0, len(ix.mainKids[i]))
+	for _, k := range ix.mainKids[i] {
+		km := ix.msg(k)
+		ids = append(ids, km.id)
+		if km.flags&flagActiveColumn != 0 {
+			n.ActiveColumnID, n.HasActiveColumn = km.id, true
+		}
+		if t.isAssistantGroup(k) {
+			n.Columns = append(n.Columns, []*Node{t.assistantGroupNode(k)})
+		} else {
+			n.Columns = append(n.Columns, []*Node{msgNode(km.id)})
+		}
+	}
+	n.ID = "compare-" + m.id + "-" + strings.Join(ids, "-")
+	return n
+}
+
+// compareFromGroup builds a compare node whose columns are the members of a
+// message group.
+func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) *Node {
+	n := &Node{Type: NodeCompare}
+	n.Columns = []([]*Node){}
+	for _, gm := range t.ix.msgs {
+		if gm.groupID != g.id.s {
+			continue
+		}
+		if gm.flags&flagActiveColumn != 0 && !n.HasActiveColumn {
+			n.ActiveColumnID, n.HasActiveColumn = gm.id, true
+		}
+		n.Columns = append(n.Columns, []*Node{msgNode(gm.id)})
+	}
+	n.ID = t.nodeID("compare", g.id.s)
+	n.MessageID = m.id
+	if pm, ok := g.fields["parentMessageId"]; ok && truthy(pm) {
+		if s, ok := pm.(string); ok {
+			n.MessageID = s
+		}
+	}
+	return n
+}
+
+// councilNode builds an agentCouncil node from the children of message i.
+func (t *treeBuilder) councilNode(i int32) *Node {
+	ix := t.ix
+	m := ix.msg(i)
+	n := &Node{Type: NodeAgentCouncil, MessageID: m.id}
+	ids := make([]string, 0, len(ix.mainKids[i]))
+	for _, k := range ix.mainKids[i] {
+		ids = append(ids, ix.msg(k).id)
+		if t.isAssistantGroup(k) {
+			n.Members = append(n.Members, t.assistantGroupNode(k))
+		} else {
+			n.Members = append(n.Members, msgNode(ix.msg(k).id))
+		}
+	}
+	n.ID = "agentCouncil-" + m.id + "-" + strings.Join(ids, "-")
+	return n
+}
+
+// assistantGroupNode builds the node of the run starting at assistant i:
+// its steps, then the signal-callback blocks of its tools, then post-task
+// summaries.
+func (t *treeBuilder) assistantGroupNode(i int32) *Node {
+	ix := t.ix
+	agent := ix.msg(i).agentID
+	n := &Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
+	for cur, ok := i, true; ok; cur, ok = t.chainContinuation(cur, agent) {
+		step := msgNode(ix.msg(cur).id)
+		for _, k := range ix.mainKids[cur] {
+			if ix.msg(k).role == "tool" {
+				step.Tools = append(step.Tools, ix.msg(k).id)
+			}
+		}
+		n.Children = append(n.Children, step)
+	}
+	n.Children = append(n.Children, t.signalCallbackNodes(i)...)
+	n.Children = append(n.Children, t.taskCompletionNodes(i)...)
+	return n
+}
+
+// chainContinuation finds the next step of a run in the id tree; see
+// collector.findFlatChainContinuation for the rules. Tool results' children
+// come before the assistant's own children when createdAt ties.
+func (t *treeBuilder) chainContinuation(i int32, agent key) (int32, bool) {
+	ix := t.ix
+	var cands []int32
+	fanOut := false
+	for _, k := range ix.mainKids[i] {
+		if ix.msg(k).role != "tool" {
+			continue
+		}
+		if t.col.isFanOutTool(k, ix.mainKids[k]) {
+			fanOut = true
+			continue
+		}
+		cands = append(cands, ix.mainKids[k]...)
+	}
+	if !fanOut {
+		for _, k := range ix.mainKids[i] {
+			if ix.msg(k).role != "tool" {
+				cands = append(cands, k)
+			}
+		}
+	}
+	eligible := cands[:0:0]
+	for _, k := range cands {
+		if ix.msg(k).isChainStep(agent) {
+			eligible = append(eligible, k)
+		}
+	}
+	t.col.sortByCreated(eligible)
+	return t.col.resolveActiveContinuation(eligible)
+}
+
+// mainChainWalk visits the tool results along the main chain of the run at
+// assistant i, depth first, calling visit for each tool result.
+func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
+	ix := t.ix
+	agent := ix.msg(i).agentID
+	type frame struct {
+		node int32
+		next int // index into mainKids[node]
+	}
+	visited := map[int32]bool{i: true}
+	stack := []frame{{node: i}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		kids := ix.mainKids[f.node]
+		if f.next >= len(kids) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		tool := kids[f.next]
+		f.next++
+		if ix.msg(tool).role != "tool" {
+			continue
+		}
+		visit(tool)
+		for _, k := range ix.mainKids[tool] {
+			if ix.msg(k).isChainStep(agent) {
+				if !visited[k] {
+					visited[k] = true
+					stack = append(stack, frame{node: k})
+				}
+				break
+			}
+		}
+	}
+}
+
+// signalCallbackNodes collects one signalCallbacks node per tool of the run
+// whose children include callback replies.
+func (t *treeBuilder) signalCallbackNodes(i int32) []*Node {
+	ix := t.ix
+	var out []*Node
+	t.mainChainWalk(i, func(tool int32) {
+		var cbs []int32
+		for _, k := range ix.mainKids[tool] {
+			if ix.msg(k).isCallbackSignal() {
+				cbs = append(cbs, k)
+			}
+		}
+		if len(cbs) == 0 {
+			return
+		}
+		t.col.sortBySequence(cbs)
+		first := ix.msg(cbs[0]).signalOf()
+		n := &Node{
+			Type:                NodeSignalCallbacks,
+			ID:                  "signalCallbacks-" + ix.msg(tool).id,
+			SourceToolMessageID: ix.msg(tool).id,
+			SourceToolCallID:    first.sourceToolCall,
+			hasSourceCall:       first.hasSourceCall,
+			SourceToolName:      first.sourceToolName,
+			hasSourceName:       first.hasSourceName,
+		}
+		for _, c := range cbs {
+			n.Callbacks = append(n.Callbacks, msgNode(ix.msg(c).id))
+		}
+		out = append(out, n)
+	})
+	return out
+}
+
+// taskCompletionNodes collects the post-task summaries of the run's agent
+// among the children of its tools.
+func (t *treeBuilder) taskCompletionNodes(i int32) []*Node {
+	ix := t.ix
+	agent := ix.msg(i).agentID
+	var out []*Node
+	t.mainChainWalk(i, func(tool int32) {
+		for _, k := range ix.mainKids[tool] {
+			km := ix.msg(k)
+			if km.agentID == agent && km.isTaskCompletionSignal() {
+				out = append(out, msgNode(km.id))
+			}
+		}
+	})
+	return out
+}
+
+// nextAfterTools finds where the conversation continues after the run at
+// assistant i: a council or task-spawning last tool itself, else the first
+// child of the run's last node.
+func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
+	ix := t.ix
+	agent := ix.msg(i).agentID
+	last := i
+	for {
+		next, ok := t.chainContinuation(last, agent)
+		if !ok {
+			break
+		}
+		last = next
+	}
+	var lastTool int32 = -1
+	for _, k := range ix.mainKids[last] {
+		if ix.msg(k).role == "tool" {
+			lastTool = k
+		}
+	}
+	if lastTool >= 0 {
+		last = lastTool
+	}
+	lm := ix.msg(last)
+	if lm.role == "tool" {
+		if lm.flags&flagCouncil != 0 {
+			return last, true
+		}
+		if slices.ContainsFunc(ix.mainKids[last], func(k int32) bool { return ix.msg(k).role == "task" }) {
+			return last, true
+		}
+	}
+	if mk := ix.mainKids[last]; len(mk) > 0 {
+		return mk[0], true
+	}
+	return 0, false
+}

@@ -1,0 +1,565 @@
+package conversation
+
+import (
+	"errors"
+)
+
+// The flat-list builder walks the active path of the conversation and emits
+// what a chat UI renders, top to bottom: plain messages, plus virtual ones
+// for assistant runs, compare columns, task fans and supervisor replies,
+// with branch indicators on the messages that have alternatives.
+//
+// The reference writes this walk as mutual recursion, one level per message
+// on the path. Here it runs on an explicit stack of frames, so the depth of
+// a conversation costs heap, not goroutine stack. Each frame is the rest of
+// one of the reference's loops; a step that would recurse pushes its own
+// frame back (advanced past the current item) and then the frame of the
+// callee, so the order of effects is the same.
+
+// errWalkDiverged guards against a walk that stops making progress; it
+// would mean a bug here, never an input the caller can fix.
+var errWalkDiverged = errors.New("conversation: flat-list walk did not converge")
+
+type frameKind uint8
+
+const (
+	frameVisit     frameKind = iota // start visiting the children of parent
+	frameChildren                   // the main loop over children, from i
+	frameTaskRest                   // after a task fan: remaining non-task children, from i
+	frameTaskGrand                  // after a task fan: children of task list[i], from j
+	frameContinue                   // after an assistant run: its unprocessed continuations
+	frameRestore                    // put back the children of parent (see narrow)
+)
+
+type frame struct {
+	kind   frameKind
+	parent int32
+	list   []int32
+	inner  []int32
+	i, j   int
+}
+
+// flatWalker builds the flat list.
+type flatWalker struct {
+	ix        *index
+	col       *collector
+	processed *markSet
+	groupDone map[string]bool // message groups already shown
+	out       []flatItem
+	stack     []frame
+	err       error
+}
+
+// flatItem is one entry of the flat list: an input message as it is, or the
+// fields of a message built here.
+type flatItem struct {
+	msg    *Message
+	fields map[string]any
+}
+
+func newFlatWalker(ix *index, col *collector) *flatWalker {
+	return &flatWalker{
+		ix:        ix,
+		col:       col,
+		processed: newDenseSet(len(ix.msgs)),
+		out:       make([]flatItem, 0, len(ix.msgs)),
+	}
+}
+
+func (w *flatWalker) emit(i int32) { w.out = append(w.out, flatItem{msg: w.ix.msg(i)}) }
+func (w *flatWalker) emitFields(fields map[string]any) {
+	w.out = append(w.out, flatItem{fields: fields})
+}
+
+func (w *flatWalker) mark(ids ...int32) {
+	for _, i := range ids {
+		w.processed.add(i)
+	}
+}
+
+func (w *flatWalker) push(f frame) { w.stack = append(w.stack, f) }
+
+func (w *flatWalker) pushVisit(parent int32) { w.push(frame{kind: frameVisit, parent: parent}) }
+
+// kidsOf returns the current children of a parent slot.
+func (w *flatWalker) kidsOf(parent int32) []int32 {
+	switch {
+	case parent >= 0:
+		return w.ix.kids[parent]
+	case parent == slotRoot:
+		return w.ix.roots
+	case parent == slotEmpty:
+		return w.ix.emptyParent
+	}
+	return nil
+}
+
+// flatten walks from the roots, or, when every message has a parent (a
+// thread loaded on its own), from the first message's parent.
+func (w *flatWalker) flatten() error {
+	start := slotRoot
+	if len(w.ix.roots) == 0 && len(w.ix.msgs) > 0 {
+		start = slotNowhere
+		first := w.ix.msgs[0]
+		if first.hasParent {
+			if first.parentID == "" {
+				start = slotEmpty
+			} else if p, ok := w.ix.lookup(first.parentID); ok {
+				start = p
+			}
+		}
+	}
+	w.pushVisit(start)
+	for len(w.stack) > 0 && w.err == nil {
+		top := len(w.stack) - 1
+		switch w.stack[top].kind {
+		case frameVisit:
+			f := w.stack[top]
+			w.stack = w.stack[:top]
+			w.visit(f.parent)
+		case frameChildren:
+			w.children(top)
+		case frameTaskRest:
+			w.taskRest(top)
+		case frameTaskGrand:
+			w.taskGrand(top)
+		case frameContinue:
+			w.continueRun(top)
+		case frameRestore:
+			f := w.stack[top]
+			w.stack = w.stack[:top]
+			w.ix.kids[f.parent] = f.list
+		}
+	}
+	return w.err
+}
+
+// visit starts on the children of parent: a fan of tasks first, else the
+// main loop.
+func (w *flatWalker) visit(parent int32) {
+	kids := w.kidsOf(parent)
+	if parent >= 0 && w.ix.msg(parent).id != "" && len(kids) > 0 {
+		var tasks, rest []int32
+		for _, k := range kids {
+			if w.ix.msg(k).role == "task" {
+				tasks = append(tasks, k)
+			} else {
+				rest = append(rest, k)
+			}
+		}
+		if len(tasks) > 1 {
+			role := "tasks"
+			agents := map[key]bool{}
+			for _, t := range tasks {
+				if a := w.ix.msg(t).agentID; a.truthy() {
+					agents[a] = true
+				}
+			}
+			if len(agents) > 1 {
+				role = "groupTasks"
+			}
+			w.emitFields(w.tasksMessage(parent, tasks, role))
+			w.push(frame{kind: frameTaskGrand, list: tasks})
+			w.push(frame{kind: frameTaskRest, list: rest})
+			return
+		}
+	}
+	w.push(frame{kind: frameChildren, list: kids})
+}
+
+// taskRest handles the non-task children of a task fan (a summary, say).
+func (w *flatWalker) taskRest(top int) {
+	f := &w.stack[top]
+	for f.i < len(f.list) {
+		k := f.list[f.i]
+		f.i++
+		if w.processed.has(k) {
+			continue
+		}
+		if m := w.ix.msg(k); m.role == "assistant" && m.hasTools() {
+			w.assistantRun(k, false)
+			return
+		}
+		w.emit(k)
+		w.mark(k)
+		w.pushVisit(k)
+		return
+	}
+	w.stack = w.stack[:top]
+}
+
+// taskGrand handles what hangs under the tasks of a fan (a summary written
+// as a child of the last task).
+func (w *flatWalker) taskGrand(top int) {
+	f := &w.stack[top]
+	for f.i < len(f.list) {
+		if f.j == 0 {
+			f.inner = w.ix.kids[f.list[f.i]]
+		}
+		if f.j >= len(f.inner) {
+			f.i++
+			f.j = 0
+			continue
+		}
+		k := f.inner[f.j]
+		f.j++
+		if w.processed.has(k) {
+			continue
+		}
+		m := w.ix.msg(k)
+		switch {
+		case m.role == "task":
+			continue
+		case m.role == "assistant" && m.hasTools():
+			w.assistantRun(k, false)
+		case m.role == "assistant" && m.flags&flagSupervisor != 0:
+			w.emitFields(supervisorMessage(m))
+			w.mark(k)
+			w.pushVisit(k)
+		default:
+			w.emit(k)
+			w.mark(k)
+			w.pushVisit(k)
+		}
+		return
+	}
+	w.stack = w.stack[:top]
+}
+
+// children is the main loop over the children of one parent.
+func (w *flatWalker) children(top int) {
+	ix := w.ix
+	for {
+		f := &w.stack[top]
+		if f.i >= len(f.list) {
+			w.stack = w.stack[:top]
+			return
+		}
+		k := f.list[f.i]
+		f.i++
+		if w.processed.has(k) {
+			continue
+		}
+		m := ix.msg(k)
+
+		// A compare group: its members become columns.
+		if m.groupID != "" {
+			if g := ix.groups[m.groupID]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
+				var members []int32
+				for j, gm := range ix.msgs {
+					if gm.groupID == m.groupID {
+						members = append(members, int32(j))
+					}
+				}
+				cmp := w.compareFromGroup(g, members)
+				w.emitFields(cmp)
+				w.mark(members...)
+				w.markGroup(g.id.s)
+				if active, ok := w.activeColumn(cmp); ok {
+					w.pushVisit(active)
+					return
+				}
+				continue
+			}
+		}
+
+		// An assistant run, or the toolless narration that opens one.
+		if m.role == "assistant" && (m.hasTools() || (m.flags&flagSupervisor == 0 && w.col.isToolChainHead(k))) {
+			w.assistantRun(k, true)
+			return
+		}
+
+		// A supervisor's reply without tools.
+		if m.role == "assistant" && m.flags&flagSupervisor != 0 {
+			w.emitFields(supervisorMessage(m))
+			w.mark(k)
+			w.pushVisit(k)
+			return
+		}
+
+		kids := ix.kids[k]
+		var nonTool []int32
+		for _, c := range kids {
+			if ix.msg(c).role != "tool" {
+				nonTool = append(nonTool, c)
+			}
+		}
+
+		// Compare mode flagged on the message: its children are the columns.
+		if m.flags&flagCompare != 0 && len(kids) > 1 {
+			w.emit(k)
+			w.mark(k)
+			cmp := w.compareFromChildren(k, kids)
+			w.emitFields(cmp)
+			if active, ok := w.activeColumn(cmp); ok {
+				w.pushVisit(active)
+			}
+			return
+		}
+
+		// A branch point: the indicator goes on the active child.
+		if (m.role == "user" || m.role == "assistant") && len(nonTool) > 1 {
+			ch := activeBranch(m, nonTool, func(c int32) bool { return len(ix.kids[c]) > 0 })
+			w.emit(k)
+			w.mark(k)
+			if ch.optimistic {
+				continue
+			}
+			a := nonTool[ch.pos]
+			am := ix.msg(a)
+			if m.role == "user" && am.role == "assistant" && am.hasTools() {
+				chain, tools := w.col.collectAssistantChain(a, w.processed)
+				group := w.assistantGroupMessage(chain, tools, nil, nil, nil)
+				w.emitFields(withBranch(group, len(nonTool), ch.pos))
+				w.mark(chain...)
+				w.mark(tools...)
+				w.pushContinue(chain, tools)
+				return
+			}
+			w.emitFields(withBranch(am.fields, len(nonTool), ch.pos))
+			w.mark(a)
+			w.pushVisit(a)
+			return
+		}
+
+		w.emit(k)
+		w.mark(k)
+		w.pushVisit(k)
+		return
+	}
+}
+
+// groupShown and markGroup track message groups already emitted. A group id
+// that is also a message id counts as that message too, as one set of ids
+// does in the reference.
+func (w *flatWalker) groupShown(id string) bool {
+	if w.groupDone[id] {
+		return true
+	}
+	if i, ok := w.ix.lookup(id); ok {
+		return w.processed.has(i)
+	}
+	return false
+}
+
+func (w *flatWalker) markGroup(id string) {
+	if w.groupDone == nil {
+		w.groupDone = map[string]bool{}
+	}
+	w.groupDone[id] = true
+	if i, ok := w.ix.lookup(id); ok {
+		w.processed.add(i)
+	}
+}
+
+// activeColumn returns the message of a compare message's active column.
+func (w *flatWalker) activeColumn(cmp map[string]any) (int32, bool) {
+	id, ok := cmp["activeColumnId"].(string)
+	if !ok || id == "" {
+		return 0, false
+	}
+	return w.ix.lookup(id)
+}
+
+// assistantRun emits the run starting at assistant a, with its signal
+// replies and council when full is set (the main loop), without them for a
+// run reached from a task fan. It schedules the council members' replies
+// and the run's continuations.
+func (w *flatWalker) assistantRun(a int32, full bool) {
+	chain, tools := w.col.collectAssistantChain(a, w.processed)
+	var blocks []signalBlock
+	var completions []int32
+	if full {
+		blocks = w.col.collectFlatSignalCallbacks(tools)
+		completions = w.col.collectFlatTaskCompletions(tools)
+	}
+	memberIDs, members := w.councilMembers(tools)
+	w.emitFields(w.assistantGroupMessage(chain, tools, blocks, completions, members))
+	w.mark(chain...)
+	w.mark(tools...)
+	for _, b := range blocks {
+		w.mark(b.callbacks...)
+	}
+	w.mark(completions...)
+	w.pushContinue(chain, tools)
+	for i := len(memberIDs) - 1; i >= 0; i-- {
+		w.pushVisit(memberIDs[i])
+	}
+}
+
+// pushContinue schedules the continuations of a run: what hangs under its
+// last assistant or any of its tools.
+func (w *flatWalker) pushContinue(chain, tools []int32) {
+	parents := make([]int32, 0, len(tools)+1)
+	if len(chain) > 0 {
+		parents = append(parents, chain[len(chain)-1])
+	}
+	parents = append(parents, tools...)
+	w.push(frame{kind: frameContinue, list: parents})
+}
+
+// continueRun takes the earliest unprocessed child under the run's parents
+// and walks it; a council or task fan under one parent is walked whole.
+func (w *flatWalker) continueRun(top int) {
+	f := &w.stack[top]
+	// Every other frame advances an index; this one relies on each visit
+	// processing the child it was started for. Check it, so that a bug can
+	// only end the walk with an error, never loop.
+	if f.j > 0 && !w.processed.has(int32(f.j-1)) {
+		w.err = errWalkDiverged
+		return
+	}
+	child, parent, ok := w.nextUnprocessedChild(f.list)
+	if !ok {
+		w.stack = w.stack[:top]
+		return
+	}
+	f.j = int(child) + 1
+	if w.shouldDrain(parent) {
+		w.pushVisit(parent)
+		return
+	}
+	// Walk only this child under its parent: narrow the parent's children
+	// for the duration of the visit, then restore them.
+	w.push(frame{kind: frameRestore, parent: parent, list: w.ix.kids[parent]})
+	w.ix.kids[parent] = []int32{child}
+	w.pushVisit(parent)
+}
+
+func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32, ok bool) {
+	best := 0.0
+	for _, p := range parents {
+		for _, c := range w.ix.kids[p] {
+			if w.processed.has(c) {
+				continue
+			}
+			at := w.ix.msg(c).createdAt
+			if !ok || at < best {
+				child, parent, best, ok = c, p, at, true
+			}
+		}
+	}
+	return child, parent, ok
+}
+
+func (w *flatWalker) shouldDrain(p int32) bool {
+	var left []int32
+	for _, c := range w.ix.kids[p] {
+		if !w.processed.has(c) {
+			left = append(left, c)
+		}
+	}
+	if len(left) <= 1 {
+		return false
+	}
+	if w.ix.msg(p).flags&flagCouncil != 0 {
+		return true
+	}
+	tasks := 0
+	for _, c := range left {
+		if w.ix.msg(c).role == "task" {
+			tasks++
+		}
+	}
+	return tasks > 1
+}
+
+// councilMembers gathers the members of a broadcast run: the non-tool
+// siblings of its council tool, else the tool's own non-tool children. The
+// tool's other children are bookkeeping anchors and are marked processed.
+func (w *flatWalker) councilMembers(tools []int32) (ids []int32, members []any) {
+	ix := w.ix
+	council := int32(-1)
+	for _, t := range tools {
+		if ix.msg(t).flags&flagCouncil != 0 {
+			council = t
+			break
+		}
+	}
+	if council < 0 {
+		return nil, nil
+	}
+	pick := func(kids []int32) []int32 {
+		var out []int32
+		for _, k := range kids {
+			if ix.msg(k).role != "tool" && !w.processed.has(k) {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	cm := ix.msg(council)
+	if cm.hasParent && cm.parentID != "" {
+		if s, ok := ix.lookup(cm.parentID); ok {
+			ids = pick(ix.kids[s])
+		}
+	}
+	if len(ids) <= 1 {
+		ids = pick(ix.kids[council])
+	}
+	if len(ids) <= 1 {
+		return nil, nil
+	}
+	members = w.columnsOf(ids)
+	w.mark(ix.kids[council]...)
+	return ids, members
+}
+
+// columnsOf renders each of ids as one entry: an assistant with tools as its
+// whole run, anything else as itself. Each run is collected on its own, so
+// runs may share messages.
+func (w *flatWalker) columnsOf(ids []int32) []any {
+	out := make([]any, 0, len(ids))
+	for _, id := range ids {
+		m := w.ix.msg(id)
+		if m.role == "assistant" && m.hasTools() {
+			chain, tools := w.col.collectAssistantChain(id, newSparseSet())
+			out = append(out, w.assistantGroupMessage(chain, tools, nil, nil, nil))
+			w.mark(chain...)
+			w.mark(tools...)
+			continue
+		}
+		out = append(out, m.fields)
+		w.mark(id)
+	}
+	return out
+}
+
+// compareFromChildren builds the compare message whose columns are the
+// children of message p.
+func (w *flatWalker) compareFromChildren(p int32, kids []int32) map[string]any {
+	out := map[string]any{"content": "", "role": "compare"}
+	ids := make([]string, 0, len(kids))
+	for _, k := range kids {
+		km := w.ix.msg(k)
+		ids = append(ids, km.id)
+		if km.flags&flagActiveColumn != 0 {
+			out["activeColumnId"] = km.id
+		}
+	}
+	cols := w.columnsOf(kids)
+	for i, c := range cols {
+		cols[i] = []any{c}
+	}
+	pid := w.ix.msg(p).id
+	out["columns"] = cols
+	out["id"] = "compare-" + pid + "-" + joinIDs(ids)
+	out["extra"] = map[string]any{"parentMessageId": pid}
+	out["createdAt"], out["updatedAt"] = w.spanOf(kids)
+	return out
+}
+
+func joinIDs(ids []string) string {
+	n := 0
+	for _, s := range ids {
+		n += len(s) + 1
+	}
+	b := make([]byte, 0, n)
+	for i, s := range ids {
+		if i > 0 {
+			b = append(b, '-')
+		}
+		b = append(b, s...)
+	}
+	return string(b)
+}

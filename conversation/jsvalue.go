@@ -1,0 +1,196 @@
+package conversation
+
+import (
+	"math"
+	"strconv"
+	"strings"
+)
+
+// The reference implementation is JavaScript, and some of its behaviour on
+// untidy input follows from JavaScript's value rules (truthiness, strict
+// equality between undefined and null, numeric coercion in sorts and in
+// Math.min/max). The helpers here reproduce those rules for JSON values.
+
+// keyKind tells absent, null and string values apart, as === does.
+type keyKind uint8
+
+const (
+	keyAbsent keyKind = iota
+	keyNull
+	keyString
+	keyOther // a number, bool, array or object: equal only to itself
+)
+
+// key is a comparable stand-in for a JSON field used in equality tests.
+type key struct {
+	kind keyKind
+	s    string
+	obj  *byte // identity of an object or array value: === compares references
+}
+
+// keyOf reads field name of obj as a key.
+func keyOf(obj map[string]any, name string) key {
+	v, ok := obj[name]
+	if !ok {
+		return key{kind: keyAbsent}
+	}
+	switch t := v.(type) {
+	case nil:
+		return key{kind: keyNull}
+	case string:
+		return key{kind: keyString, s: t}
+	case float64:
+		return key{kind: keyOther, s: "n:" + strconv.FormatFloat(t, 'g', -1, 64)}
+	case bool:
+		return key{kind: keyOther, s: "b:" + strconv.FormatBool(t)}
+	default:
+		// Objects and arrays are === only to themselves; give each read
+		// its own identity.
+		return key{kind: keyOther, s: "o", obj: new(byte)}
+	}
+}
+
+// truthy reports whether v is truthy: everything but absent, null, false,
+// 0, NaN and "".
+func (k key) truthy() bool {
+	switch k.kind {
+	case keyString:
+		return k.s != ""
+	case keyOther:
+		return k.s != "n:0" && k.s != "b:false" && k.s != "n:NaN"
+	}
+	return false
+}
+
+// value returns the key as a JSON value, and false when it is absent.
+func (k key) value() (any, bool) {
+	switch k.kind {
+	case keyNull:
+		return nil, true
+	case keyString:
+		return k.s, true
+	}
+	return nil, false
+}
+
+// truthy applies JavaScript truthiness to a decoded JSON value.
+func truthy(v any) bool {
+	switch t := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return t
+	case float64:
+		return t != 0 && !math.IsNaN(t)
+	case string:
+		return t != ""
+	}
+	return true
+}
+
+// truthyString returns v when it is a non-empty string, else "".
+func truthyString(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func hasKey(m map[string]any, name string) bool {
+	_, ok := m[name]
+	return ok
+}
+
+// toNumber converts a JSON value as JavaScript's Number() does; an absent
+// value (present == false) is undefined, which converts to NaN.
+func toNumber(v any, present bool) float64 {
+	if !present {
+		return math.NaN()
+	}
+	switch t := v.(type) {
+	case nil:
+		return 0
+	case bool:
+		if t {
+			return 1
+		}
+		return 0
+	case float64:
+		return t
+	case string:
+		return stringToNumber(t)
+	case []any:
+		switch len(t) {
+		case 0:
+			return 0
+		case 1:
+			switch e := t[0].(type) {
+			case float64:
+				return e
+			case string:
+				return stringToNumber(e)
+			case nil:
+				return 0
+			}
+		}
+	}
+	return math.NaN()
+}
+
+func stringToNumber(s string) float64 {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0
+	}
+	switch s {
+	case "Infinity", "+Infinity":
+		return math.Inf(1)
+	case "-Infinity":
+		return math.Inf(-1)
+	}
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B') {
+		base := map[byte]int{'x': 16, 'X': 16, 'o': 8, 'O': 8, 'b': 2, 'B': 2}[s[1]]
+		n, err := strconv.ParseUint(s[2:], base, 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return float64(n)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if (c < '0' || c > '9') && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-' {
+			return math.NaN()
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return f
+}
+
+// jsNumber turns a float64 computed like a JavaScript number into the JSON
+// value JSON.stringify would write: NaN and infinities become null.
+func jsNumber(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return nil
+	}
+	return f
+}
+
+// jsType names the JSON type of v for error messages.
+func jsType(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return "unknown"
+}
