@@ -1,0 +1,262 @@
+package conversation
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+)
+
+// Errors returned by Conversation.
+var (
+	ErrMessageExists   = errors.New("conversation: message already exists")
+	ErrMessageNotFound = errors.New("conversation: message not found")
+	ErrCycle           = errors.New("conversation: parent cycle")
+	ErrInvalidPatch    = errors.New("conversation: invalid patch")
+)
+
+// Conversation is the live state of one conversation: its messages in append
+// order and its message groups. It is not safe for concurrent use.
+type Conversation struct {
+	opts   options
+	order  []string // ids in append order
+	msgs   map[string]*Message
+	pos    map[string]int // id → index in order (rebuilt lazily after deletes)
+	stale  bool
+	groups []*MessageGroup
+	// refs counts the messages naming each id as their parent, present or
+	// not: a new message can close a loop only if something points at it.
+	refs map[string]int
+}
+
+// NewConversation returns an empty conversation. Options are those of Parse;
+// WithMaxMessages bounds how many messages it accepts.
+func NewConversation(opts ...Option) *Conversation {
+	o := options{maxMessages: DefaultMaxMessages}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}}
+}
+
+// Len returns the number of messages.
+func (c *Conversation) Len() int { return len(c.msgs) }
+
+// Get returns the message with the given id.
+func (c *Conversation) Get(id string) (*Message, bool) {
+	m, ok := c.msgs[id]
+	return m, ok
+}
+
+// Messages returns the messages in append order.
+func (c *Conversation) Messages() []*Message {
+	out := make([]*Message, 0, len(c.msgs))
+	for _, id := range c.order {
+		if m, ok := c.msgs[id]; ok {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Groups returns the message groups in the order they were first upserted.
+func (c *Conversation) Groups() []*MessageGroup { return c.groups }
+
+// Append adds a new message. Appending an id that exists fails with
+// ErrMessageExists unless the message is identical (a redelivery), which is
+// a no-op. A message whose parent chain would loop back to itself fails
+// with ErrCycle.
+func (c *Conversation) Append(m *Message) error {
+	if m == nil {
+		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	if old, ok := c.msgs[m.id]; ok {
+		if sameFields(old, m) {
+			return nil
+		}
+		return fmt.Errorf("%w: %q", ErrMessageExists, m.id)
+	}
+	if c.opts.maxMessages > 0 && len(c.msgs) >= c.opts.maxMessages {
+		return fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
+	}
+	if c.refs[m.id] > 0 {
+		if err := c.checkCycle(m.id, m); err != nil {
+			return err
+		}
+	}
+	c.compact()
+	c.ref(m, 1)
+	c.pos[m.id] = len(c.order)
+	c.order = append(c.order, m.id)
+	c.msgs[m.id] = m
+	return nil
+}
+
+// Update applies a JSON merge patch (RFC 7386) to the message with the given
+// id: fields set to null are removed, objects merge recursively. The id
+// cannot change.
+func (c *Conversation) Update(id string, patch map[string]any) error {
+	old, ok := c.msgs[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
+	}
+	if v, ok := patch["id"]; ok && v != id {
+		return fmt.Errorf("%w: the id cannot change", ErrInvalidPatch)
+	}
+	fields := MergePatch(old.fields, patch)
+	fields["id"] = id
+	m, err := NewMessage(fields)
+	if err != nil {
+		return err
+	}
+	if m.parentID != old.parentID || m.hasParent != old.hasParent {
+		if err := c.checkCycle(id, m); err != nil {
+			return err
+		}
+	}
+	c.ref(old, -1)
+	c.ref(m, 1)
+	c.msgs[id] = m
+	return nil
+}
+
+// ref counts m's parent reference up (d=1) or down (d=-1).
+func (c *Conversation) ref(m *Message, d int) {
+	if !m.hasParent {
+		return
+	}
+	if n := c.refs[m.parentID] + d; n > 0 {
+		c.refs[m.parentID] = n
+	} else {
+		delete(c.refs, m.parentID)
+	}
+}
+
+// Delete removes a message. Its children stay and become roots, as messages
+// whose parent is missing do.
+func (c *Conversation) Delete(id string) error {
+	m, ok := c.msgs[id]
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
+	}
+	c.ref(m, -1)
+	delete(c.msgs, id)
+	delete(c.pos, id)
+	c.stale = true
+	return nil
+}
+
+// UpsertGroup adds a message group or replaces the one with the same id.
+func (c *Conversation) UpsertGroup(g *MessageGroup) error {
+	if g == nil || g.id.kind != keyString {
+		return fmt.Errorf("%w: message group needs a string id", ErrInvalidMessage)
+	}
+	for i, old := range c.groups {
+		if old.id == g.id {
+			c.groups[i] = g
+			return nil
+		}
+	}
+	c.groups = append(c.groups, g)
+	return nil
+}
+
+// Result parses the conversation as it stands.
+func (c *Conversation) Result() (*Result, error) {
+	return Parse(c.Messages(), c.groups, WithMaxMessages(c.opts.maxMessages))
+}
+
+// PathTo returns the messages on the path from the root to leaf, in append
+// order, together with the tool results of the assistants on it: the linear
+// context that ends at leaf.
+func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
+	if _, ok := c.msgs[leaf]; !ok {
+		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, leaf)
+	}
+	on := map[string]bool{}
+	for id, steps := leaf, 0; id != "" && steps <= len(c.msgs); steps++ {
+		m, ok := c.msgs[id]
+		if !ok || on[id] {
+			break
+		}
+		on[id] = true
+		id = m.parentID
+	}
+	out := make([]*Message, 0, len(on))
+	for _, m := range c.Messages() {
+		if on[m.id] {
+			out = append(out, m)
+			continue
+		}
+		if m.role == "tool" && m.hasParent && on[m.parentID] && m.parentID != leaf {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// checkCycle fails when giving message id the parent chain of m would make
+// id its own ancestor.
+func (c *Conversation) checkCycle(id string, m *Message) error {
+	seen := 0
+	for p, ok := m.parentID, m.hasParent; ok; {
+		if p == id {
+			return fmt.Errorf("%w: %q would be its own ancestor", ErrCycle, id)
+		}
+		parent, found := c.msgs[p]
+		if !found {
+			return nil
+		}
+		seen++
+		if seen > len(c.msgs) {
+			// An existing loop not through id; not this message's doing.
+			return nil
+		}
+		p, ok = parent.parentID, parent.hasParent
+	}
+	return nil
+}
+
+// compact drops deleted ids from the append order.
+func (c *Conversation) compact() {
+	if !c.stale {
+		return
+	}
+	kept := c.order[:0]
+	for _, id := range c.order {
+		if _, ok := c.msgs[id]; ok {
+			c.pos[id] = len(kept)
+			kept = append(kept, id)
+		}
+	}
+	c.order = kept
+	c.stale = false
+}
+
+func sameFields(a, b *Message) bool {
+	x, err1 := json.Marshal(a.fields)
+	y, err2 := json.Marshal(b.fields)
+	return err1 == nil && err2 == nil && string(x) == string(y)
+}
+
+// MergePatch applies a JSON merge patch (RFC 7386) to target and returns the
+// result; target is not modified.
+func MergePatch(target, patch map[string]any) map[string]any {
+	out := maps.Clone(target)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for k, v := range patch {
+		if v == nil {
+			delete(out, k)
+			continue
+		}
+		if pv, ok := v.(map[string]any); ok {
+			tv, _ := out[k].(map[string]any)
+			out[k] = MergePatch(tv, pv)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
