@@ -1,0 +1,56 @@
+package conversation
+
+import (
+	"path/filepath"
+	"testing"
+)
+
+// benchInputs are the shared benchmark conversations (see testdata/bench).
+var benchInputs = []string{"conversation-1716", "flat-10000", "deep-26085"}
+
+func loadBench(b testing.TB, name string) ([]*Message, []*MessageGroup) {
+	b.Helper()
+	cases := readCases(b, filepath.Join("testdata", "bench", name+".jsonl.gz"))
+	if len(cases) != 1 {
+		b.Fatalf("%s: want one conversation, got %d", name, len(cases))
+	}
+	msgs, groups, err := DecodeInputBytes(cases[0].Input)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return msgs, groups
+}
+
+// BenchmarkParse measures Parse alone: decoding the JSON is not included,
+// as in the reference's figures.
+func BenchmarkParse(b *testing.B) {
+	for _, name := range benchInputs {
+		msgs, groups := loadBench(b, name)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.ReportMetric(float64(len(msgs)), "msgs")
+			for b.Loop() {
+				if _, err := Parse(msgs, groups); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func TestBenchInputsParse(t *testing.T) {
+	for _, name := range benchInputs {
+		msgs, groups := loadBench(t, name)
+		res, err := Parse(msgs, groups)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(res.MessageMap) != len(msgs) {
+			t.Errorf("%s: messageMap has %d of %d messages", name, len(res.MessageMap), len(msgs))
+		}
+		if len(res.FlatList) == 0 || len(res.ContextTree) == 0 {
+			t.Errorf("%s: empty views", name)
+		}
+		t.Logf("%s: %d messages → flatList %d, contextTree %d roots", name, len(msgs), len(res.FlatList), len(res.ContextTree))
+	}
+}
