@@ -45,8 +45,8 @@ func TestBenchInputsParse(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if len(res.MessageMap) != len(msgs) {
-			t.Errorf("%s: messageMap has %d of %d messages", name, len(res.MessageMap), len(msgs))
+		if res.MessageMap.Len() != len(msgs) {
+			t.Errorf("%s: messageMap has %d of %d messages", name, res.MessageMap.Len(), len(msgs))
 		}
 		if len(res.FlatList) == 0 || len(res.ContextTree) == 0 {
 			t.Errorf("%s: empty views", name)

@@ -106,7 +106,7 @@ func TestConformance(t *testing.T) {
 				}
 				missing := 0
 				for _, m := range in.Messages {
-					if _, ok := res.MessageMap[m.ID]; !ok {
+					if _, ok := res.MessageMap.Get(m.ID); !ok {
 						missing++
 					}
 				}

@@ -18,8 +18,9 @@ import (
 
 type treeStep struct {
 	msg    int32
-	out    *[]*Node
-	branch *Node // when set: assign this branch node its id
+	out    *[]Node
+	branch bool // assign the branch node at (*out)[at] its id
+	at     int
 }
 
 type treeBuilder struct {
@@ -37,43 +38,44 @@ func (t *treeBuilder) nodeID(prefix, id string) string {
 }
 
 // build transforms every root of the id tree.
-func (t *treeBuilder) build() []*Node {
-	out := make([]*Node, 0, len(t.ix.mainRoots))
+func (t *treeBuilder) build() []Node {
+	out := make([]Node, 0, len(t.ix.mainRoots))
 	for _, r := range t.ix.mainRoots {
 		t.run(r, &out)
 	}
 	return out
 }
 
-func (t *treeBuilder) push(msg int32, out *[]*Node) {
+func (t *treeBuilder) push(msg int32, out *[]Node) {
 	t.stack = append(t.stack, treeStep{msg: msg, out: out})
 }
 
 // pushAll schedules the transformation of msgs, in order, into out.
-func (t *treeBuilder) pushAll(msgs []int32, out *[]*Node) {
+func (t *treeBuilder) pushAll(msgs []int32, out *[]Node) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		t.push(msgs[i], out)
 	}
 }
 
-func (t *treeBuilder) run(root int32, out *[]*Node) {
+func (t *treeBuilder) run(root int32, out *[]Node) {
 	t.push(root, out)
 	for len(t.stack) > 0 {
 		s := t.stack[len(t.stack)-1]
 		t.stack = t.stack[:len(t.stack)-1]
-		if s.branch != nil {
-			s.branch.ID = t.nodeID("branch", s.branch.ParentMessageID)
+		if s.branch {
+			n := &(*s.out)[s.at]
+			n.ID = t.nodeID("branch", n.Info.ParentMessageID)
 			continue
 		}
 		t.transform(s.msg, s.out)
 	}
 }
 
-func msgNode(id string) *Node { return &Node{Type: NodeMessage, ID: id} }
+func msgNode(id string) Node { return Node{Type: NodeMessage, ID: id} }
 
 // transform handles one message; what follows it in the same list is
 // scheduled on the stack (a single follower is handled in the loop itself).
-func (t *treeBuilder) transform(i int32, out *[]*Node) {
+func (t *treeBuilder) transform(i int32, out *[]Node) {
 	ix := t.ix
 	for {
 		m := ix.msg(i)
@@ -161,7 +163,7 @@ func (t *treeBuilder) transform(i int32, out *[]*Node) {
 		}
 		if nonTool > 1 {
 			*out = append(*out, msgNode(m.id))
-			*out = append(*out, t.branchNode(i, kids))
+			t.branchNode(i, kids, out)
 			return
 		}
 
@@ -175,12 +177,13 @@ func (t *treeBuilder) transform(i int32, out *[]*Node) {
 
 // activeColumnFollower returns the first child of a compare node's active
 // column, where the conversation carries on.
-func (t *treeBuilder) activeColumnFollower(kids []int32, cmp *Node) (int32, bool) {
-	if !cmp.HasActiveColumn || cmp.ActiveColumnID == "" {
+func (t *treeBuilder) activeColumnFollower(kids []int32, cmp Node) (int32, bool) {
+	c := cmp.Info
+	if !c.HasActiveColumn || c.ActiveColumnID == "" {
 		return 0, false
 	}
 	for _, k := range kids {
-		if t.ix.msg(k).id == cmp.ActiveColumnID {
+		if t.ix.msg(k).id == c.ActiveColumnID {
 			if mk := t.ix.mainKids[k]; len(mk) > 0 {
 				return mk[0], true
 			}
@@ -226,9 +229,9 @@ func (t *treeBuilder) isTasksNode(kids []int32) bool {
 	return n > 1
 }
 
-func (t *treeBuilder) tasksNode(i int32, kids []int32) *Node {
+func (t *treeBuilder) tasksNode(i int32, kids []int32) Node {
 	var ids []string
-	n := &Node{Type: NodeTasks, MessageID: t.ix.msg(i).id}
+	n := Node{Type: NodeTasks, Info: &NodeInfo{MessageID: t.ix.msg(i).id}}
 	for _, k := range kids {
 		if t.ix.msg(k).role == "task" {
 			id := t.ix.msg(k).id
@@ -236,46 +239,47 @@ func (t *treeBuilder) tasksNode(i int32, kids []int32) *Node {
 			n.Children = append(n.Children, msgNode(id))
 		}
 	}
-	n.ID = "tasks-" + n.MessageID + "-" + strings.Join(ids, "-")
+	n.ID = "tasks-" + n.Info.MessageID + "-" + strings.Join(ids, "-")
 	return n
 }
 
-// branchNode builds a branch point with every alternative transformed in
+// branchNode appends a branch point with every alternative transformed in
 // full; the alternatives are scheduled, and the node's id is assigned after
 // them.
-func (t *treeBuilder) branchNode(i int32, kids []int32) *Node {
+func (t *treeBuilder) branchNode(i int32, kids []int32, out *[]Node) {
 	m := t.ix.msg(i)
 	ch := activeBranch(m, kids, func(k int32) bool { return len(t.ix.mainKids[k]) > 0 })
-	n := &Node{Type: NodeBranch, ParentMessageID: m.id, ActiveBranchIndex: ch.pos}
+	br := &NodeInfo{ParentMessageID: m.id, ActiveBranchIndex: ch.pos}
 	if ch.optimistic {
-		n.ActiveBranchIndex = len(kids)
+		br.ActiveBranchIndex = len(kids)
 	}
-	n.Branches = make([][]*Node, len(kids))
-	t.stack = append(t.stack, treeStep{branch: n})
+	br.Branches = make([][]Node, len(kids))
+	*out = append(*out, Node{Type: NodeBranch, Info: br})
+	t.stack = append(t.stack, treeStep{branch: true, out: out, at: len(*out) - 1})
 	for j := len(kids) - 1; j >= 0; j-- {
-		n.Branches[j] = []*Node{}
-		t.push(kids[j], &n.Branches[j])
+		br.Branches[j] = []Node{}
+		t.push(kids[j], &br.Branches[j])
 	}
-	return n
 }
 
 // compareFromChildren builds a compare node whose columns are the children
 // of message i.
-func (t *treeBuilder) compareFromChildren(i int32) *Node {
+func (t *treeBuilder) compareFromChildren(i int32) Node {
 	ix := t.ix
 	m := ix.msg(i)
-	n := &Node{Type: NodeCompare, MessageID: m.id}
+	c := &NodeInfo{MessageID: m.id}
+	n := Node{Type: NodeCompare, Info: c}
 	ids := make([]string, 0, len(ix.mainKids[i]))
 	for _, k := range ix.mainKids[i] {
 		km := ix.msg(k)
 		ids = append(ids, km.id)
 		if km.flags&flagActiveColumn != 0 {
-			n.ActiveColumnID, n.HasActiveColumn = km.id, true
+			c.ActiveColumnID, c.HasActiveColumn = km.id, true
 		}
 		if t.isAssistantGroup(k) {
-			n.Columns = append(n.Columns, []*Node{t.assistantGroupNode(k)})
+			c.Columns = append(c.Columns, []Node{t.assistantGroupNode(k)})
 		} else {
-			n.Columns = append(n.Columns, []*Node{msgNode(km.id)})
+			c.Columns = append(c.Columns, []Node{msgNode(km.id)})
 		}
 	}
 	n.ID = "compare-" + m.id + "-" + strings.Join(ids, "-")
@@ -284,40 +288,40 @@ func (t *treeBuilder) compareFromChildren(i int32) *Node {
 
 // compareFromGroup builds a compare node whose columns are the members of a
 // message group.
-func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) *Node {
-	n := &Node{Type: NodeCompare}
-	n.Columns = []([]*Node){}
+func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) Node {
+	c := &NodeInfo{Columns: [][]Node{}}
+	n := Node{Type: NodeCompare, Info: c}
 	for _, gm := range t.ix.msgs {
 		if gm.groupID != g.id.s {
 			continue
 		}
-		if gm.flags&flagActiveColumn != 0 && !n.HasActiveColumn {
-			n.ActiveColumnID, n.HasActiveColumn = gm.id, true
+		if gm.flags&flagActiveColumn != 0 && !c.HasActiveColumn {
+			c.ActiveColumnID, c.HasActiveColumn = gm.id, true
 		}
-		n.Columns = append(n.Columns, []*Node{msgNode(gm.id)})
+		c.Columns = append(c.Columns, []Node{msgNode(gm.id)})
 	}
 	n.ID = t.nodeID("compare", g.id.s)
-	n.MessageID = m.id
+	c.MessageID = m.id
 	if pm, ok := g.fields["parentMessageId"]; ok && truthy(pm) {
 		if s, ok := pm.(string); ok {
-			n.MessageID = s
+			c.MessageID = s
 		}
 	}
 	return n
 }
 
 // councilNode builds an agentCouncil node from the children of message i.
-func (t *treeBuilder) councilNode(i int32) *Node {
+func (t *treeBuilder) councilNode(i int32) Node {
 	ix := t.ix
 	m := ix.msg(i)
-	n := &Node{Type: NodeAgentCouncil, MessageID: m.id}
+	n := Node{Type: NodeAgentCouncil, Info: &NodeInfo{MessageID: m.id}}
 	ids := make([]string, 0, len(ix.mainKids[i]))
 	for _, k := range ix.mainKids[i] {
 		ids = append(ids, ix.msg(k).id)
 		if t.isAssistantGroup(k) {
-			n.Members = append(n.Members, t.assistantGroupNode(k))
+			n.Children = append(n.Children, t.assistantGroupNode(k))
 		} else {
-			n.Members = append(n.Members, msgNode(ix.msg(k).id))
+			n.Children = append(n.Children, msgNode(ix.msg(k).id))
 		}
 	}
 	n.ID = "agentCouncil-" + m.id + "-" + strings.Join(ids, "-")
@@ -327,10 +331,10 @@ func (t *treeBuilder) councilNode(i int32) *Node {
 // assistantGroupNode builds the node of the run starting at assistant i:
 // its steps, then the signal-callback blocks of its tools, then post-task
 // summaries.
-func (t *treeBuilder) assistantGroupNode(i int32) *Node {
+func (t *treeBuilder) assistantGroupNode(i int32) Node {
 	ix := t.ix
 	agent := ix.msg(i).agentID
-	n := &Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
+	n := Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
 	for cur, ok := i, true; ok; cur, ok = t.chainContinuation(cur, agent) {
 		step := msgNode(ix.msg(cur).id)
 		for _, k := range ix.mainKids[cur] {
@@ -417,9 +421,9 @@ func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
 
 // signalCallbackNodes collects one signalCallbacks node per tool of the run
 // whose children include callback replies.
-func (t *treeBuilder) signalCallbackNodes(i int32) []*Node {
+func (t *treeBuilder) signalCallbackNodes(i int32) []Node {
 	ix := t.ix
-	var out []*Node
+	var out []Node
 	t.mainChainWalk(i, func(tool int32) {
 		var cbs []int32
 		for _, k := range ix.mainKids[tool] {
@@ -432,18 +436,17 @@ func (t *treeBuilder) signalCallbackNodes(i int32) []*Node {
 		}
 		t.col.sortBySequence(cbs)
 		first := ix.msg(cbs[0]).signalOf()
-		n := &Node{
-			Type:                NodeSignalCallbacks,
-			ID:                  "signalCallbacks-" + ix.msg(tool).id,
+		info := &NodeInfo{
 			SourceToolMessageID: ix.msg(tool).id,
 			SourceToolCallID:    first.sourceToolCall,
-			hasSourceCall:       first.hasSourceCall,
+			HasSourceToolCallID: first.hasSourceCall,
 			SourceToolName:      first.sourceToolName,
-			hasSourceName:       first.hasSourceName,
+			HasSourceToolName:   first.hasSourceName,
 		}
 		for _, c := range cbs {
-			n.Callbacks = append(n.Callbacks, msgNode(ix.msg(c).id))
+			info.Callbacks = append(info.Callbacks, msgNode(ix.msg(c).id))
 		}
+		n := Node{Type: NodeSignalCallbacks, ID: "signalCallbacks-" + ix.msg(tool).id, Info: info}
 		out = append(out, n)
 	})
 	return out
@@ -451,10 +454,10 @@ func (t *treeBuilder) signalCallbackNodes(i int32) []*Node {
 
 // taskCompletionNodes collects the post-task summaries of the run's agent
 // among the children of its tools.
-func (t *treeBuilder) taskCompletionNodes(i int32) []*Node {
+func (t *treeBuilder) taskCompletionNodes(i int32) []Node {
 	ix := t.ix
 	agent := ix.msg(i).agentID
-	var out []*Node
+	var out []Node
 	t.mainChainWalk(i, func(tool int32) {
 		for _, k := range ix.mainKids[tool] {
 			km := ix.msg(k)

@@ -34,9 +34,9 @@ const (
 type frame struct {
 	kind   frameKind
 	parent int32
+	i, j   int
 	list   []int32
 	inner  []int32
-	i, j   int
 }
 
 // flatWalker builds the flat list.
@@ -45,16 +45,9 @@ type flatWalker struct {
 	col       *collector
 	processed *markSet
 	groupDone map[string]bool // message groups already shown
-	out       []flatItem
+	out       []*Message
 	stack     []frame
 	err       error
-}
-
-// flatItem is one entry of the flat list: an input message as it is, or the
-// fields of a message built here.
-type flatItem struct {
-	msg    *Message
-	fields map[string]any
 }
 
 func newFlatWalker(ix *index, col *collector) *flatWalker {
@@ -62,14 +55,16 @@ func newFlatWalker(ix *index, col *collector) *flatWalker {
 		ix:        ix,
 		col:       col,
 		processed: newDenseSet(len(ix.msgs)),
-		out:       make([]flatItem, 0, len(ix.msgs)),
+		out:       make([]*Message, 0, len(ix.msgs)),
 	}
 }
 
-func (w *flatWalker) emit(i int32) { w.out = append(w.out, flatItem{msg: w.ix.msg(i)}) }
-func (w *flatWalker) emitFields(fields map[string]any) {
-	w.out = append(w.out, flatItem{fields: fields})
-}
+// emit appends an input message to the flat list, with the display rules of
+// finishOriginal applied.
+func (w *flatWalker) emit(i int32) { w.out = append(w.out, finishOriginal(w.ix.msg(i))) }
+
+// emitFields appends a message built here, with the display rules applied.
+func (w *flatWalker) emitFields(f map[string]any) { w.out = append(w.out, finishVirtual(f)) }
 
 func (w *flatWalker) mark(ids ...int32) {
 	for _, i := range ids {
@@ -79,7 +74,16 @@ func (w *flatWalker) mark(ids ...int32) {
 
 func (w *flatWalker) push(f frame) { w.stack = append(w.stack, f) }
 
-func (w *flatWalker) pushVisit(parent int32) { w.push(frame{kind: frameVisit, parent: parent}) }
+// pushVisit schedules a visit of parent's children. A parent without
+// children has nothing to visit, so nothing is pushed; it reports whether a
+// frame was pushed.
+func (w *flatWalker) pushVisit(parent int32) bool {
+	if len(w.kidsOf(parent)) == 0 {
+		return false
+	}
+	w.push(frame{kind: frameVisit, parent: parent})
+	return true
+}
 
 // kidsOf returns the current children of a parent slot.
 func (w *flatWalker) kidsOf(parent int32) []int32 {
@@ -324,8 +328,9 @@ func (w *flatWalker) children(top int) {
 
 		w.emit(k)
 		w.mark(k)
-		w.pushVisit(k)
-		return
+		if w.pushVisit(k) {
+			return
+		}
 	}
 }
 

@@ -32,17 +32,11 @@ type index struct {
 	groups map[string]*MessageGroup
 }
 
-// buildIndex runs the indexing phase over preprocessed messages.
-func buildIndex(msgs []*Message, groups []*MessageGroup) *index {
-	ix := &index{
-		msgs:    msgs,
-		byID:    make(map[string]int32, len(msgs)),
-		kids:    make([][]int32, len(msgs)),
-		rawKids: make([][]int32, len(msgs)),
-	}
-	for i, m := range msgs {
-		ix.byID[m.id] = int32(i)
-	}
+// buildIndex runs the indexing phase over preprocessed messages and their
+// id index.
+func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) *index {
+	n := len(msgs)
+	ix := &index{msgs: msgs, byID: byID}
 
 	// A message created after a compression points at the last message hidden
 	// inside the compressed group; it belongs under the group itself.
@@ -59,25 +53,49 @@ func buildIndex(msgs []*Message, groups []*MessageGroup) *index {
 		}
 	}
 
+	// Children lists are laid out in two shared arrays (counted first, then
+	// filled in input order), which costs two allocations instead of one or
+	// more per parent.
+	slot := make([]int32, n)
+	raw := make([]int32, n)
+	kidCount := make([]int32, n+1)
+	rawCount := make([]int32, n+1)
+	rootCount := 0
 	for i, m := range msgs {
-		child := int32(i)
+		raw[i] = noParent
 		if m.hasParent {
-			if p, ok := ix.byID[m.parentID]; ok {
-				ix.rawKids[p] = append(ix.rawKids[p], child)
+			if p, ok := byID[m.parentID]; ok {
+				raw[i] = p
+				rawCount[p]++
 			}
 		}
-		parent := ix.parentSlot(m, redirect)
+		slot[i] = ix.parentSlot(m, redirect)
 		switch {
-		case parent >= 0:
-			ix.kids[parent] = append(ix.kids[parent], child)
-		case parent == slotRoot:
-			ix.roots = append(ix.roots, child)
-		case parent == slotEmpty:
-			ix.emptyParent = append(ix.emptyParent, child)
+		case slot[i] >= 0:
+			kidCount[slot[i]]++
+		case slot[i] == slotRoot:
+			rootCount++
 		}
 	}
+	ix.kids = spread(kidCount[:n], slot)
+	ix.rawKids = spread(rawCount[:n], raw)
+	ix.roots = make([]int32, 0, rootCount)
+	for i := range msgs {
+		switch slot[i] {
+		case slotRoot:
+			ix.roots = append(ix.roots, int32(i))
+		case slotEmpty:
+			ix.emptyParent = append(ix.emptyParent, int32(i))
+		}
+	}
+	if p, ok := byID[""]; ok {
+		// The children of a message with an empty id are those whose parentId
+		// is "", as a lookup by that id would find them.
+		ix.kids[p] = ix.emptyParent
+	}
 
-	ix.mainKids = make([][]int32, len(msgs))
+	// Phase 2, structuring: the id tree of the main flow leaves threads out.
+	ix.mainKids = make([][]int32, n)
 	for i, ks := range ix.kids {
 		ix.mainKids[i] = ix.withoutThreads(ks)
 	}
@@ -92,6 +110,30 @@ func buildIndex(msgs []*Message, groups []*MessageGroup) *index {
 		}
 	}
 	return ix
+}
+
+// spread builds per-parent child lists from each child's parent (negative:
+// none) and the number of children per parent, keeping input order.
+func spread(count []int32, parent []int32) [][]int32 {
+	total := 0
+	for _, c := range count {
+		total += int(c)
+	}
+	backing := make([]int32, total)
+	lists := make([][]int32, len(count))
+	off := 0
+	for p, c := range count {
+		if c > 0 {
+			lists[p] = backing[off : off : off+int(c)]
+			off += int(c)
+		}
+	}
+	for child, p := range parent {
+		if p >= 0 {
+			lists[p] = append(lists[p], int32(child))
+		}
+	}
+	return lists
 }
 
 // Parent slots other than a message position.

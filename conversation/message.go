@@ -36,7 +36,7 @@ type Message struct {
 }
 
 // msgFlags caches metadata switches that the parser tests often.
-type msgFlags uint8
+type msgFlags uint16
 
 const (
 	flagSupervisor   msgFlags = 1 << iota // metadata.orchestrationRole == "supervisor" or truthy isSupervisor
@@ -44,6 +44,9 @@ const (
 	flagCompare                           // metadata.compare === true
 	flagCouncil                           // metadata.agentCouncil === true
 	flagActiveColumn                      // metadata.activeColumn === true
+	flagSubAgent                          // metadata.scope == "sub_agent" with a truthy subAgentId
+	flagLiftUsage                         // no truthy usage, but a truthy metadata.usage to lift
+	flagTrimMeta                          // a tool-using assistant whose metadata the message map trims
 )
 
 // toolRef is the part of an assistant's tool call the parser needs.
@@ -123,10 +126,19 @@ func (m *Message) index() {
 	m.createdAt = toNumber(f["createdAt"], hasKey(f, "createdAt"))
 	m.updatedAt = toNumber(f["updatedAt"], hasKey(f, "updatedAt"))
 	m.meta, _ = f["metadata"].(map[string]any)
+	if m.role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {
+		m.flags |= flagTrimMeta
+	}
 	if m.meta == nil {
 		return
 	}
 	md := m.meta
+	if md["scope"] == "sub_agent" && truthy(md["subAgentId"]) {
+		m.flags |= flagSubAgent
+	}
+	if truthy(md["usage"]) && !truthy(f["usage"]) {
+		m.flags |= flagLiftUsage
+	}
 	if truthy(md["isSupervisor"]) {
 		m.flags |= flagIsSupervisor | flagSupervisor
 	}

@@ -5,61 +5,78 @@ import (
 )
 
 // NodeType names the kind of a context-tree node.
-type NodeType string
+type NodeType uint8
 
 // The kinds of context-tree nodes.
 const (
-	NodeMessage         NodeType = "message"         // one message
-	NodeAssistantGroup  NodeType = "assistantGroup"  // an assistant run with its tool calls
-	NodeCompare         NodeType = "compare"         // parallel outputs shown side by side
-	NodeBranch          NodeType = "branch"          // alternative continuations
-	NodeAgentCouncil    NodeType = "agentCouncil"    // several agents answering at once
-	NodeTasks           NodeType = "tasks"           // async tasks spawned together
-	NodeSignalCallbacks NodeType = "signalCallbacks" // replies fired by a tool's external signal
+	NodeMessage         NodeType = iota // one message
+	NodeAssistantGroup                  // an assistant run with its tool calls
+	NodeCompare                         // parallel outputs shown side by side
+	NodeBranch                          // alternative continuations
+	NodeAgentCouncil                    // several agents answering at once
+	NodeTasks                           // async tasks spawned together
+	NodeSignalCallbacks                 // replies fired by a tool's external signal
 )
 
+var nodeTypeNames = [...]string{"message", "assistantGroup", "compare", "branch", "agentCouncil", "tasks", "signalCallbacks"}
+
+// String returns the type's name as it appears in JSON.
+func (t NodeType) String() string {
+	if int(t) < len(nodeTypeNames) {
+		return nodeTypeNames[t]
+	}
+	return "unknown"
+}
+
 // Node is one node of the context tree, the semantic view of a conversation
-// that keeps every branch. Which fields are set depends on Type.
+// that keeps every branch. Message and assistantGroup nodes, the common
+// ones, use the fields here; the other kinds keep theirs in Info.
 type Node struct {
 	Type NodeType
 	ID   string
-
 	// Tools lists the tool-result message ids of an assistant (message nodes).
 	Tools []string
-	// Children holds the steps of an assistantGroup or the tasks of a tasks node.
-	Children []*Node
+	// Children holds the steps of an assistantGroup, the tasks of a tasks
+	// node, or the members of an agentCouncil node.
+	Children []Node
+	// Info holds the fields of compare, branch, agentCouncil, tasks and
+	// signalCallbacks nodes.
+	Info *NodeInfo
+}
+
+// NodeInfo holds the fields of the less common node kinds.
+type NodeInfo struct {
 	// MessageID names the message that triggered a compare, agentCouncil or
 	// tasks node.
 	MessageID string
 
 	// Columns are the parallel outputs of a compare node; ActiveColumnID,
 	// when HasActiveColumn, names the one that enters the model's context.
-	Columns         [][]*Node
+	Columns         [][]Node
 	ActiveColumnID  string
 	HasActiveColumn bool
 
-	// Branches are the alternatives under ParentMessageID; ActiveBranchIndex
-	// is the selected one (len(Branches) while a new branch is being created).
-	Branches          [][]*Node
-	ActiveBranchIndex int
+	// Branches are the alternatives under ParentMessageID, each transformed
+	// in full; ActiveBranchIndex is the selected one (len(Branches) while a
+	// new branch is being created).
 	ParentMessageID   string
+	Branches          [][]Node
+	ActiveBranchIndex int
 
-	// Members are the answers of an agentCouncil node.
-	Members []*Node
-
-	// Callbacks are the replies of a signalCallbacks node, fired by tool
-	// result SourceToolMessageID; SourceToolCallID and SourceToolName are
-	// copied from the first reply's signal (nil when it has none).
-	Callbacks           []*Node
+	// Callbacks are the replies of a signalCallbacks node, ordered by their
+	// signal's sequence and fired by tool result SourceToolMessageID;
+	// SourceToolCallID and SourceToolName are copied from the first reply's
+	// signal, and the Has flags tell whether it had them.
+	Callbacks           []Node
 	SourceToolMessageID string
 	SourceToolCallID    any
+	HasSourceToolCallID bool
 	SourceToolName      any
-	hasSourceCall       bool
-	hasSourceName       bool
+	HasSourceToolName   bool
 }
 
 // MarshalJSON writes the node in the reference's shape.
-func (n *Node) MarshalJSON() ([]byte, error) {
+func (n Node) MarshalJSON() ([]byte, error) {
 	return n.appendJSON(make([]byte, 0, 64))
 }
 
@@ -67,8 +84,13 @@ func (n *Node) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	b = appendString(b, n.ID)
-	b = append(b, `,"type":`...)
-	b = appendString(b, string(n.Type))
+	b = append(b, `,"type":"`...)
+	b = append(b, n.Type.String()...)
+	b = append(b, '"')
+	in := n.Info
+	if in == nil {
+		in = &NodeInfo{}
+	}
 	switch n.Type {
 	case NodeMessage:
 		if n.Tools != nil {
@@ -86,47 +108,47 @@ func (n *Node) appendJSON(b []byte) ([]byte, error) {
 		b, err = appendNodes(b, n.Children)
 	case NodeTasks:
 		b = append(b, `,"messageId":`...)
-		b = appendString(b, n.MessageID)
+		b = appendString(b, in.MessageID)
 		b = append(b, `,"children":`...)
+		b, err = appendNodes(b, n.Children)
+	case NodeAgentCouncil:
+		b = append(b, `,"messageId":`...)
+		b = appendString(b, in.MessageID)
+		b = append(b, `,"members":`...)
 		b, err = appendNodes(b, n.Children)
 	case NodeCompare:
 		b = append(b, `,"messageId":`...)
-		b = appendString(b, n.MessageID)
-		if n.HasActiveColumn {
+		b = appendString(b, in.MessageID)
+		if in.HasActiveColumn {
 			b = append(b, `,"activeColumnId":`...)
-			b = appendString(b, n.ActiveColumnID)
+			b = appendString(b, in.ActiveColumnID)
 		}
 		b = append(b, `,"columns":`...)
-		b, err = appendNodeLists(b, n.Columns)
+		b, err = appendNodeLists(b, in.Columns)
 	case NodeBranch:
 		b = append(b, `,"parentMessageId":`...)
-		b = appendString(b, n.ParentMessageID)
+		b = appendString(b, in.ParentMessageID)
 		b = append(b, `,"activeBranchIndex":`...)
-		b = appendInt(b, n.ActiveBranchIndex)
+		b = appendInt(b, in.ActiveBranchIndex)
 		b = append(b, `,"branches":`...)
-		b, err = appendNodeLists(b, n.Branches)
-	case NodeAgentCouncil:
-		b = append(b, `,"messageId":`...)
-		b = appendString(b, n.MessageID)
-		b = append(b, `,"members":`...)
-		b, err = appendNodes(b, n.Members)
+		b, err = appendNodeLists(b, in.Branches)
 	case NodeSignalCallbacks:
 		b = append(b, `,"sourceToolMessageId":`...)
-		b = appendString(b, n.SourceToolMessageID)
-		if n.hasSourceCall {
+		b = appendString(b, in.SourceToolMessageID)
+		if in.HasSourceToolCallID {
 			b = append(b, `,"sourceToolCallId":`...)
-			if b, err = appendValue(b, n.SourceToolCallID); err != nil {
+			if b, err = appendValue(b, in.SourceToolCallID); err != nil {
 				return nil, err
 			}
 		}
-		if n.hasSourceName {
+		if in.HasSourceToolName {
 			b = append(b, `,"sourceToolName":`...)
-			if b, err = appendValue(b, n.SourceToolName); err != nil {
+			if b, err = appendValue(b, in.SourceToolName); err != nil {
 				return nil, err
 			}
 		}
 		b = append(b, `,"callbacks":`...)
-		b, err = appendNodes(b, n.Callbacks)
+		b, err = appendNodes(b, in.Callbacks)
 	}
 	if err != nil {
 		return nil, err
@@ -134,21 +156,21 @@ func (n *Node) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendNodes(b []byte, ns []*Node) ([]byte, error) {
+func appendNodes(b []byte, ns []Node) ([]byte, error) {
 	b = append(b, '[')
-	for i, n := range ns {
+	for i := range ns {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		var err error
-		if b, err = n.appendJSON(b); err != nil {
+		if b, err = ns[i].appendJSON(b); err != nil {
 			return nil, err
 		}
 	}
 	return append(b, ']'), nil
 }
 
-func appendNodeLists(b []byte, ls [][]*Node) ([]byte, error) {
+func appendNodeLists(b []byte, ls [][]Node) ([]byte, error) {
 	b = append(b, '[')
 	for i, l := range ls {
 		if i > 0 {
@@ -168,4 +190,9 @@ func appendValue(b []byte, v any) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, enc...), nil
+}
+
+// MarshalNodes encodes a context tree as a JSON array.
+func MarshalNodes(ns []Node) ([]byte, error) {
+	return appendNodes(make([]byte, 0, 64*len(ns)+2), ns)
 }

@@ -29,13 +29,13 @@ const DefaultMaxMessages = 1_000_000
 // Result is the outcome of Parse.
 type Result struct {
 	// ContextTree is the semantic tree: every branch, run and group.
-	ContextTree []*Node `json:"contextTree"`
+	ContextTree []Node `json:"contextTree"`
 	// FlatList is the active path as a UI renders it, virtual messages
 	// included.
 	FlatList []*Message `json:"flatList"`
 	// MessageMap holds every message by id, as shown (supervisor roles set,
 	// tool-using assistants' metadata trimmed to usage and performance).
-	MessageMap map[string]*Message `json:"messageMap"`
+	MessageMap MessageMap `json:"messageMap"`
 }
 
 // Option configures Parse.
@@ -62,8 +62,8 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 		return nil, fmt.Errorf("%w: %d messages, limit %d", ErrTooManyMessages, len(messages), o.maxMessages)
 	}
 
-	msgs := preprocess(messages)
-	ix := buildIndex(msgs, groups)
+	msgs, byID := preprocess(messages)
+	ix := buildIndex(msgs, byID, groups)
 	col := &collector{ix: ix}
 
 	tree := (&treeBuilder{ix: ix, col: col}).build()
@@ -75,64 +75,73 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 
 	return &Result{
 		ContextTree: tree,
-		FlatList:    finishFlatList(w.out),
-		MessageMap:  finishMessageMap(msgs),
+		FlatList:    w.out,
+		MessageMap:  MessageMap{byID: ix.byID, msgs: ix.msgs},
 	}, nil
 }
 
 // preprocess drops nil entries and earlier duplicates, and gives messages of
 // a sub-agent that agent's id, so that runs of different agents never merge.
-func preprocess(messages []*Message) []*Message {
-	last := make(map[string]int, len(messages))
-	for i, m := range messages {
-		if m != nil {
-			last[m.id] = i
-		}
-	}
-	out := make([]*Message, 0, len(last))
-	for i, m := range messages {
-		if m == nil || last[m.id] != i {
+// It also returns the id index of what it keeps.
+func preprocess(messages []*Message) ([]*Message, map[string]int32) {
+	byID := make(map[string]int32, len(messages))
+	out := make([]*Message, 0, len(messages))
+	dups := false
+	for _, m := range messages {
+		if m == nil {
 			continue
 		}
-		if m.meta != nil && m.meta["scope"] == "sub_agent" && truthy(m.meta["subAgentId"]) {
+		if m.flags&flagSubAgent != 0 {
 			m = m.With("agentId", m.meta["subAgentId"])
 		}
+		// One hash operation per message: a repeated id leaves the map's
+		// size unchanged.
+		byID[m.id] = int32(len(out))
 		out = append(out, m)
+		if len(byID) != len(out) {
+			dups = true
+		}
 	}
-	return out
+	if !dups {
+		return out, byID
+	}
+	// The last occurrence of an id wins, in its own position.
+	kept := out[:0]
+	for i, m := range out {
+		if byID[m.id] == int32(i) {
+			kept = append(kept, m)
+		}
+	}
+	for i, m := range kept {
+		byID[m.id] = int32(i)
+	}
+	return kept, byID
 }
 
-// finishFlatList applies the display rules to flat-list entries: legacy
-// supervisor flags become the supervisor role, and usage kept in metadata is
-// lifted to the top level.
-func finishFlatList(items []flatItem) []*Message {
-	out := make([]*Message, len(items))
-	for i, it := range items {
-		if it.msg != nil {
-			out[i] = finishOriginal(it.msg)
-			continue
-		}
-		f := it.fields
-		if f["role"] == "assistant" && isLegacySupervisor(f["metadata"]) {
-			f["role"] = "supervisor"
-		}
-		if u := metadataUsage(f["metadata"]); !truthy(f["usage"]) && truthy(u) {
-			f["usage"] = u
-		}
-		out[i] = rebuild(f, idOf(f))
+// The flat list shows legacy supervisor flags as the supervisor role, and
+// usage kept in metadata lifted to the top level.
+
+// finishVirtual applies the flat-list display rules to a message built by
+// the walk (it owns f) and wraps it.
+func finishVirtual(f map[string]any) *Message {
+	if f["role"] == "assistant" && isLegacySupervisor(f["metadata"]) {
+		f["role"] = "supervisor"
 	}
-	return out
+	if u := metadataUsage(f["metadata"]); !truthy(f["usage"]) && truthy(u) {
+		f["usage"] = u
+	}
+	return rebuild(f, idOf(f))
 }
 
 // finishOriginal applies the flat-list display rules to an input message,
 // copying it only when something changes.
 func finishOriginal(m *Message) *Message {
 	supervisor := m.role == "assistant" && m.flags&flagIsSupervisor != 0
-	u := metadataUsage(m.fields["metadata"])
-	lift := !truthy(m.fields["usage"]) && truthy(u)
+	lift := m.flags&flagLiftUsage != 0
 	if !supervisor && !lift {
 		return m
 	}
+	u := m.meta["usage"]
 	f := maps.Clone(m.fields)
 	if supervisor {
 		f["role"] = "supervisor"
@@ -141,48 +150,6 @@ func finishOriginal(m *Message) *Message {
 		f["usage"] = u
 	}
 	return rebuild(f, m.id)
-}
-
-// finishMessageMap builds the message map: supervisor roles set, and the
-// metadata of tool-using assistants trimmed to usage and performance.
-func finishMessageMap(msgs []*Message) map[string]*Message {
-	out := make(map[string]*Message, len(msgs))
-	for _, m := range msgs {
-		f := m.fields
-		changed := false
-		role := m.role
-		if role == "assistant" && m.flags&flagIsSupervisor != 0 {
-			f = maps.Clone(f)
-			f["role"] = "supervisor"
-			role = "supervisor"
-			changed = true
-		}
-		if role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {
-			kept := map[string]any{}
-			if md, ok := f["metadata"].(map[string]any); ok {
-				for k, v := range md {
-					if isUsagePerformanceField(k) {
-						kept[k] = v
-					}
-				}
-			}
-			if !changed {
-				f = maps.Clone(f)
-				changed = true
-			}
-			if len(kept) > 0 {
-				f["metadata"] = kept
-			} else {
-				delete(f, "metadata")
-			}
-		}
-		if changed {
-			out[m.id] = rebuild(f, m.id)
-		} else {
-			out[m.id] = m
-		}
-	}
-	return out
 }
 
 func isLegacySupervisor(meta any) bool {

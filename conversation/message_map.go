@@ -1,0 +1,98 @@
+package conversation
+
+import (
+	"encoding/json"
+	"iter"
+	"maps"
+)
+
+// MessageMap holds every message of a parsed conversation by id, as a UI
+// shows it: legacy supervisor messages carry the supervisor role, and
+// tool-using assistants keep only usage and performance in their metadata.
+// Entries are finished when read, so a caller that never reads the map pays
+// only for its index.
+type MessageMap struct {
+	byID map[string]int32
+	msgs []*Message
+}
+
+// Len returns the number of messages.
+func (mm MessageMap) Len() int { return len(mm.msgs) }
+
+// Get returns the message with the given id.
+func (mm MessageMap) Get(id string) (*Message, bool) {
+	i, ok := mm.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return finishMapEntry(mm.msgs[i]), true
+}
+
+// All yields every message by id, in input order.
+func (mm MessageMap) All() iter.Seq2[string, *Message] {
+	return func(yield func(string, *Message) bool) {
+		for _, m := range mm.msgs {
+			if !yield(m.id, finishMapEntry(m)) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns the messages as a plain Go map.
+func (mm MessageMap) Map() map[string]*Message {
+	out := make(map[string]*Message, len(mm.msgs))
+	for id, m := range mm.All() {
+		out[id] = m
+	}
+	return out
+}
+
+// MarshalJSON writes the map as a JSON object keyed by id, in input order.
+func (mm MessageMap) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 256*len(mm.msgs)+2)
+	b = append(b, '{')
+	first := true
+	for id, m := range mm.All() {
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = appendString(b, id)
+		b = append(b, ':')
+		enc, err := json.Marshal(m.fields)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, enc...)
+	}
+	return append(b, '}'), nil
+}
+
+// finishMapEntry applies the message-map display rules to one message,
+// copying it only when something changes.
+func finishMapEntry(m *Message) *Message {
+	supervisor := m.role == "assistant" && m.flags&flagIsSupervisor != 0
+	trim := !supervisor && m.flags&flagTrimMeta != 0
+	if !supervisor && !trim {
+		return m
+	}
+	f := maps.Clone(m.fields)
+	if supervisor {
+		f["role"] = "supervisor"
+	}
+	if trim {
+		kept := map[string]any{}
+		for k, v := range m.meta {
+			if isUsagePerformanceField(k) {
+				kept[k] = v
+			}
+		}
+		if len(kept) > 0 {
+			f["metadata"] = kept
+		} else {
+			delete(f, "metadata")
+		}
+	}
+	return rebuild(f, m.id)
+}
