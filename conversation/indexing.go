@@ -1,5 +1,7 @@
 package conversation
 
+import "slices"
+
 // Phase 1 of Parse: indexing. It builds the lookups every later phase uses,
 // so that each of them is a slice or map access rather than a scan.
 
@@ -61,6 +63,7 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 	kidCount := make([]int32, n+1)
 	rawCount := make([]int32, n+1)
 	rootCount := 0
+	threads := false
 	for i, m := range msgs {
 		raw[i] = noParent
 		if m.hasParent {
@@ -69,7 +72,8 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 				rawCount[p]++
 			}
 		}
-		slot[i] = ix.parentSlot(m, redirect)
+		threads = threads || m.inThread
+		slot[i] = parentSlot(m, raw[i], redirect)
 		switch {
 		case slot[i] >= 0:
 			kidCount[slot[i]]++
@@ -95,11 +99,18 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 	}
 
 	// Phase 2, structuring: the id tree of the main flow leaves threads out.
-	ix.mainKids = make([][]int32, n)
-	for i, ks := range ix.kids {
-		ix.mainKids[i] = ix.withoutThreads(ks)
+	if threads {
+		ix.mainKids = make([][]int32, n)
+		for i, ks := range ix.kids {
+			ix.mainKids[i] = ix.withoutThreads(ks)
+		}
+		ix.mainRoots = ix.withoutThreads(ix.roots)
+	} else {
+		// A copy of the outer slice: the flat-list walk narrows entries of
+		// kids, and the id tree must not see that.
+		ix.mainKids = slices.Clone(ix.kids)
+		ix.mainRoots = ix.roots
 	}
-	ix.mainRoots = ix.withoutThreads(ix.roots)
 
 	if len(groups) > 0 {
 		ix.groups = make(map[string]*MessageGroup, len(groups))
@@ -143,8 +154,9 @@ const (
 	slotNowhere int32 = -3 // a falsy non-string parentId: reachable from nowhere
 )
 
-// parentSlot decides where a message hangs in the children map.
-func (ix *index) parentSlot(m *Message, redirect map[string]int32) int32 {
+// parentSlot decides where a message hangs in the children map, given the
+// position of the message its parentId names (noParent when none).
+func parentSlot(m *Message, named int32, redirect map[string]int32) int32 {
 	if !m.hasParent {
 		if m.parentNull || truthy(m.fields["parentId"]) {
 			// null, absent, or a truthy non-string (never a known id).
@@ -155,11 +167,13 @@ func (ix *index) parentSlot(m *Message, redirect map[string]int32) int32 {
 	if m.parentID == "" {
 		return slotEmpty
 	}
-	if g, ok := redirect[m.parentID]; ok {
-		return g
+	if redirect != nil {
+		if g, ok := redirect[m.parentID]; ok {
+			return g
+		}
 	}
-	if p, ok := ix.byID[m.parentID]; ok {
-		return p
+	if named != noParent {
+		return named
 	}
 	// The parent is not in this set: treat the message as a root so that a
 	// chain whose head was not loaded stays visible.
