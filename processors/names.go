@@ -1,0 +1,32 @@
+package processors
+
+// Names of the built-in processors, as used in pipeline specs and returned
+// by their Name methods. They match the reference implementation's names.
+const (
+	NameAgentCouncilFlatten          = "AgentCouncilFlattenProcessor"
+	NameCompressedGroupRoleTransform = "CompressedGroupRoleTransformProcessor"
+	NameDisabledToolCallFilter       = "DisabledToolCallFilter"
+	NameGroupMessageFlatten          = "GroupMessageFlattenProcessor"
+	NameGroupOrchestrationFilter     = "GroupOrchestrationFilterProcessor"
+	NameGroupRoleTransform           = "GroupRoleTransformProcessor"
+	NameHistorySummary               = "HistorySummaryProvider"
+	NameHistoryTruncate              = "HistoryTruncateProcessor"
+	NameInputTemplate                = "InputTemplateProcessor"
+	NameKnowledgeInjector            = "KnowledgeInjector"
+	NameMessageCleanup               = "MessageCleanupProcessor"
+	NameMessageContent               = "MessageContentProcessor"
+	NameModelInfo                    = "ModelInfoProvider"
+	NamePlaceholderVariables         = "PlaceholderVariablesProcessor"
+	NameReactionFeedback             = "ReactionFeedbackProcessor"
+	NameSupervisorRoleRestore        = "SupervisorRoleRestoreProcessor"
+	NameSystemDate                   = "SystemDateProvider"
+	NameSystemRoleInjector           = "SystemRoleInjector"
+	NameTaskCallbackMessage          = "TaskCallbackMessageProcessor"
+	NameTaskMessage                  = "TaskMessageProcessor"
+	NameTasksFlatten                 = "TasksFlattenProcessor"
+	NameToolCall                     = "ToolCallProcessor"
+	NameToolMessageReorder           = "ToolMessageReorder"
+	NameToolSystemRole               = "ToolSystemRoleProvider"
+	NameUserMemoryInjector           = "UserMemoryInjector"
+	NameVerifyMessage                = "VerifyMessageProcessor"
+)
