@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,13 +22,17 @@ type treeStep struct {
 	out    *[]Node
 	branch bool // assign the branch node at (*out)[at] its id
 	at     int
+	depth  int // branch points above this step
 }
 
 type treeBuilder struct {
-	ix     *index
-	col    *collector
-	nextID int
-	stack  []treeStep
+	ix       *index
+	col      *collector
+	nextID   int
+	stack    []treeStep
+	maxDepth int // most nested branch points allowed; 0: no limit
+	depth    int // of the step being transformed
+	err      error
 }
 
 // nodeID numbers generated node ids across the whole parse.
@@ -38,16 +43,19 @@ func (t *treeBuilder) nodeID(prefix, id string) string {
 }
 
 // build transforms every root of the id tree.
-func (t *treeBuilder) build() []Node {
+func (t *treeBuilder) build() ([]Node, error) {
 	out := make([]Node, 0, len(t.ix.mainRoots))
 	for _, r := range t.ix.mainRoots {
 		t.run(r, &out)
+		if t.err != nil {
+			return nil, t.err
+		}
 	}
-	return out
+	return out, nil
 }
 
 func (t *treeBuilder) push(msg int32, out *[]Node) {
-	t.stack = append(t.stack, treeStep{msg: msg, out: out})
+	t.stack = append(t.stack, treeStep{msg: msg, out: out, depth: t.depth})
 }
 
 // pushAll schedules the transformation of msgs, in order, into out.
@@ -58,10 +66,12 @@ func (t *treeBuilder) pushAll(msgs []int32, out *[]Node) {
 }
 
 func (t *treeBuilder) run(root int32, out *[]Node) {
+	t.depth = 0
 	t.push(root, out)
-	for len(t.stack) > 0 {
+	for len(t.stack) > 0 && t.err == nil {
 		s := t.stack[len(t.stack)-1]
 		t.stack = t.stack[:len(t.stack)-1]
+		t.depth = s.depth
 		if s.branch {
 			n := &(*s.out)[s.at]
 			n.ID = t.nodeID("branch", n.Info.ParentMessageID)
@@ -253,13 +263,19 @@ func (t *treeBuilder) branchNode(i int32, kids []int32, out *[]Node) {
 	if ch.optimistic {
 		br.ActiveBranchIndex = len(kids)
 	}
+	if t.maxDepth > 0 && t.depth >= t.maxDepth {
+		t.err = fmt.Errorf("%w: more than %d nested branch points", ErrTooDeep, t.maxDepth)
+		return
+	}
 	br.Branches = make([][]Node, len(kids))
 	*out = append(*out, Node{Type: NodeBranch, Info: br})
 	t.stack = append(t.stack, treeStep{branch: true, out: out, at: len(*out) - 1})
+	t.depth++
 	for j := len(kids) - 1; j >= 0; j-- {
 		br.Branches[j] = []Node{}
 		t.push(kids[j], &br.Branches[j])
 	}
+	t.depth--
 }
 
 // compareFromChildren builds a compare node whose columns are the children

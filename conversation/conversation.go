@@ -32,7 +32,7 @@ type Conversation struct {
 // NewConversation returns an empty conversation. Options are those of Parse;
 // WithMaxMessages bounds how many messages it accepts.
 func NewConversation(opts ...Option) *Conversation {
-	o := options{maxMessages: DefaultMaxMessages}
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -163,7 +163,7 @@ func (c *Conversation) UpsertGroup(g *MessageGroup) error {
 
 // Result parses the conversation as it stands.
 func (c *Conversation) Result() (*Result, error) {
-	return Parse(c.Messages(), c.groups, WithMaxMessages(c.opts.maxMessages))
+	return Parse(c.Messages(), c.groups, WithMaxMessages(c.opts.maxMessages), WithMaxBranchDepth(c.opts.maxBranchDepth))
 }
 
 // PathTo returns the messages on the path from the root to leaf, in append

@@ -22,9 +22,19 @@ import (
 // limit given to Parse.
 var ErrTooManyMessages = errors.New("conversation: too many messages")
 
+// ErrTooDeep is returned when branch points nest deeper than the limit
+// given to Parse.
+var ErrTooDeep = errors.New("conversation: too deep")
+
 // DefaultMaxMessages is the message limit Parse applies unless told
 // otherwise.
 const DefaultMaxMessages = 1_000_000
+
+// DefaultMaxBranchDepth is the nesting limit for branch points Parse applies
+// unless told otherwise. Each level nests the context tree's JSON three
+// levels deeper; this default keeps it within the 10,000 levels that common
+// JSON decoders (Go's encoding/json among them) accept.
+const DefaultMaxBranchDepth = 3000
 
 // Result is the outcome of Parse.
 type Result struct {
@@ -42,19 +52,28 @@ type Result struct {
 type Option func(*options)
 
 type options struct {
-	maxMessages int
+	maxMessages    int
+	maxBranchDepth int
+}
+
+func defaultOptions() options {
+	return options{maxMessages: DefaultMaxMessages, maxBranchDepth: DefaultMaxBranchDepth}
 }
 
 // WithMaxMessages limits the number of messages Parse accepts; 0 or less
 // means no limit.
 func WithMaxMessages(n int) Option { return func(o *options) { o.maxMessages = n } }
 
+// WithMaxBranchDepth limits how deeply branch points may nest (a branch
+// inside a branch inside ...); 0 or less means no limit.
+func WithMaxBranchDepth(n int) Option { return func(o *options) { o.maxBranchDepth = n } }
+
 // Parse builds the context tree, the flat list and the message map of a
 // conversation. groups may be nil. Messages that repeat an id replace the
 // earlier one (the last occurrence wins, in its own position); nil entries
 // are skipped.
 func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result, error) {
-	o := options{maxMessages: DefaultMaxMessages}
+	o := defaultOptions()
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -66,7 +85,10 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 	ix := buildIndex(msgs, byID, groups)
 	col := &collector{ix: ix}
 
-	tree := (&treeBuilder{ix: ix, col: col}).build()
+	tree, err := (&treeBuilder{ix: ix, col: col, maxDepth: o.maxBranchDepth}).build()
+	if err != nil {
+		return nil, err
+	}
 
 	w := newFlatWalker(ix, col)
 	if err := w.flatten(); err != nil {
