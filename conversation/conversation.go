@@ -79,7 +79,7 @@ func (c *Conversation) Append(m *Message) error {
 	if c.opts.maxMessages > 0 && len(c.msgs) >= c.opts.maxMessages {
 		return fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
-	if c.refs[m.id] > 0 {
+	if c.refs[m.id] > 0 || (m.hasParent && m.parentID == m.id) {
 		if err := c.checkCycle(m.id, m); err != nil {
 			return err
 		}
