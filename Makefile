@@ -4,7 +4,7 @@
 GO        ?= go
 PKGS      ?= ./...
 BENCHTIME ?= 1s
-STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@2026.1
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build run test test-short bench lint fmt vet staticcheck fuzz clean
 
