@@ -215,9 +215,7 @@ func TestErrorCauseIsCut(t *testing.T) {
 
 func TestPanicIsRecovered(t *testing.T) {
 	boom := enginecore.NewFunc("boom", func(context.Context, *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
-		var m map[string]int
-		m["x"] = 1 // nil map write
-		return nil, nil
+		panic(errors.New("nil map write"))
 	})
 	_, err := enginecore.New(enginecore.WithProcessors(boom)).Process(context.Background(), input())
 	var pe *enginecore.PipelineError
@@ -227,8 +225,16 @@ func TestPanicIsRecovered(t *testing.T) {
 	if !errors.Is(err, enginecore.ErrProcessorPanic) {
 		t.Fatalf("panic not marked: %v", err)
 	}
-	if !strings.Contains(err.Error(), "nil map") {
+	if !strings.Contains(err.Error(), "nil map write") {
 		t.Fatalf("panic value lost: %v", err)
+	}
+
+	str := enginecore.NewFunc("str", func(context.Context, *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+		panic("plain value")
+	})
+	_, err = enginecore.New(enginecore.WithProcessors(str)).Process(context.Background(), input())
+	if !errors.Is(err, enginecore.ErrProcessorPanic) || !strings.Contains(err.Error(), "plain value") {
+		t.Fatalf("err = %v", err)
 	}
 }
 

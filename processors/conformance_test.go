@@ -78,9 +78,7 @@ func (r record) clock(t testing.TB) func() time.Time {
 
 func (r record) context() *enginecore.PipelineContext {
 	msgs := make([]enginecore.Message, len(r.Input.Messages))
-	for i, m := range r.Input.Messages {
-		msgs[i] = m
-	}
+	copy(msgs, r.Input.Messages)
 	return &enginecore.PipelineContext{
 		Messages:     msgs,
 		Metadata:     r.Input.Metadata,

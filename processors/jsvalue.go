@@ -4,7 +4,6 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"unicode/utf16"
 )
 
 // The reference implementation is JavaScript; these helpers give generic
@@ -172,25 +171,6 @@ func utf16Len(s string) int {
 		}
 	}
 	return n
-}
-
-// sliceUTF16 is JavaScript's s.slice(0, n).
-func sliceUTF16(s string, n int) string {
-	if n <= 0 {
-		return ""
-	}
-	units := 0
-	for i, r := range s {
-		w := utf16.RuneLen(r)
-		if w < 0 {
-			w = 1
-		}
-		if units+w > n {
-			return s[:i]
-		}
-		units += w
-	}
-	return s
 }
 
 // isJSSpace reports whether r is whitespace for JavaScript's trim() and \s.

@@ -1,6 +1,7 @@
 package processors
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -200,11 +201,13 @@ func formatPlaceholderValue(v any) string {
 		}
 		return strings.Join(items, ", ")
 	case map[string]any:
-		b, err := json.Marshal(x)
-		if err != nil {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // as JSON.stringify
+		if enc.Encode(x) != nil {
 			return ""
 		}
-		return string(b)
+		return strings.TrimSuffix(b.String(), "\n")
 	}
 	return jsString(v)
 }
