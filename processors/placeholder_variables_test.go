@@ -27,15 +27,15 @@ func TestPlaceholderVariablesRender(t *testing.T) {
 	}
 	p := newPlaceholders(t, processors.PlaceholderVariablesConfig{Generators: gens})
 	cases := map[string]string{
-		"Today is {{date}}":               "Today is 2023-12-25",
-		"Hi {{ date }} {{missing}}":       "Hi 2023-12-25 {{missing}}",
-		"Nested: {{nested}}":              "Nested: Value with 2023-12-25 inside",
-		"{{none}} stays":                  "{{none}} stays",
-		"[{{empty}}]":                     "[]",
-		"{{date}} then {{broken}}":        "{{date}} then {{broken}}", // a failing generator stops the text
-		"unclosed {{date":                 "unclosed {{date",
-		"{{a {{date}}":                    "{{a {{date}}",
-		"no placeholders":                 "no placeholders",
+		"Today is {{date}}":                "Today is 2023-12-25",
+		"Hi {{ date }} {{missing}}":        "Hi 2023-12-25 {{missing}}",
+		"Nested: {{nested}}":               "Nested: Value with 2023-12-25 inside",
+		"{{none}} stays":                   "{{none}} stays",
+		"[{{empty}}]":                      "[]",
+		"{{date}} then {{broken}}":         "{{date}} then {{broken}}", // a failing generator stops the text
+		"unclosed {{date":                  "unclosed {{date",
+		"{{a {{date}}":                     "{{a {{date}}",
+		"no placeholders":                  "no placeholders",
 		"\u00a0{{\u00a0date\u00a0}}\u00a0": "\u00a02023-12-25\u00a0",
 	}
 	for in, want := range cases {
