@@ -157,8 +157,15 @@ func (c *collector) sortByCreated(ps []int32) {
 	if len(ps) < 2 {
 		return
 	}
+	sortStableBy(ps, func(i int32) float64 { return c.ix.msg(i).createdAt })
+}
+
+// sortStableBy orders positions by a numeric key, keeping ties in their
+// current order. A NaN key compares equal to everything, as the reference's
+// `a - b` comparator makes it.
+func sortStableBy(ps []int32, key func(int32) float64) {
 	slices.SortStableFunc(ps, func(a, b int32) int {
-		x, y := c.ix.msg(a).createdAt, c.ix.msg(b).createdAt
+		x, y := key(a), key(b)
 		switch {
 		case x < y:
 			return -1
@@ -275,16 +282,7 @@ func (c *collector) sortBySequence(ps []int32) {
 		}
 		return s.sequence
 	}
-	slices.SortStableFunc(ps, func(a, b int32) int {
-		x, y := seq(a), seq(b)
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
-		}
-		return 0
-	})
+	sortStableBy(ps, seq)
 }
 
 // collectFlatSignalCallbacks finds, for each tool of a run, the callback

@@ -70,26 +70,11 @@ func contentBlock(m *Message) map[string]any {
 	f := m.fields
 	metaUsage, metaPerf := splitMetadata(f["metadata"])
 	b := map[string]any{"content": orEmpty(f["content"]), "id": m.id}
-	if truthy(f["error"]) {
-		b["error"] = f["error"]
-	}
-	if nonEmptyList(f["fileList"]) {
-		b["fileList"] = f["fileList"]
-	}
-	if nonEmptyList(f["imageList"]) {
-		b["imageList"] = f["imageList"]
-	}
-	if truthy(f["performance"]) {
-		b["performance"] = f["performance"]
-	} else if metaPerf != nil {
+	copyAttachments(b, f)
+	if b["performance"] == nil && metaPerf != nil {
 		b["performance"] = metaPerf
 	}
-	if truthy(f["reasoning"]) {
-		b["reasoning"] = f["reasoning"]
-	}
-	if truthy(f["usage"]) {
-		b["usage"] = f["usage"]
-	} else if metaUsage != nil {
+	if b["usage"] == nil && metaUsage != nil {
 		b["usage"] = metaUsage
 	}
 	if truthy(f["metadata"]) {
@@ -98,6 +83,22 @@ func contentBlock(m *Message) map[string]any {
 		}
 	}
 	return b
+}
+
+// copyAttachments copies to a content block what a message carries besides
+// its text: a truthy error, reasoning, usage and performance, and non-empty
+// file and image lists.
+func copyAttachments(b, f map[string]any) {
+	for _, k := range [...]string{"error", "performance", "reasoning", "usage"} {
+		if truthy(f[k]) {
+			b[k] = f[k]
+		}
+	}
+	for _, k := range [...]string{"fileList", "imageList"} {
+		if nonEmptyList(f[k]) {
+			b[k] = f[k]
+		}
+	}
 }
 
 // toolsWithResults attaches each tool call of an assistant to its result.
@@ -258,24 +259,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 			f := cm.fields
 			content, has := f["content"]
 			b := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
-			if truthy(f["error"]) {
-				b["error"] = f["error"]
-			}
-			if nonEmptyList(f["fileList"]) {
-				b["fileList"] = f["fileList"]
-			}
-			if nonEmptyList(f["imageList"]) {
-				b["imageList"] = f["imageList"]
-			}
-			if truthy(f["performance"]) {
-				b["performance"] = f["performance"]
-			}
-			if truthy(f["reasoning"]) {
-				b["reasoning"] = f["reasoning"]
-			}
-			if truthy(f["usage"]) {
-				b["usage"] = f["usage"]
-			}
+			copyAttachments(b, f)
 			list = append(list, b)
 		}
 		out["taskCompletions"] = list
