@@ -1,0 +1,62 @@
+package schemas
+
+import (
+	"testing"
+)
+
+func TestCompileAll(t *testing.T) {
+	s, err := Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{Envelope,
+		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
+		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.inference.requested.v1",
+		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1"}
+	for _, n := range want {
+		if _, ok := s.byName[n]; !ok {
+			t.Errorf("no schema %s", n)
+		}
+	}
+	if len(s.Names()) != len(want) {
+		t.Errorf("names = %v", s.Names())
+	}
+}
+
+func TestValidateExamples(t *testing.T) {
+	s, err := Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		doc  string
+		ok   bool
+	}{
+		{"convstream.message.appended.v1", `{"id":"m1","role":"user","content":"hi","parentId":null}`, true},
+		{"convstream.message.appended.v1", `{"role":"user"}`, false},
+		{"convstream.message.appended.v1", `{"id":7}`, false},
+		{"convstream.message.updated.v1", `{"id":"m1","metadata":{"activeBranchIndex":1},"error":null}`, true},
+		{"convstream.message.deleted.v1", `{"id":""}`, false},
+		{"convstream.groups.upserted.v1", `{"id":"g1","mode":"compare","parentMessageId":"m1"}`, true},
+		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[{"id":"m1"}],"contextTree":[{"id":"m1","type":"message"}]}`, true},
+		{"convstream.snapshot.updated.v1", `{"conversationId":"c 1","version":1,"sequence":4,"flatList":[],"contextTree":[]}`, false},
+		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[],"contextTree":[{"id":"x","type":"bogus"}]}`, false},
+		{"convstream.inference.requested.v1", `{"conversationId":"c1","leafId":"m2","params":{"HistoryTruncateProcessor":{"historyCount":2}}}`, true},
+		{"convstream.inference.requested.v1", `{"leafId":"m2"}`, false},
+		{"convstream.event.rejected.v1", `{"eventId":null,"subject":"convstream.events.a.b","reason":"bad","code":"bad_subject"}`, true},
+		{"convstream.event.rejected.v1", `{"eventId":"e","subject":"s","reason":"r","code":"nope"}`, false},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, true},
+		{Envelope, `{"specversion":"1.0","id":"1","source":"s","type":"convstream.message.deleted.v1","conversationid":"c"}`, true},
+		{Envelope, `{"specversion":"0.3","id":"1","source":"s","type":"convstream.message.deleted.v1"}`, false},
+	}
+	for _, c := range cases {
+		err := s.ValidateJSON(c.name, []byte(c.doc))
+		if (err == nil) != c.ok {
+			t.Errorf("%s %s: ok=%v, err=%v", c.name, c.doc, c.ok, err)
+		}
+	}
+	if err := s.Validate("nope", nil); err == nil {
+		t.Error("unknown schema accepted")
+	}
+}

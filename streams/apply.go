@@ -1,0 +1,74 @@
+package streams
+
+import (
+	"context"
+	"errors"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// apply loads the conversation of d and applies d's event to it. A
+// redelivered event is settled as skipped. The conversation refuses an
+// event before changing anything, so a rejection leaves the state as it
+// was.
+func (w *Worker) apply(ctx context.Context, d *delivery) error {
+	st, skip, err := w.stateForEvent(ctx, d.lane, d.conversationID, d.seq)
+	if err != nil {
+		return err
+	}
+	if skip {
+		d.outcome = skipped
+		return nil
+	}
+	d.state = st
+	if err := applyEvent(st.conv, d.event.Type(), d.data); err != nil {
+		return err
+	}
+	d.dirty = true
+	return nil
+}
+
+// applyEvent changes conv as an event of type typ with data says. data has
+// been validated: it is an object with a string id.
+func applyEvent(conv *conversation.Conversation, typ string, data map[string]any) error {
+	id, _ := data["id"].(string)
+	var err error
+	switch typ {
+	case TypeMessageAppended:
+		var m *conversation.Message
+		if m, err = conversation.NewMessage(data); err == nil {
+			err = conv.Append(m)
+		}
+	case TypeMessageUpdated:
+		err = conv.Update(id, data)
+	case TypeMessageDeleted:
+		err = conv.Delete(id)
+	case TypeGroupsUpserted:
+		var g *conversation.MessageGroup
+		if g, err = conversation.NewMessageGroup(data); err == nil {
+			err = conv.UpsertGroup(g)
+		}
+	default:
+		return reject(CodeUnknownType, "unknown event type %q", typ)
+	}
+	if err == nil {
+		return nil
+	}
+	return conversationReject(err)
+}
+
+// conversationReject turns an error of the conversation package into the
+// rejection it stands for.
+func conversationReject(err error) *RejectError {
+	switch {
+	case errors.Is(err, conversation.ErrCycle):
+		return rejectErr(CodeCycle, err)
+	case errors.Is(err, conversation.ErrMessageExists):
+		return rejectErr(CodeExists, err)
+	case errors.Is(err, conversation.ErrMessageNotFound):
+		return rejectErr(CodeNotFound, err)
+	case errors.Is(err, conversation.ErrTooManyMessages):
+		return rejectErr(CodeTooManyMessages, err)
+	}
+	return rejectErr(CodeInvalidData, err)
+}

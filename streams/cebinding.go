@@ -1,0 +1,261 @@
+package streams
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/cloudevents/sdk-go/v2/binding"
+	"github.com/cloudevents/sdk-go/v2/binding/format"
+	"github.com/cloudevents/sdk-go/v2/binding/spec"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+)
+
+// This file is the CloudEvents NATS protocol binding over message headers
+// (NATS 2.2+), written here because the SDK's NATS bindings live in
+// separate modules built on the legacy JetStream API.
+//
+// Binary mode: every attribute travels as a header "ce-<name>" with its
+// value percent-encoded, except datacontenttype, which is "content-type";
+// the payload is the event data. Structured mode: "content-type:
+// application/cloudevents+json" and the payload is the JSON event format.
+
+// Mode is a CloudEvents content mode.
+type Mode int
+
+const (
+	// Structured puts the whole event, JSON-encoded, in the payload.
+	Structured Mode = iota
+	// Binary puts attributes in ce-* headers and only data in the payload.
+	Binary
+)
+
+const (
+	headerPrefix      = "ce-"
+	headerContentType = "content-type"
+	// headerMsgID is JetStream's deduplication header.
+	headerMsgID = "Nats-Msg-Id"
+)
+
+// specs maps attribute names to header names for binary mode.
+var specs = spec.WithPrefixMatchExact(func(name string) string {
+	if name == "datacontenttype" {
+		return headerContentType
+	}
+	return headerPrefix + name
+}, headerPrefix)
+
+// natsMessage is a received NATS message seen as a binding.Message.
+type natsMessage struct {
+	header  map[string]string // lower-cased keys, first values, percent-decoded ce-*
+	body    []byte
+	format  format.Format
+	version spec.Version
+}
+
+var _ binding.Message = (*natsMessage)(nil)
+
+func newNATSMessage(h nats.Header, body []byte) *natsMessage {
+	m := &natsMessage{header: make(map[string]string, len(h)), body: body}
+	for k, vs := range h {
+		if len(vs) == 0 {
+			continue
+		}
+		k = strings.ToLower(k)
+		v := vs[0]
+		if strings.HasPrefix(k, headerPrefix) {
+			v = percentDecode(v)
+		}
+		m.header[k] = v
+	}
+	if ct := m.header[headerContentType]; ct != "" && isCloudEventsMedia(ct) {
+		m.format = format.Lookup(ct)
+		if m.format == nil {
+			// Ask for the JSON format even with parameters such as charset.
+			m.format = format.JSON
+		}
+		return m
+	}
+	if sv, ok := m.header[specs.PrefixedSpecVersionName()]; ok {
+		m.version = specs.Version(sv)
+	}
+	return m
+}
+
+func isCloudEventsMedia(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && strings.HasPrefix(mt, "application/cloudevents")
+}
+
+func (m *natsMessage) ReadEncoding() binding.Encoding {
+	switch {
+	case m.format != nil:
+		return binding.EncodingStructured
+	case m.version != nil:
+		return binding.EncodingBinary
+	}
+	return binding.EncodingUnknown
+}
+
+func (m *natsMessage) ReadStructured(ctx context.Context, w binding.StructuredWriter) error {
+	if m.format == nil {
+		return binding.ErrNotStructured
+	}
+	return w.SetStructuredEvent(ctx, m.format, bytes.NewReader(m.body))
+}
+
+func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) error {
+	if m.version == nil {
+		return binding.ErrNotBinary
+	}
+	for k, v := range m.header {
+		if attr := m.version.Attribute(k); attr != nil {
+			if err := w.SetAttribute(attr, v); err != nil {
+				return err
+			}
+			continue
+		}
+		if name, ok := strings.CutPrefix(k, headerPrefix); ok && name != "" {
+			if err := w.SetExtension(name, v); err != nil {
+				return err
+			}
+		}
+	}
+	if len(m.body) > 0 {
+		return w.SetData(bytes.NewReader(m.body))
+	}
+	return nil
+}
+
+func (m *natsMessage) Finish(error) error { return nil }
+
+// errNotCloudEvent says a message is in neither content mode.
+var errNotCloudEvent = errors.New("neither a structured (content-type application/cloudevents+json) nor a binary (ce-specversion header) CloudEvent")
+
+// DecodeEvent reads a CloudEvent from a NATS message's headers and payload,
+// in either content mode, and validates it.
+func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
+	m := newNATSMessage(h, payload)
+	if m.ReadEncoding() == binding.EncodingUnknown {
+		return nil, errNotCloudEvent
+	}
+	ev, err := binding.ToEvent(context.Background(), m)
+	if err != nil {
+		return nil, err
+	}
+	if err := ev.Validate(); err != nil {
+		return nil, err
+	}
+	return ev, nil
+}
+
+// EncodeEvent writes ev as a NATS message to subject in the given mode. The
+// message carries Nats-Msg-Id = the event id, so that JetStream drops a
+// republished copy within its duplicate window.
+func EncodeEvent(subject string, ev *event.Event, mode Mode) (*nats.Msg, error) {
+	if err := ev.Validate(); err != nil {
+		return nil, fmt.Errorf("streams: encode event: %w", err)
+	}
+	msg := nats.NewMsg(subject)
+	msg.Header.Set(headerMsgID, ev.ID())
+	if mode == Structured {
+		body, err := ev.MarshalJSON()
+		if err != nil {
+			return nil, fmt.Errorf("streams: encode event: %w", err)
+		}
+		msg.Header.Set(headerContentType, ContentTypeCloudEvents)
+		msg.Data = body
+		return msg, nil
+	}
+	version := specs.Version(ev.SpecVersion())
+	if version == nil {
+		return nil, fmt.Errorf("streams: encode event: unknown specversion %q", ev.SpecVersion())
+	}
+	for _, attr := range version.Attributes() {
+		v := attr.Get(ev.Context)
+		if v == nil {
+			continue
+		}
+		s, err := types.Format(v)
+		if err != nil {
+			return nil, fmt.Errorf("streams: encode event: %s: %w", attr.Name(), err)
+		}
+		if attr.Kind() == spec.DataContentType {
+			msg.Header.Set(headerContentType, s)
+			continue
+		}
+		msg.Header.Set(attr.PrefixedName(), percentEncode(s))
+	}
+	for name, v := range ev.Extensions() {
+		s, err := types.Format(v)
+		if err != nil {
+			return nil, fmt.Errorf("streams: encode event: extension %s: %w", name, err)
+		}
+		msg.Header.Set(headerPrefix+name, percentEncode(s))
+	}
+	msg.Data = ev.Data()
+	return msg, nil
+}
+
+// percentEncode escapes what a header value may not hold: bytes outside
+// printable ASCII, space, '"' and '%' (NATS binding §3.1.3.2).
+func percentEncode(s string) string {
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c > 0x20 && c < 0x7f && c != '"' && c != '%' {
+			if b.Len() > 0 {
+				b.WriteByte(c)
+			}
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s) + 8)
+			b.WriteString(s[:i])
+		}
+		b.WriteByte('%')
+		b.WriteByte(hex[c>>4])
+		b.WriteByte(hex[c&15])
+	}
+	if b.Len() == 0 {
+		return s
+	}
+	return b.String()
+}
+
+// percentDecode reverses percentEncode; malformed escapes are kept as they are.
+func percentDecode(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if hi, lo := unhex(s[i+1]), unhex(s[i+2]); hi >= 0 && lo >= 0 {
+				b.WriteByte(byte(hi<<4 | lo))
+				i += 2
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unhex(c byte) int {
+	switch {
+	case '0' <= c && c <= '9':
+		return int(c - '0')
+	case 'a' <= c && c <= 'f':
+		return int(c-'a') + 10
+	case 'A' <= c && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}

@@ -1,0 +1,244 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Client publishes events, requests inference and reads snapshots: the
+// producer side of the contract, used by convctl and the tests.
+type Client struct {
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	subjects Subjects
+	source   string
+	tracer   trace.Tracer
+}
+
+// ClientOption configures a Client.
+type ClientOption func(*Client)
+
+// WithClientSubjects sets the subject prefix (default DefaultPrefix).
+func WithClientSubjects(s Subjects) ClientOption { return func(c *Client) { c.subjects = s } }
+
+// WithClientSource sets the CloudEvents source of what the client sends.
+func WithClientSource(source string) ClientOption { return func(c *Client) { c.source = source } }
+
+// WithClientTracerProvider makes the client start a span per send and
+// request and carry its trace context in the event.
+func WithClientTracerProvider(tp trace.TracerProvider) ClientOption {
+	return func(c *Client) {
+		if tp != nil {
+			c.tracer = tp.Tracer(instrumentationName)
+		}
+	}
+}
+
+// NewClient returns a client over nc.
+func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	s, _ := NewSubjects(DefaultPrefix)
+	c := &Client{nc: nc, js: js, subjects: s, source: "urn:convstream:client",
+		tracer: tracenoop.NewTracerProvider().Tracer(instrumentationName)}
+	for _, opt := range opts {
+		opt(c)
+	}
+	return c, nil
+}
+
+// SendOption configures one event sent by a Client.
+type SendOption func(*sendOptions)
+
+type sendOptions struct {
+	id          string
+	mode        Mode
+	contentType string
+}
+
+// WithEventID sets the event id (default: a random UUID). Sending twice
+// with the same id within DuplicateWindow stores the event once.
+func WithEventID(id string) SendOption { return func(o *sendOptions) { o.id = id } }
+
+// WithMode sets the content mode (default Structured).
+func WithMode(m Mode) SendOption { return func(o *sendOptions) { o.mode = m } }
+
+// WithContentType sets the data encoding: ContentTypeJSON (default) or
+// ContentTypeMsgpack.
+func WithContentType(ct string) SendOption { return func(o *sendOptions) { o.contentType = ct } }
+
+func sendOpts(opts []SendOption) sendOptions {
+	o := sendOptions{mode: Structured, contentType: ContentTypeJSON}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.id == "" {
+		o.id = uuid.NewString()
+	}
+	return o
+}
+
+// Sent describes a stored event.
+type Sent struct {
+	EventID  string
+	Sequence uint64
+	// Duplicate is true when JetStream already held an event with this id.
+	Duplicate bool
+}
+
+// Send publishes an event of type typ (one of EventTypes) about a
+// conversation and waits until JetStream has stored it.
+func (c *Client) Send(ctx context.Context, conversationID, typ string, data any, opts ...SendOption) (*Sent, error) {
+	if !ValidConversationID(conversationID) {
+		return nil, fmt.Errorf("%w: conversation id %q", ErrInvalidConfig, conversationID)
+	}
+	o := sendOpts(opts)
+	subject := c.subjects.Events(conversationID)
+	ctx, span := c.tracer.Start(ctx, "send "+typ, trace.WithSpanKind(trace.SpanKindProducer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.type", "send"),
+			attribute.String("messaging.destination.name", subject),
+			attribute.String("messaging.message.id", o.id),
+			attribute.String("convstream.conversation_id", conversationID),
+		))
+	defer span.End()
+	ev, err := newEventAs(o.id, typ, c.source, conversationID, o.contentType, data)
+	if err != nil {
+		return nil, fail(span, err)
+	}
+	InjectTraceContext(ctx, ev)
+	msg, err := EncodeEvent(subject, ev, o.mode)
+	if err != nil {
+		return nil, fail(span, err)
+	}
+	ack, err := c.js.PublishMsg(ctx, msg)
+	if err != nil {
+		return nil, fail(span, fmt.Errorf("streams: send %s: %w", typ, err))
+	}
+	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)))
+	return &Sent{EventID: o.id, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// Infer asks the worker for the context of a conversation and returns the
+// reply: an event of type TypeInferenceContext, TypePipelineFailed or
+// TypeEventRejected. Decode its data with DataAs.
+func (c *Client) Infer(ctx context.Context, req InferenceRequest, opts ...SendOption) (*event.Event, error) {
+	if !ValidConversationID(req.ConversationID) {
+		return nil, fmt.Errorf("%w: conversation id %q", ErrInvalidConfig, req.ConversationID)
+	}
+	o := sendOpts(opts)
+	subject := c.subjects.Inference(req.ConversationID)
+	ctx, span := c.tracer.Start(ctx, "infer", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.destination.name", subject),
+			attribute.String("messaging.message.id", o.id),
+			attribute.String("convstream.conversation_id", req.ConversationID),
+		))
+	defer span.End()
+	ev, err := newEventAs(o.id, TypeInferenceRequested, c.source, req.ConversationID, o.contentType, req)
+	if err != nil {
+		return nil, fail(span, err)
+	}
+	InjectTraceContext(ctx, ev)
+	msg, err := EncodeEvent(subject, ev, o.mode)
+	if err != nil {
+		return nil, fail(span, err)
+	}
+	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
+	if err != nil {
+		return nil, fail(span, fmt.Errorf("streams: inference request: %w", err))
+	}
+	out, err := DecodeEvent(reply.Header, reply.Data)
+	if err != nil {
+		desc := reply.Header.Get("Nats-Service-Error")
+		return nil, fail(span, fmt.Errorf("streams: inference reply is not a CloudEvent (%s): %w", desc, err))
+	}
+	span.SetAttributes(attribute.String("cloudevents.event_type", out.Type()))
+	return out, nil
+}
+
+// Snapshot returns the stored snapshot of a conversation, or an error
+// wrapping ErrUnknownConversation.
+func (c *Client) Snapshot(ctx context.Context, conversationID string) (*Snapshot, error) {
+	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
+	if err != nil {
+		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
+	}
+	e, err := kv.Get(ctx, conversationID)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, conversationID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streams: snapshot %s: %w", conversationID, err)
+	}
+	var s Snapshot
+	if err := json.Unmarshal(e.Value(), &s); err != nil {
+		return nil, fmt.Errorf("streams: snapshot %s: %w", conversationID, err)
+	}
+	return &s, nil
+}
+
+// Watch sends the stored snapshot of a conversation (when there is one)
+// and then every new one, until ctx ends; the channel is closed then.
+// Snapshots come from the snapshot bucket, so none is missed between
+// reading the current state and following changes, though a fast run of
+// versions may arrive as its latest.
+func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *Snapshot, error) {
+	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
+	if err != nil {
+		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
+	}
+	w, err := kv.Watch(ctx, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("streams: watch %s: %w", conversationID, err)
+	}
+	out := make(chan *Snapshot)
+	go func() {
+		defer close(out)
+		defer func() { _ = w.Stop() }()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e, ok := <-w.Updates():
+				if !ok {
+					return
+				}
+				if e == nil || e.Operation() != jetstream.KeyValuePut {
+					continue // the end-of-initial-values marker, or a delete
+				}
+				var s Snapshot
+				if json.Unmarshal(e.Value(), &s) != nil {
+					continue
+				}
+				select {
+				case out <- &s:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+func fail(span trace.Span, err error) error {
+	span.RecordError(err)
+	span.SetStatus(codes.Error, err.Error())
+	return err
+}

@@ -1,0 +1,58 @@
+package streams
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// decode reads a JetStream message into a delivery: where it came from, its
+// conversation, and its CloudEvent. Like a router's unmarshaler it never
+// fails; what it cannot read is recorded in decodeErr for validate to refuse,
+// so that tracing and rejection see every message.
+func (w *Worker) decode(m jetstream.Msg) *delivery {
+	d := &delivery{msg: m, subject: m.Subject(), received: time.Now()}
+	if meta, err := m.Metadata(); err == nil {
+		d.seq = meta.Sequence.Stream
+		d.stored = meta.Timestamp
+	}
+	h := m.Headers()
+	d.size = len(m.Data()) + headerSize(h)
+	// The publisher sets Nats-Msg-Id to the event id; it names the event in
+	// a rejection when the event itself cannot be read.
+	d.eventID = h.Get(headerMsgID)
+
+	id, ok := w.cfg.subjects.conversationOf("events", d.subject)
+	if ok {
+		d.conversationID = id
+	}
+	if d.size > w.cfg.limits.MaxEventBytes {
+		d.decodeErr = reject(CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
+		return d
+	}
+	ev, err := DecodeEvent(h, m.Data())
+	if ev != nil && ev.ID() != "" {
+		d.eventID = ev.ID()
+	}
+	switch {
+	case !ok:
+		d.decodeErr = reject(CodeBadSubject, "subject %q does not end in a conversation id matching [A-Za-z0-9_-]{1,128}", d.subject)
+	case err != nil:
+		d.decodeErr = reject(CodeNotCloudEvent, "not a CloudEvent: %v", err)
+	default:
+		d.event = ev
+	}
+	return d
+}
+
+// headerSize approximates the wire size of NATS headers.
+func headerSize(h nats.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // ": " and CRLF
+		}
+	}
+	return n
+}

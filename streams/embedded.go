@@ -1,0 +1,84 @@
+package streams
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbeddedConfig configures an in-process NATS server with JetStream.
+type EmbeddedConfig struct {
+	// Listen is HOST:PORT for clients; port -1 picks a free one. Empty
+	// means 127.0.0.1:4222: loopback unless told otherwise.
+	Listen string
+	// StoreDir holds JetStream's files.
+	StoreDir string
+	// MaxPayload is the largest message the server accepts (snapshots of
+	// long conversations are large); 0 means 8 MiB.
+	MaxPayload int32
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// DefaultEmbeddedMaxPayload is the embedded server's default max payload.
+const DefaultEmbeddedMaxPayload = 8 << 20
+
+// StartEmbedded starts a NATS server with JetStream in this process and
+// waits until it accepts connections. Stop it with Shutdown and
+// WaitForShutdown.
+func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
+	listen := cfg.Listen
+	if listen == "" {
+		listen = "127.0.0.1:4222"
+	}
+	host, portText, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listen address %q: %w", ErrInvalidConfig, listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return nil, fmt.Errorf("%w: listen port %q", ErrInvalidConfig, portText)
+	}
+	if cfg.StoreDir == "" {
+		return nil, fmt.Errorf("%w: embedded server needs a store directory", ErrInvalidConfig)
+	}
+	maxPayload := cfg.MaxPayload
+	if maxPayload == 0 {
+		maxPayload = DefaultEmbeddedMaxPayload
+	}
+	ns, err := server.NewServer(&server.Options{
+		ServerName: "convstream-embedded",
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		MaxPayload: maxPayload,
+		NoSigs:     true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("streams: embedded NATS server: %w", err)
+	}
+	if cfg.Logger != nil {
+		ns.SetLoggerV2(serverLogger{cfg.Logger.With("component", "nats-server")}, false, false, false)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(30 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("streams: embedded NATS server on %s did not start", listen)
+	}
+	return ns, nil
+}
+
+// serverLogger routes the NATS server's log to slog.
+type serverLogger struct{ l *slog.Logger }
+
+func (s serverLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s serverLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,0 +1,70 @@
+package streams
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrInvalidConfig reports an unusable option or flag value.
+	ErrInvalidConfig = errors.New("streams: invalid configuration")
+	// ErrRejected marks an event or request that was refused; the refusal
+	// has been reported on the errors subject. Its cause is a *RejectError.
+	ErrRejected = errors.New("streams: rejected")
+	// ErrNotReady is returned by Worker.Ready before the worker consumes,
+	// and while it is disconnected from NATS.
+	ErrNotReady = errors.New("streams: not ready")
+	// ErrUnknownConversation is returned for a conversation without events.
+	ErrUnknownConversation = errors.New("streams: unknown conversation")
+	// ErrUnknownPipeline is what a Pipelines implementation wraps when it has
+	// no spec of the requested name.
+	ErrUnknownPipeline = errors.New("streams: unknown pipeline")
+)
+
+// Reason codes of a rejection, machine-readable companions of its text.
+const (
+	CodeTooLarge         = "too_large"             // over the event payload limit
+	CodeBadSubject       = "bad_subject"           // subject does not name a valid conversation id
+	CodeNotCloudEvent    = "not_cloudevent"        // not a valid CloudEvent in either content mode
+	CodeUnknownType      = "unknown_type"          // type is not one this subject accepts
+	CodeBadConversation  = "conversation_mismatch" // conversationid missing or different from the subject's
+	CodeContentType      = "unsupported_content_type"
+	CodeBadData          = "bad_data"          // data is not valid JSON/msgpack or not an object
+	CodeMissingID        = "missing_id"        // data lacks a string id
+	CodeInvalidData      = "invalid_data"      // the conversation refuses the data as malformed
+	CodeExists           = "exists"            // append of an id that exists with other content
+	CodeNotFound         = "not_found"         // update/delete of a missing message, or unknown leaf
+	CodeCycle            = "cycle"             // the message would be its own ancestor
+	CodeTooManyMessages  = "too_many_messages" // over the per-conversation message limit
+	CodeSnapshotTooLarge = "snapshot_too_large"
+	CodeUnknownPipeline  = "unknown_pipeline"
+	CodeInternal         = "internal" // a bug: the stage panicked
+)
+
+// RejectError says why an event cannot be applied. It is permanent: the
+// same event would be refused again.
+type RejectError struct {
+	// Code is one of the Code constants.
+	Code string
+	// Reason is a human-readable explanation.
+	Reason string
+	// Err is the underlying error, if any.
+	Err error
+}
+
+// Error returns "CODE: REASON".
+func (e *RejectError) Error() string { return e.Code + ": " + e.Reason }
+
+// Unwrap returns the underlying error.
+func (e *RejectError) Unwrap() error { return e.Err }
+
+// reject returns a *RejectError with a formatted reason.
+func reject(code, format string, args ...any) *RejectError {
+	return &RejectError{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// rejectErr returns a *RejectError whose reason is err's text.
+func rejectErr(code string, err error) *RejectError {
+	return &RejectError{Code: code, Reason: err.Error(), Err: err}
+}

@@ -1,0 +1,368 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/enginecore"
+)
+
+// InferenceService is the name of the NATS micro service answering
+// inference requests (discoverable with `nats micro ls`).
+const InferenceService = "convstream-inference"
+
+// inferenceServer is the micro service on the inference subjects. Requests
+// are handled concurrently, at most inferenceWorkers at a time.
+type inferenceServer struct {
+	svc micro.Service
+	sem chan struct{}
+	wg  sync.WaitGroup
+}
+
+func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
+	svc, err := micro.AddService(w.nc, micro.Config{
+		Name:        InferenceService,
+		Version:     "1.0.0",
+		Description: "convstream: the context of a conversation, prepared by a pipeline, for a model call",
+	})
+	if err != nil {
+		return fmt.Errorf("streams: inference service: %w", err)
+	}
+	s.sem = make(chan struct{}, w.cfg.inferenceWorkers)
+	handler := micro.HandlerFunc(func(r micro.Request) {
+		// Blocking here when all workers are busy holds further requests
+		// in the subscription: backpressure rather than unbounded goroutines.
+		s.sem <- struct{}{}
+		s.wg.Add(1)
+		go func() {
+			defer func() { <-s.sem; s.wg.Done() }()
+			w.serveInference(ctx, r)
+		}()
+	})
+	if err := svc.AddEndpoint("inference", handler, micro.WithEndpointSubject(w.cfg.subjects.AllInference())); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("streams: inference endpoint: %w", err)
+	}
+	s.svc = svc
+	return nil
+}
+
+// stop unsubscribes and waits for requests in progress.
+func (s *inferenceServer) stop() {
+	if s.svc == nil {
+		return
+	}
+	_ = s.svc.Stop()
+	s.wg.Wait()
+}
+
+// inferenceView is what an inference run reads of a conversation.
+type inferenceView struct {
+	messages []enginecore.Message
+	version  uint64
+	seq      uint64
+}
+
+// serveInference answers one request: the context ending at the leaf, run
+// through the pipeline, replied and published on the results subject; or a
+// pipeline failure; or, for a request that cannot be served, a rejection
+// (replied and published on the errors subject).
+func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
+	start := time.Now()
+	conv, convOK := w.cfg.subjects.conversationOf("inference", r.Subject())
+	h := nats.Header(r.Headers())
+	ev, decErr := DecodeEvent(h, r.Data())
+	requestID := h.Get(headerMsgID)
+	if ev != nil {
+		requestID = ev.ID()
+		ctx = ExtractTraceContext(ctx, ev)
+	}
+	ctx, span := w.tracer.Start(ctx, "inference", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.destination.name", r.Subject()),
+			attribute.String("messaging.message.id", requestID),
+			attribute.String("convstream.conversation_id", conv),
+		))
+	defer span.End()
+
+	outcome := "context"
+	defer func() {
+		span.SetAttributes(attribute.String("convstream.outcome", outcome))
+		w.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+	}()
+
+	req, rej := w.inferenceRequest(conv, convOK, ev, decErr)
+	var view inferenceView
+	var eng *enginecore.Engine
+	if rej == nil {
+		span.SetAttributes(attribute.String("convstream.pipeline", req.Pipeline), attribute.String("convstream.leaf_id", req.LeafID))
+		view, rej = w.inferenceInput(ctx, req)
+	}
+	if rej == nil {
+		var err error
+		eng, err = w.cfg.pipelines.Pipeline(ctx, req.Pipeline, req.Params,
+			enginecore.WithObserver(processorObserver{tracer: w.tracer, ins: w.metrics}),
+			enginecore.WithLogger(w.cfg.logger))
+		switch {
+		case errors.Is(err, ErrUnknownPipeline):
+			rej = rejectErr(CodeUnknownPipeline, err)
+		case err != nil:
+			rej = reject(CodeBadData, "pipeline %q: %v", req.Pipeline, err)
+		}
+	}
+	if rej != nil {
+		outcome = "rejected"
+		span.SetStatus(codes.Error, rej.Error())
+		w.rejectInference(ctx, r, conv, requestID, ev, rej)
+		return
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, w.cfg.inferenceTimeout)
+	res, err := eng.Process(runCtx, view.messages)
+	cancel()
+	w.metrics.pipelineDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(
+		attribute.String("pipeline", req.Pipeline), attribute.Bool("error", err != nil)))
+	if err != nil {
+		outcome = "failed"
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		failed := PipelineFailed{RequestID: requestID, ConversationID: conv, Message: err.Error(), Cause: err.Error(), Pipeline: req.Pipeline}
+		var pe *enginecore.PipelineError
+		if errors.As(err, &pe) {
+			failed.Processor = pe.Processor
+			if pe.Cause != nil {
+				failed.Cause = pe.Cause.Error()
+			}
+		}
+		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
+			"processor", failed.Processor, "err", err)
+		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
+		return
+	}
+	out := InferenceContext{
+		RequestID:      requestID,
+		ConversationID: conv,
+		Messages:       res.Messages,
+		Metadata:       res.Metadata,
+		Stats:          res.Stats,
+		IsAborted:      res.IsAborted,
+		AbortReason:    res.AbortReason,
+		Pipeline:       req.Pipeline,
+		LeafID:         req.LeafID,
+		Version:        view.version,
+	}
+	if out.Messages == nil {
+		out.Messages = []enginecore.Message{}
+	}
+	if out.Metadata == nil {
+		out.Metadata = map[string]any{}
+	}
+	w.respond(ctx, r, conv, "context:"+requestID, TypeInferenceContext, out, "", "")
+}
+
+// inferenceRequest checks a request against the contract.
+func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, decErr error) (InferenceRequest, *RejectError) {
+	var req InferenceRequest
+	switch {
+	case !convOK:
+		return req, reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
+	case decErr != nil:
+		return req, reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
+	case ev.Type() != TypeInferenceRequested:
+		return req, reject(CodeUnknownType, "expected type %s, got %q", TypeInferenceRequested, ev.Type())
+	}
+	if rej := checkConversation(ev, conv, false); rej != nil {
+		return req, rej
+	}
+	data, err := decodeData(ev)
+	if err != nil {
+		if errors.Is(err, errUnsupportedContentType) {
+			return req, rejectErr(CodeContentType, err)
+		}
+		return req, reject(CodeBadData, "data: %v", err)
+	}
+	var ok bool
+	if req.ConversationID, ok = data["conversationId"].(string); !ok || req.ConversationID != conv {
+		return req, reject(CodeBadConversation, "data.conversationId %v does not match subject conversation %q", data["conversationId"], conv)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+	}{{"leafId", &req.LeafID}, {"pipeline", &req.Pipeline}} {
+		if v, present := data[f.name]; present && v != nil {
+			if *f.dst, ok = v.(string); !ok {
+				return req, reject(CodeBadData, "data.%s must be a string", f.name)
+			}
+		}
+	}
+	if v, present := data["params"]; present && v != nil {
+		if req.Params, ok = v.(map[string]any); !ok {
+			return req, reject(CodeBadData, "data.params must be an object")
+		}
+	}
+	if req.Pipeline == "" {
+		req.Pipeline = DefaultPipeline
+	}
+	return req, nil
+}
+
+// inferenceInput reads the messages the pipeline starts from. It first
+// waits (up to the inference wait) until every event of the conversation
+// stored before the request has been handled, so that a client that
+// publishes and then asks sees its own events.
+func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (inferenceView, *RejectError) {
+	target := uint64(0)
+	if last, err := w.stream.GetLastMsgForSubject(ctx, w.cfg.subjects.Events(req.ConversationID)); err == nil {
+		target = last.Sequence
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		w.cfg.logger.WarnContext(ctx, "inference: reading the last event", "err", err)
+	}
+	deadline := time.Now().Add(w.cfg.inferenceWait)
+	l := w.lanes.pick(req.ConversationID)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		view, err := w.readView(ctx, l, req)
+		var rej *RejectError
+		switch {
+		case errors.As(err, &rej):
+			// A missing leaf may be an event not applied yet: wait for it too.
+		case errors.Is(err, ErrUnknownConversation):
+			rej = rejectErr(CodeNotFound, err)
+		case err != nil:
+			rej = reject(CodeInternal, "reading the conversation: %v", err)
+		case view.seq >= target:
+			return view, nil
+		}
+		if time.Now().After(deadline) {
+			if rej != nil {
+				return view, rej
+			}
+			w.cfg.logger.WarnContext(ctx, "inference on a conversation not caught up", "conversation", req.ConversationID,
+				"applied", view.seq, "stored", target)
+			return view, nil
+		}
+		select {
+		case <-ctx.Done():
+			return view, reject(CodeInternal, "%v", ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// readView reads, on the conversation's lane, the flat list ending at the
+// requested leaf (the active path when none).
+func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (inferenceView, error) {
+	var view inferenceView
+	var err error
+	callErr := w.lanes.call(ctx, l, func() {
+		var st *convState
+		if st, err = w.stateForRead(ctx, l, req.ConversationID); err != nil {
+			return
+		}
+		view.version, view.seq = st.version, st.seq
+		var flat []*conversation.Message
+		if req.LeafID == "" {
+			if st.result == nil {
+				if st.result, err = st.conv.Result(); err != nil {
+					return
+				}
+			}
+			flat = st.result.FlatList
+		} else {
+			var path []*conversation.Message
+			if path, err = st.conv.PathTo(req.LeafID); err != nil {
+				err = rejectErr(CodeNotFound, err)
+				return
+			}
+			var res *conversation.Result
+			if res, err = conversation.Parse(path, st.conv.Groups(), conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
+				return
+			}
+			flat = res.FlatList
+		}
+		// Messages are immutable and processors must not modify their
+		// input, so the field maps are shared, not copied.
+		view.messages = make([]enginecore.Message, len(flat))
+		for i, m := range flat {
+			view.messages[i] = m.Fields()
+		}
+	})
+	if callErr != nil {
+		return view, callErr
+	}
+	return view, err
+}
+
+// rejectInference reports a request that cannot be served: as the reply
+// and on the errors subject.
+func (w *Worker) rejectInference(ctx context.Context, r micro.Request, conv, requestID string, ev *event.Event, rej *RejectError) {
+	data := EventRejected{Subject: r.Subject(), Reason: rej.Reason, Code: rej.Code, ConversationID: conv}
+	if requestID != "" {
+		data.EventID = &requestID
+	}
+	if ev != nil {
+		data.Type = ev.Type()
+	}
+	id := "rejected:" + requestID
+	if requestID == "" {
+		id = "rejected:" + nuid.Next()
+	}
+	if err := w.publishRejection(ctx, id, data); err != nil {
+		w.cfg.logger.WarnContext(ctx, "inference rejection not published", "err", err)
+	}
+	w.reply(ctx, r, conv, id, TypeEventRejected, data, "400", rej.Reason)
+}
+
+// respond replies with an event and publishes it on the results subject.
+func (w *Worker) respond(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
+	msg := w.reply(ctx, r, conv, id, typ, data, errCode, errText)
+	if msg == nil {
+		return
+	}
+	msg.Subject = w.cfg.subjects.Results(conv)
+	if err := w.nc.PublishMsg(msg); err != nil {
+		w.cfg.logger.WarnContext(ctx, "inference result not published", "subject", msg.Subject, "err", err)
+	}
+}
+
+// reply sends the event as the reply, marked as a service error when
+// errCode is set, and returns the encoded message (nil on failure).
+func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) *nats.Msg {
+	ev, err := newEvent(id, typ, w.cfg.source, conv, data)
+	if err == nil {
+		w.inject(ctx, ev)
+	}
+	var msg *nats.Msg
+	if err == nil {
+		msg, err = EncodeEvent(w.cfg.subjects.Results(conv), ev, Structured)
+	}
+	if err != nil {
+		w.cfg.logger.ErrorContext(ctx, "inference reply not encoded", "type", typ, "err", err)
+		_ = r.Error("500", "reply not encoded", nil)
+		return nil
+	}
+	headers := micro.WithHeaders(micro.Headers(msg.Header))
+	if errCode != "" {
+		err = r.Error(errCode, errText, msg.Data, headers)
+	} else {
+		err = r.Respond(msg.Data, headers)
+	}
+	if err != nil && !errors.Is(err, micro.ErrRespond) {
+		w.cfg.logger.WarnContext(ctx, "inference reply not sent", "err", err)
+	}
+	return msg
+}

@@ -1,0 +1,107 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments are the worker's metrics.
+type instruments struct {
+	applied, rejected, skipped, failed metric.Int64Counter
+	eventDuration                      metric.Float64Histogram
+	snapshotLat                        metric.Float64Histogram
+	rebuilds                           metric.Int64Counter
+	rebuildDuration                    metric.Float64Histogram
+	pipelineDuration                   metric.Float64Histogram
+	processorDuration                  metric.Float64Histogram
+	inferences                         metric.Int64Counter
+}
+
+// Metric names.
+const (
+	MetricEventsApplied     = "convstream.events.applied"
+	MetricEventsRejected    = "convstream.events.rejected"
+	MetricEventsSkipped     = "convstream.events.skipped"
+	MetricEventsFailed      = "convstream.events.failed"
+	MetricEventDuration     = "convstream.event.duration"
+	MetricSnapshotLatency   = "convstream.snapshot.latency"
+	MetricRebuilds          = "convstream.rebuilds"
+	MetricRebuildDuration   = "convstream.rebuild.duration"
+	MetricPipelineDuration  = "convstream.pipeline.duration"
+	MetricProcessorDuration = "convstream.processor.duration"
+	MetricInferences        = "convstream.inference.requests"
+)
+
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
+	m := mp.Meter(instrumentationName)
+	var ins instruments
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{event}"))
+		errs = append(errs, err)
+		return c
+	}
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+		errs = append(errs, err)
+		return h
+	}
+	ins.applied = counter(MetricEventsApplied, "Events applied: the conversation changed and a snapshot was stored.")
+	ins.rejected = counter(MetricEventsRejected, "Events refused and reported on the errors subject, by reason code.")
+	ins.skipped = counter(MetricEventsSkipped, "Redelivered events already applied.")
+	ins.failed = counter(MetricEventsFailed, "Event deliveries that failed transiently and will be redelivered.")
+	ins.eventDuration = seconds(MetricEventDuration, "Time to handle one event delivery.")
+	ins.snapshotLat = seconds(MetricSnapshotLatency, "Time from an event being stored in JetStream to its snapshot being stored.")
+	ins.rebuilds = counter(MetricRebuilds, "Conversations rebuilt from the events stream.")
+	ins.rebuildDuration = seconds(MetricRebuildDuration, "Time to rebuild one conversation from the events stream.")
+	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
+	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
+	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
+	return &ins, errors.Join(errs...)
+}
+
+// measuring is the metrics middleware: one count per outcome and the
+// handling time of every delivery.
+func (w *Worker) measuring(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, d *delivery) error {
+		start := time.Now()
+		err := next(ctx, d)
+		typ := "unknown"
+		if d.event != nil {
+			typ = d.event.Type()
+		}
+		attrs := metric.WithAttributes(attribute.String("type", typ))
+		ins := w.metrics
+		switch d.outcome {
+		case applied:
+			ins.applied.Add(ctx, 1, attrs)
+		case skipped:
+			ins.skipped.Add(ctx, 1, attrs)
+		case rejected:
+			code := CodeInternal
+			var re *RejectError
+			if errors.As(err, &re) {
+				code = re.Code
+			}
+			ins.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("type", typ), attribute.String("code", code)))
+		default:
+			ins.failed.Add(ctx, 1, attrs)
+		}
+		ins.eventDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("outcome", d.outcome.String())))
+		return err
+	}
+}
+
+func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
+	ins.snapshotLat.Record(ctx, d.Seconds())
+}
+
+func (ins *instruments) rebuilt(ctx context.Context, d time.Duration) {
+	ins.rebuilds.Add(ctx, 1)
+	ins.rebuildDuration.Record(ctx, d.Seconds())
+}

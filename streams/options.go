@@ -1,0 +1,142 @@
+package streams
+
+import (
+	"fmt"
+	"log/slog"
+	"runtime"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// Option configures a Worker.
+type Option func(*config)
+
+type config struct {
+	subjects         Subjects
+	limits           Limits
+	lanes            int
+	laneDepth        int
+	cacheSize        int
+	consumer         string
+	replicas         int
+	ackWait          time.Duration
+	source           string
+	logger           *slog.Logger
+	tracerProvider   trace.TracerProvider
+	meterProvider    metric.MeterProvider
+	pipelines        Pipelines
+	inferenceTimeout time.Duration
+	inferenceWait    time.Duration
+	inferenceWorkers int
+}
+
+func defaultConfig() config {
+	s, _ := NewSubjects(DefaultPrefix)
+	lanes := 4 * runtime.GOMAXPROCS(0)
+	return config{
+		subjects:         s,
+		limits:           DefaultLimits(),
+		lanes:            lanes,
+		laneDepth:        64,
+		cacheSize:        10_000,
+		consumer:         "convstream-worker",
+		replicas:         1,
+		ackWait:          time.Minute,
+		source:           "urn:convstream:worker",
+		logger:           slog.New(slog.DiscardHandler),
+		tracerProvider:   tracenoop.NewTracerProvider(),
+		meterProvider:    metricnoop.NewMeterProvider(),
+		inferenceTimeout: 30 * time.Second,
+		inferenceWait:    2 * time.Second,
+		inferenceWorkers: 2 * runtime.GOMAXPROCS(0),
+	}
+}
+
+func (c *config) validate() error {
+	if err := c.limits.validate(); err != nil {
+		return err
+	}
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.replicas <= 0 || c.inferenceWorkers <= 0 {
+		return fmt.Errorf("%w: lanes, cache size, replicas and inference workers must be positive", ErrInvalidConfig)
+	}
+	if c.consumer == "" || c.source == "" {
+		return fmt.Errorf("%w: empty consumer name or source", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// WithSubjects sets the subject prefix and the stream and bucket names
+// derived from it.
+func WithSubjects(s Subjects) Option { return func(c *config) { c.subjects = s } }
+
+// WithLimits sets the input limits.
+func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
+
+// WithLanes sets how many conversations are applied in parallel: events
+// of one conversation always go to the same lane, in order.
+func WithLanes(n int) Option { return func(c *config) { c.lanes = n } }
+
+// WithCacheConversations bounds how many conversations are kept in memory;
+// the least recently used are dropped and rebuilt from JetStream on demand.
+func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// WithConsumerName names the durable consumer of the events stream. Workers
+// sharing a name share the work.
+func WithConsumerName(name string) Option { return func(c *config) { c.consumer = name } }
+
+// WithReplicas sets the replica count of the stream and bucket the worker
+// creates (existing ones are left as they are).
+func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
+
+// WithAckWait sets how long JetStream waits for an acknowledgement before
+// redelivering an event.
+func WithAckWait(d time.Duration) Option { return func(c *config) { c.ackWait = d } }
+
+// WithSource sets the CloudEvents source of what the worker publishes.
+func WithSource(s string) Option { return func(c *config) { c.source = s } }
+
+// WithLogger sets the logger; by default nothing is logged.
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) {
+		if l != nil {
+			c.logger = l
+		}
+	}
+}
+
+// WithTracerProvider sets where spans go; by default nowhere.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) {
+		if tp != nil {
+			c.tracerProvider = tp
+		}
+	}
+}
+
+// WithMeterProvider sets where metrics go; by default nowhere.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) {
+		if mp != nil {
+			c.meterProvider = mp
+		}
+	}
+}
+
+// WithPipelines enables inference: requests are answered with the engines
+// p builds. Without it the worker serves no inference endpoint.
+func WithPipelines(p Pipelines) Option { return func(c *config) { c.pipelines = p } }
+
+// WithInferenceTimeout bounds one pipeline run.
+func WithInferenceTimeout(d time.Duration) Option { return func(c *config) { c.inferenceTimeout = d } }
+
+// WithInferenceWait bounds how long an inference request waits for events
+// stored before it to be applied (read-your-writes); after that it runs on
+// the state at hand.
+func WithInferenceWait(d time.Duration) Option { return func(c *config) { c.inferenceWait = d } }
+
+// WithInferenceWorkers bounds how many inference requests run at once.
+func WithInferenceWorkers(n int) Option { return func(c *config) { c.inferenceWorkers = n } }

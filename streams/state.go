@@ -1,0 +1,95 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// convState is a conversation held in memory by its lane.
+type convState struct {
+	id   string
+	conv *conversation.Conversation
+	// seq: every event of the conversation with a stream sequence up to
+	// seq has been taken into account.
+	seq uint64
+	// version of the last snapshot stored, and its KV revision (0: none).
+	version uint64
+	rev     uint64
+	// result is the parse behind the last snapshot, reused by inference;
+	// nil when not computed since the state was loaded.
+	result *conversation.Result
+}
+
+// readHead returns the version and sequence of the stored snapshot of id
+// and its revision; all zero when there is none.
+func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64, error) {
+	e, err := w.kv.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return snapshotHead{}, 0, nil
+	}
+	if err != nil {
+		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+	}
+	var h snapshotHead
+	if err := json.Unmarshal(e.Value(), &h); err != nil {
+		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+	}
+	return h, e.Revision(), nil
+}
+
+// stateForEvent returns the state an event at sequence seq applies to,
+// loading it when the lane does not hold it. skip is true when the event
+// has been taken into account already (a redelivery).
+//
+// A conversation that must be loaded is rebuilt from every event before
+// seq, not only up to the stored snapshot: events between the two were
+// delivered earlier and failed or are being redelivered; including them now
+// keeps the order, and their redelivery is then skipped.
+func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64) (st *convState, skip bool, err error) {
+	if st := l.cache.get(id); st != nil {
+		return st, seq <= st.seq, nil
+	}
+	head, rev, err := w.readHead(ctx, id)
+	if err != nil {
+		return nil, false, err
+	}
+	if seq <= head.Sequence {
+		return nil, true, nil
+	}
+	conv, err := w.rebuild(ctx, id, seq)
+	if err != nil {
+		return nil, false, err
+	}
+	st = &convState{id: id, conv: conv, seq: seq - 1, version: head.Version, rev: rev}
+	l.cache.put(st)
+	return st, false, nil
+}
+
+// stateForRead returns the state of id as stored: the lane's copy, or one
+// rebuilt up to the sequence of the stored snapshot. It returns
+// ErrUnknownConversation when nothing is stored.
+func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convState, error) {
+	if st := l.cache.get(id); st != nil {
+		return st, nil
+	}
+	head, rev, err := w.readHead(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rev == 0 {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)
+	}
+	conv, err := w.rebuild(ctx, id, head.Sequence+1)
+	if err != nil {
+		return nil, err
+	}
+	st := &convState{id: id, conv: conv, seq: head.Sequence, version: head.Version, rev: rev}
+	l.cache.put(st)
+	return st, nil
+}

@@ -1,0 +1,98 @@
+package streams
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// DefaultPrefix is the subject prefix used unless told otherwise.
+const DefaultPrefix = "convstream"
+
+// UnknownConversation is the subject token used for errors about events
+// whose conversation id is missing or unusable.
+const UnknownConversation = "_"
+
+// conversationIDPattern is what a conversation id must match: it becomes a
+// single subject token and a KV key, so only characters safe in both.
+var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+
+// ValidConversationID reports whether id can name a conversation:
+// 1 to 128 characters from [A-Za-z0-9_-].
+func ValidConversationID(id string) bool { return conversationIDPattern.MatchString(id) }
+
+// prefixPattern keeps a prefix to plain subject tokens (dots separate them).
+var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+
+// Subjects names every subject, stream and bucket of one deployment. The
+// zero value is not usable; call NewSubjects.
+type Subjects struct {
+	prefix string
+}
+
+// NewSubjects returns the names under prefix ("" means DefaultPrefix).
+func NewSubjects(prefix string) (Subjects, error) {
+	if prefix == "" {
+		prefix = DefaultPrefix
+	}
+	if !prefixPattern.MatchString(prefix) {
+		return Subjects{}, fmt.Errorf("%w: subject prefix %q", ErrInvalidConfig, prefix)
+	}
+	return Subjects{prefix: prefix}, nil
+}
+
+// Prefix returns the subject prefix.
+func (s Subjects) Prefix() string { return s.prefix }
+
+// Events returns the subject events of a conversation are published on.
+func (s Subjects) Events(conversationID string) string { return s.prefix + ".events." + conversationID }
+
+// AllEvents returns the wildcard subject of the events stream.
+func (s Subjects) AllEvents() string { return s.prefix + ".events.>" }
+
+// Snapshots returns the subject snapshots of a conversation are published on.
+func (s Subjects) Snapshots(conversationID string) string {
+	return s.prefix + ".snapshots." + conversationID
+}
+
+// Errors returns the subject rejections concerning a conversation are
+// published on; use UnknownConversation when the id is unusable.
+func (s Subjects) Errors(conversationID string) string { return s.prefix + ".errors." + conversationID }
+
+// Inference returns the request-reply subject of a conversation's inference
+// requests.
+func (s Subjects) Inference(conversationID string) string {
+	return s.prefix + ".inference." + conversationID
+}
+
+// AllInference returns the wildcard subject the inference service listens on.
+func (s Subjects) AllInference() string { return s.prefix + ".inference.*" }
+
+// Results returns the subject inference results of a conversation are
+// published on.
+func (s Subjects) Results(conversationID string) string {
+	return s.prefix + ".results." + conversationID
+}
+
+// EventsStream returns the name of the events stream: CONVSTREAM_EVENTS for
+// the default prefix.
+func (s Subjects) EventsStream() string { return s.streamName() + "_EVENTS" }
+
+// SnapshotBucket returns the name of the snapshot key-value bucket:
+// CONVSTREAM_SNAPSHOTS for the default prefix.
+func (s Subjects) SnapshotBucket() string { return s.streamName() + "_SNAPSHOTS" }
+
+func (s Subjects) streamName() string {
+	return strings.ToUpper(strings.ReplaceAll(s.prefix, ".", "_"))
+}
+
+// conversationOf returns the conversation id named by subject, which must be
+// kind's subject (events, inference) of a valid conversation id; ok is false
+// otherwise.
+func (s Subjects) conversationOf(kind, subject string) (id string, ok bool) {
+	rest, found := strings.CutPrefix(subject, s.prefix+"."+kind+".")
+	if !found || !ValidConversationID(rest) {
+		return "", false
+	}
+	return rest, true
+}

@@ -1,0 +1,98 @@
+package streams
+
+import (
+	"context"
+	"errors"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/cloudevents/sdk-go/v2/types"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentationName names the tracer and meter of this package.
+const instrumentationName = "github.com/convstream/convstream/streams"
+
+// propagator reads and writes W3C trace context; on CloudEvents it uses the
+// distributed-tracing extension (traceparent, tracestate).
+var propagator = propagation.TraceContext{}
+
+// eventCarrier adapts a CloudEvent's extensions to propagation.TextMapCarrier.
+type eventCarrier struct{ ev *event.Event }
+
+func (c eventCarrier) Get(key string) string {
+	v, ok := c.ev.Extensions()[key]
+	if !ok {
+		return ""
+	}
+	s, _ := types.ToString(v)
+	return s
+}
+
+func (c eventCarrier) Set(key, value string) { c.ev.SetExtension(key, value) }
+
+func (c eventCarrier) Keys() []string {
+	keys := make([]string, 0, len(c.ev.Extensions()))
+	for k := range c.ev.Extensions() {
+		keys = append(keys, k)
+	}
+	return keys
+}
+
+// InjectTraceContext writes the span context of ctx into ev's traceparent
+// and tracestate extension attributes.
+func InjectTraceContext(ctx context.Context, ev *event.Event) {
+	propagator.Inject(ctx, eventCarrier{ev})
+}
+
+// ExtractTraceContext returns ctx with the remote span context carried by
+// ev's traceparent and tracestate, if any.
+func ExtractTraceContext(ctx context.Context, ev *event.Event) context.Context {
+	if ev == nil {
+		return ctx
+	}
+	return propagator.Extract(ctx, eventCarrier{ev})
+}
+
+func (w *Worker) inject(ctx context.Context, ev *event.Event) { InjectTraceContext(ctx, ev) }
+
+// tracing starts a consumer span per delivery, a child of the span that
+// published the event when the event carries trace context.
+func (w *Worker) tracing(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, d *delivery) error {
+		typ := "unknown"
+		if d.event != nil {
+			typ = d.event.Type()
+			ctx = ExtractTraceContext(ctx, d.event)
+		}
+		ctx, span := w.tracer.Start(ctx, "process "+typ,
+			trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(
+				attribute.String("messaging.system", "nats"),
+				attribute.String("messaging.operation.type", "process"),
+				attribute.String("messaging.destination.name", d.subject),
+				attribute.String("messaging.message.id", d.eventID),
+				attribute.Int64("messaging.nats.stream_sequence", int64(d.seq)),
+				attribute.String("cloudevents.event_type", typ),
+				attribute.String("convstream.conversation_id", d.conversationID),
+			))
+		defer span.End()
+		err := next(ctx, d)
+		span.SetAttributes(attribute.String("convstream.outcome", d.outcome.String()))
+		if d.version > 0 {
+			span.SetAttributes(attribute.Int64("convstream.snapshot_version", int64(d.version)))
+		}
+		var re *RejectError
+		switch {
+		case errors.As(err, &re):
+			span.SetAttributes(attribute.String("convstream.reject_code", re.Code))
+			span.SetStatus(codes.Error, re.Error())
+		case err != nil:
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+		return err
+	}
+}

@@ -1,0 +1,134 @@
+package streams
+
+import (
+	"encoding/json"
+
+	"github.com/convstream/convstream/enginecore"
+)
+
+// Event types of the contract. Every type has a JSON Schema of its data in
+// schemas/ under the type's name.
+const (
+	// TypeMessageAppended carries one message object; id required.
+	TypeMessageAppended = "convstream.message.appended.v1"
+	// TypeMessageUpdated carries an id and a JSON merge patch (RFC 7386).
+	TypeMessageUpdated = "convstream.message.updated.v1"
+	// TypeMessageDeleted carries {"id"}.
+	TypeMessageDeleted = "convstream.message.deleted.v1"
+	// TypeGroupsUpserted carries one message-group object; id required.
+	TypeGroupsUpserted = "convstream.groups.upserted.v1"
+	// TypeSnapshotUpdated carries a Snapshot.
+	TypeSnapshotUpdated = "convstream.snapshot.updated.v1"
+	// TypeInferenceRequested carries an InferenceRequest.
+	TypeInferenceRequested = "convstream.inference.requested.v1"
+	// TypeInferenceContext carries an InferenceContext.
+	TypeInferenceContext = "convstream.inference.context.v1"
+	// TypePipelineFailed carries a PipelineFailed.
+	TypePipelineFailed = "convstream.pipeline.failed.v1"
+	// TypeEventRejected carries an EventRejected.
+	TypeEventRejected = "convstream.event.rejected.v1"
+)
+
+// EventTypes lists the types accepted on the events stream.
+var EventTypes = []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted}
+
+// isEventType reports whether t is accepted on the events stream.
+func isEventType(t string) bool {
+	switch t {
+	case TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted:
+		return true
+	}
+	return false
+}
+
+// ExtConversationID is the CloudEvents extension attribute naming the
+// conversation an event belongs to.
+const ExtConversationID = "conversationid"
+
+// Media types of event data.
+const (
+	ContentTypeJSON    = "application/json"
+	ContentTypeMsgpack = "application/msgpack"
+	// ContentTypeCloudEvents marks a structured-mode message.
+	ContentTypeCloudEvents = "application/cloudevents+json"
+)
+
+// Snapshot is the data of TypeSnapshotUpdated and the value stored in the
+// snapshot bucket under the conversation id.
+type Snapshot struct {
+	ConversationID string `json:"conversationId"`
+	// Version counts the snapshots of the conversation: it increases by one
+	// with every applied event.
+	Version uint64 `json:"version"`
+	// Sequence is the events-stream sequence of the last event applied.
+	Sequence uint64 `json:"sequence"`
+	// FlatList and ContextTree are those of conversation.Parse.
+	FlatList    json.RawMessage `json:"flatList"`
+	ContextTree json.RawMessage `json:"contextTree"`
+}
+
+// snapshotHead is the part of a stored snapshot the worker reads back.
+type snapshotHead struct {
+	Version  uint64 `json:"version"`
+	Sequence uint64 `json:"sequence"`
+}
+
+// InferenceRequest is the data of TypeInferenceRequested.
+type InferenceRequest struct {
+	ConversationID string `json:"conversationId"`
+	// LeafID names the message the context ends at; empty means the
+	// active path.
+	LeafID string `json:"leafId,omitempty"`
+	// Pipeline names the pipeline spec; empty means "default".
+	Pipeline string `json:"pipeline,omitempty"`
+	// Params configure the pipeline: an object of processor name →
+	// configuration merged over the spec's.
+	Params map[string]any `json:"params,omitempty"`
+}
+
+// InferenceContext is the data of TypeInferenceContext: the pipeline's
+// output for one request.
+type InferenceContext struct {
+	RequestID      string               `json:"requestId"`
+	ConversationID string               `json:"conversationId"`
+	Messages       []enginecore.Message `json:"messages"`
+	Metadata       map[string]any       `json:"metadata"`
+	Stats          enginecore.Stats     `json:"stats"`
+	IsAborted      bool                 `json:"isAborted"`
+	AbortReason    string               `json:"abortReason"`
+	// Pipeline, LeafID and Version say what was run on what: the spec, the
+	// leaf (empty for the active path) and the snapshot version read.
+	Pipeline string `json:"pipeline"`
+	LeafID   string `json:"leafId,omitempty"`
+	Version  uint64 `json:"version"`
+}
+
+// PipelineFailed is the data of TypePipelineFailed.
+type PipelineFailed struct {
+	RequestID      string `json:"requestId"`
+	ConversationID string `json:"conversationId"`
+	// Processor names the failing processor ("" when the pipeline failed
+	// outside any processor, for example on a timeout).
+	Processor string `json:"processor"`
+	Message   string `json:"message"`
+	Cause     string `json:"cause"`
+	Pipeline  string `json:"pipeline"`
+}
+
+// EventRejected is the data of TypeEventRejected.
+type EventRejected struct {
+	// EventID is the refused CloudEvent's id, or null when it has none.
+	EventID *string `json:"eventId"`
+	// Subject is the NATS subject the event arrived on.
+	Subject string `json:"subject"`
+	Reason  string `json:"reason"`
+	// Code is the reason's machine-readable form (Code constants).
+	Code string `json:"code"`
+	// Type is the refused event's type, when it has one.
+	Type string `json:"type,omitempty"`
+	// ConversationID is the conversation concerned, when known.
+	ConversationID string `json:"conversationId,omitempty"`
+	// Sequence is the events-stream sequence of the refused event (0 for
+	// inference requests, which are not stored).
+	Sequence uint64 `json:"sequence,omitempty"`
+}

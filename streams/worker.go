@@ -1,0 +1,209 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Worker consumes the events stream, keeps conversations up to date,
+// publishes and stores their snapshots, and answers inference requests.
+// Create it with NewWorker and start it with Run.
+type Worker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	cfg     config
+	tracer  trace.Tracer
+	metrics *instruments
+	handler handlerFunc
+
+	// Set by Run.
+	stream jetstream.Stream
+	kv     jetstream.KeyValue
+	lanes  *lanes
+	ready  atomic.Bool
+	runs   atomic.Bool
+
+	infer inferenceServer
+}
+
+// NewWorker returns a worker that talks to NATS over nc. It creates
+// nothing on the server until Run.
+func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	ins, err := newInstruments(cfg.meterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	w := &Worker{
+		nc:      nc,
+		js:      js,
+		cfg:     cfg,
+		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
+		metrics: ins,
+	}
+	// decode runs before the chain (it cannot fail); then
+	// validate → apply → publish, wrapped outermost first.
+	w.handler = chain([]stage{w.validate, w.apply, w.publish},
+		w.tracing, w.measuring, w.rejection, w.recoverer)
+	return w, nil
+}
+
+// Run provisions the stream and bucket, consumes events and serves
+// inference until ctx ends. Then it stops fetching, lets in-flight and
+// already fetched events finish (each is acknowledged or redelivered
+// later), stops the inference endpoint, flushes and returns nil. It returns
+// an error only when it cannot start.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.runs.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Run called twice", ErrInvalidConfig)
+	}
+	log := w.cfg.logger
+	stream, kv, err := Provision(ctx, w.js, w.cfg.subjects, w.cfg.replicas)
+	if err != nil {
+		return err
+	}
+	w.stream, w.kv = stream, kv
+	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       w.cfg.consumer,
+		Description:   "convstream worker: applies message events in order",
+		FilterSubject: w.cfg.subjects.AllEvents(),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.ackWait,
+		MaxDeliver:    -1,
+		MaxAckPending: w.cfg.lanes * w.cfg.laneDepth * 2,
+	})
+	if err != nil {
+		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
+	}
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize)
+	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	if err != nil {
+		w.lanes.shutdown()
+		return fmt.Errorf("streams: consume: %w", err)
+	}
+	// Work started before shutdown runs to completion: it only stops the
+	// fetching.
+	work := context.WithoutCancel(ctx)
+	if w.cfg.pipelines != nil {
+		if err := w.infer.start(work, w); err != nil {
+			it.Stop()
+			w.lanes.shutdown()
+			return err
+		}
+	}
+	w.ready.Store(true)
+	log.InfoContext(ctx, "worker consuming", "stream", stream.CachedInfo().Config.Name,
+		"consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
+
+	stopped := make(chan struct{})
+	var once sync.Once
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+		}
+		once.Do(it.Drain)
+	}()
+	w.dispatch(work, it)
+	close(stopped)
+
+	w.ready.Store(false)
+	log.InfoContext(work, "worker stopping: finishing in-flight work")
+	w.infer.stop()
+	w.lanes.shutdown()
+	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		log.WarnContext(work, "flush on shutdown", "err", err)
+	}
+	log.InfoContext(work, "worker stopped")
+	return nil
+}
+
+// dispatch hands every fetched message to the lane of its conversation
+// until the iterator is drained.
+func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
+	for {
+		m, err := it.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return
+		}
+		if err != nil {
+			// Missed heartbeats and the like: the iterator recovers.
+			w.cfg.logger.WarnContext(ctx, "fetching events", "err", err)
+			continue
+		}
+		key := m.Subject()
+		if id, ok := w.cfg.subjects.conversationOf("events", key); ok {
+			key = id
+		}
+		l := w.lanes.pick(key)
+		if err := w.lanes.do(ctx, l, func() { w.handle(ctx, l, m) }); err != nil {
+			_ = m.Nak()
+		}
+	}
+}
+
+// handle runs one message through the handler and settles it.
+func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
+	d := w.decode(m)
+	d.lane = l
+	err := w.handler(ctx, d)
+	w.settle(ctx, d, err)
+}
+
+// settle acknowledges a delivery by its outcome: ack when applied or
+// skipped, terminate when rejected, and otherwise forget the conversation
+// (it may have changed in memory) and ask for redelivery after a backoff.
+func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
+	var ackErr error
+	switch {
+	case err == nil:
+		ackErr = d.msg.Ack()
+	case errors.Is(err, ErrRejected):
+		ackErr = d.msg.Term()
+	default:
+		if d.conversationID != "" {
+			d.lane.cache.drop(d.conversationID)
+		}
+		delivered := uint64(1)
+		if meta, mErr := d.msg.Metadata(); mErr == nil {
+			delivered = meta.NumDelivered
+		}
+		delay := backoff(delivered)
+		w.cfg.logger.WarnContext(ctx, "event failed; will be redelivered", "subject", d.subject, "seq", d.seq,
+			"delivered", delivered, "retry_in", delay, "err", err)
+		ackErr = d.msg.NakWithDelay(delay)
+	}
+	if ackErr != nil {
+		// The server redelivers after AckWait; applying again is a no-op.
+		w.cfg.logger.WarnContext(ctx, "settling event", "subject", d.subject, "seq", d.seq, "err", ackErr)
+	}
+}
+
+// backoff is the redelivery delay after n deliveries: 100ms doubling, at
+// most 10s.
+func backoff(n uint64) time.Duration {
+	d := 100 * time.Millisecond
+	for i := uint64(1); i < n && d < 10*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Second)
+}
