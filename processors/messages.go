@@ -87,3 +87,13 @@ func toolSummaries(tools []any) []any {
 	}
 	return out
 }
+
+// cloneFor copies m for an edit that may add up to extra fields, sized so
+// that the additions do not grow the copy again.
+func cloneFor(m enginecore.Message, extra int) enginecore.Message {
+	out := make(enginecore.Message, len(m)+extra)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

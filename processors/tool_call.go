@@ -91,13 +91,13 @@ func (p *ToolCall) assistant(m enginecore.Message, support bool) (enginecore.Mes
 		copyField(call, tool, "thoughtSignature")
 		converted[i] = call
 	}
-	out := maps.Clone(m)
+	out := cloneFor(m, 1)
 	out["tool_calls"] = converted
 	return out, true
 }
 
 func (p *ToolCall) tool(m enginecore.Message, support bool) enginecore.Message {
-	out := maps.Clone(m)
+	out := cloneFor(m, 1)
 	if !support {
 		delete(out, "name")
 		delete(out, "plugin")

@@ -42,20 +42,39 @@ func (*ToolMessageReorder) Process(_ context.Context, pc *enginecore.PipelineCon
 }
 
 // uniqueCalls returns the tool calls with a truthy id, first of each id.
+// It returns calls itself when nothing is dropped, the common case.
 func uniqueCalls(calls []any) []any {
-	seen := make(map[string]bool, len(calls))
-	out := make([]any, 0, len(calls))
-	for _, c := range calls {
+	var out []any // allocated on the first dropped call
+	var seen map[string]bool
+	if len(calls) > 16 {
+		seen = make(map[string]bool, len(calls))
+	}
+	for i, c := range calls {
 		id := dig(c, "id")
-		if !truthy(id) {
-			continue
+		drop := !truthy(id)
+		if !drop {
+			key := idOfValue(id)
+			if seen != nil {
+				drop = seen[key]
+				seen[key] = true
+			} else {
+				for _, prev := range calls[:i] {
+					if pid := dig(prev, "id"); truthy(pid) && idOfValue(pid) == key {
+						drop = true
+						break
+					}
+				}
+			}
 		}
-		key := idOfValue(id)
-		if seen[key] {
-			continue
+		switch {
+		case drop && out == nil:
+			out = append(make([]any, 0, len(calls)), calls[:i]...)
+		case !drop && out != nil:
+			out = append(out, c)
 		}
-		seen[key] = true
-		out = append(out, c)
+	}
+	if out == nil {
+		return calls
 	}
 	return out
 }
