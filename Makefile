@@ -19,6 +19,8 @@ run:
 test:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@# go test hides the output of passing packages; show the conformance summaries.
+	@$(GO) test -count=1 -v -run 'TestConformance' ./conversation/ ./processors/ | grep -E 'conformance.*passed'
 
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
