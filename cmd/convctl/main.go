@@ -21,7 +21,8 @@ type command struct {
 // commands lists every subcommand by name.
 func commands() map[string]command {
 	return map[string]command{
-		"parse": {summary: "parse a conversation and print contextTree, flatList and messageMap as JSON", run: runParse},
+		"parse":    {summary: "parse a conversation and print contextTree, flatList and messageMap as JSON", run: runParse},
+		"pipeline": {summary: "run the context pipeline over a conversation and print model-ready messages and stats as JSON", run: runPipeline},
 	}
 }
 

@@ -1,0 +1,108 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	_ "time/tzdata" // time zones for SystemDateProvider wherever convctl runs
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/processors"
+)
+
+// runPipeline implements `convctl pipeline [--spec FILE] [FILE]`.
+func runPipeline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return pipelineCommand(ctx, processors.Default(), args, stdin, stdout, stderr)
+}
+
+// pipelineCommand runs the command with the processors of reg.
+func pipelineCommand(ctx context.Context, reg *processors.Registry, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("pipeline", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	specPath := fs.String("spec", "", "pipeline spec, YAML or JSON (default: the built-in default spec)")
+	maxMessages := fs.Int("max-messages", conversation.DefaultMaxMessages, "refuse conversations with more messages (0: no limit)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: convctl pipeline [--spec FILE] [FILE]")
+		fmt.Fprintln(stderr, "Reads {\"messages\":[...],\"messageGroups\":[...]} or a bare array (stdin when no FILE),")
+		fmt.Fprintln(stderr, "runs the context pipeline over the conversation's flat list and prints")
+		fmt.Fprintln(stderr, "{\"messages\",\"metadata\",\"isAborted\",\"stats\"} as JSON. A failing processor is")
+		fmt.Fprintln(stderr, "reported as JSON on stderr with exit status 2.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 1 {
+		fs.Usage()
+		return 2
+	}
+
+	spec := processors.DefaultSpec()
+	if *specPath != "" {
+		s, err := processors.LoadSpec(*specPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+			return 1
+		}
+		spec = s
+	}
+	engine, err := reg.Build(spec)
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: spec %q: %v\n", spec.Name, err)
+		return 1
+	}
+
+	in := stdin
+	if fs.NArg() == 1 && fs.Arg(0) != "-" {
+		f, err := os.Open(fs.Arg(0))
+		if err != nil {
+			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+			return 1
+		}
+		defer f.Close()
+		in = f
+	}
+	msgs, groups, err := conversation.DecodeInput(in)
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
+	}
+	parsed, err := conversation.Parse(msgs, groups, conversation.WithMaxMessages(*maxMessages))
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
+	}
+	flat := make([]enginecore.Message, len(parsed.FlatList))
+	for i, m := range parsed.FlatList {
+		flat[i] = m.Fields()
+	}
+
+	res, err := engine.Process(ctx, flat)
+	var pe *enginecore.PipelineError
+	if errors.As(err, &pe) {
+		b, _ := json.Marshal(pe)
+		fmt.Fprintf(stderr, "%s\n", b)
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
+	}
+
+	w := bufio.NewWriter(stdout)
+	if err := json.NewEncoder(w).Encode(res); err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
+	}
+	return 0
+}
