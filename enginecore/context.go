@@ -37,8 +37,10 @@ func (pc *PipelineContext) Clone() *PipelineContext {
 // metadata on the copy and, if the message list changes, assign a new slice.
 func (pc *PipelineContext) Derive() *PipelineContext {
 	next := *pc
-	next.Metadata = make(map[string]any, len(pc.Metadata)+4)
-	maps.Copy(next.Metadata, pc.Metadata)
+	next.Metadata = maps.Clone(pc.Metadata)
+	if next.Metadata == nil {
+		next.Metadata = make(map[string]any, 4)
+	}
 	return &next
 }
 
