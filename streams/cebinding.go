@@ -58,7 +58,10 @@ type natsMessage struct {
 	version spec.Version
 }
 
-var _ binding.Message = (*natsMessage)(nil)
+var (
+	_ binding.Message               = (*natsMessage)(nil)
+	_ binding.MessageMetadataReader = (*natsMessage)(nil)
+)
 
 func newNATSMessage(h nats.Header, body []byte) *natsMessage {
 	m := &natsMessage{header: make(map[string]string, len(h)), body: body}
@@ -128,6 +131,30 @@ func (m *natsMessage) ReadBinary(_ context.Context, w binding.BinaryWriter) erro
 	}
 	if len(m.body) > 0 {
 		return w.SetData(bytes.NewReader(m.body))
+	}
+	return nil
+}
+
+// GetAttribute returns a binary-mode attribute (the transformers of the
+// SDK read them this way).
+func (m *natsMessage) GetAttribute(k spec.Kind) (spec.Attribute, any) {
+	if m.version == nil {
+		return nil, nil
+	}
+	attr := m.version.AttributeFromKind(k)
+	if attr == nil {
+		return nil, nil
+	}
+	if v, ok := m.header[attr.PrefixedName()]; ok {
+		return attr, v
+	}
+	return attr, nil
+}
+
+// GetExtension returns a binary-mode extension attribute.
+func (m *natsMessage) GetExtension(name string) any {
+	if v, ok := m.header[headerPrefix+name]; ok {
+		return v
 	}
 	return nil
 }

@@ -1,0 +1,305 @@
+package streams
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/jsondiff"
+	"github.com/convstream/convstream/schemas"
+)
+
+// testLogger logs to the test when -v is given, and discards otherwise.
+func testLogger(t testing.TB) *slog.Logger {
+	if !testing.Verbose() {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
+
+// startServer starts an embedded JetStream server on a free loopback port
+// with its store in dir (a fresh temporary directory when empty).
+func startServer(t testing.TB, dir string) *server.Server {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	ns, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
+}
+
+func connect(t testing.TB, ns *server.Server) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// running is a worker started by startWorker.
+type running struct {
+	w      *Worker
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// stop cancels the worker and waits for Run to return.
+func (r *running) stop(t testing.TB) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("worker did not stop")
+	}
+}
+
+// startWorker runs a worker on nc until the test ends (or stop).
+func startWorker(t testing.TB, nc *nats.Conn, opts ...Option) *running {
+	t.Helper()
+	opts = append([]Option{WithLogger(testLogger(t))}, opts...)
+	w, err := NewWorker(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{w: w, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- w.Run(ctx) }()
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { cancel(); <-r.done }) })
+	waitFor(t, 10*time.Second, "worker ready", func() bool { return w.Ready() == nil })
+	return r
+}
+
+func newClient(t testing.TB, nc *nats.Conn, opts ...ClientOption) *Client {
+	t.Helper()
+	c, err := NewClient(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// waitFor polls cond until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitVersion waits until the stored snapshot of conv reaches version and
+// returns it.
+func waitVersion(t testing.TB, c *Client, conv string, version uint64, timeout time.Duration) *Snapshot {
+	t.Helper()
+	var snap *Snapshot
+	deadline := time.Now().Add(timeout)
+	for {
+		s, err := c.Snapshot(context.Background(), conv)
+		if err == nil && s.Version >= version {
+			snap = s
+			break
+		}
+		if err != nil && !errors.Is(err, ErrUnknownConversation) {
+			t.Fatalf("snapshot %s: %v", conv, err)
+		}
+		if time.Now().After(deadline) {
+			got := uint64(0)
+			if s != nil {
+				got = s.Version
+			}
+			t.Fatalf("snapshot %s: version %d after %v, want %d", conv, got, timeout, version)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return snap
+}
+
+// corpusCase is a conversation of the conformance corpus.
+type corpusCase struct {
+	Name     string          `json:"name"`
+	Input    json.RawMessage `json:"input"`
+	Expected json.RawMessage `json:"expected"`
+
+	msgs   []*conversation.Message
+	groups []*conversation.MessageGroup
+}
+
+// loadCorpus returns up to n conversations of a conformance file that a
+// live Conversation accepts message by message (no repeated ids, no
+// cycles), so that appending them one event at a time is meaningful.
+func loadCorpus(t testing.TB, file string, n int) []corpusCase {
+	t.Helper()
+	f, err := os.Open("../conversation/testdata/conformance/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	var out []corpusCase
+	for sc.Scan() && len(out) < n {
+		var c corpusCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Expected) == 0 {
+			continue
+		}
+		msgs, groups, err := conversation.DecodeInputBytes(c.Input)
+		if err != nil || len(msgs) == 0 {
+			continue
+		}
+		live := conversation.NewConversation()
+		ok := true
+		for _, m := range msgs {
+			if live.Append(m) != nil {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		c.msgs, c.groups = msgs, groups
+		out = append(out, c)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// decoded returns v as encoding/json decodes it.
+func decoded(t testing.TB, v any) any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// snapshotDiff compares a snapshot with a parse result: "" when equal.
+func snapshotDiff(t testing.TB, snap *Snapshot, res *conversation.Result) string {
+	t.Helper()
+	if d := jsondiff.Diff(decoded(t, res.FlatList), decoded(t, snap.FlatList)); d != "" {
+		return "flatList " + d
+	}
+	if d := jsondiff.Diff(decoded(t, res.ContextTree), decoded(t, snap.ContextTree)); d != "" {
+		return "contextTree " + d
+	}
+	return ""
+}
+
+// compiledSchemas compiles the contract once per test binary.
+var compiledSchemas = sync.OnceValues(schemas.Compile)
+
+// checkEvent validates a published CloudEvent, envelope and data, against
+// the schemas.
+func checkEvent(t testing.TB, ev *event.Event) {
+	t.Helper()
+	set, err := compiledSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := ev.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.ValidateJSON(schemas.Envelope, env); err != nil {
+		t.Errorf("%s envelope: %v\n%s", ev.Type(), err, env)
+	}
+	if err := set.ValidateJSON(ev.Type(), ev.Data()); err != nil {
+		t.Errorf("%s data: %v\n%.2000s", ev.Type(), err, ev.Data())
+	}
+}
+
+// recorder collects the CloudEvents published on a subject.
+type recorder struct {
+	mu     sync.Mutex
+	events []recorded
+}
+
+type recorded struct {
+	subject string
+	ev      *event.Event
+	err     error
+}
+
+func record(t testing.TB, nc *nats.Conn, subject string) *recorder {
+	t.Helper()
+	r := &recorder{}
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
+		ev, err := DecodeEvent(m.Header, m.Data)
+		r.mu.Lock()
+		r.events = append(r.events, recorded{subject: m.Subject, ev: ev, err: err})
+		r.mu.Unlock()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sub.Unsubscribe() })
+	return r
+}
+
+func (r *recorder) all() []recorded {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]recorded(nil), r.events...)
+}
+
+func (r *recorder) count(subject string) int {
+	n := 0
+	for _, e := range r.all() {
+		if subject == "" || e.subject == subject {
+			n++
+		}
+	}
+	return n
+}
+
+func caseID(i int) string {
+	return fmt.Sprintf("c%03d", i)
+}

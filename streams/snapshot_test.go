@@ -1,0 +1,206 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/jsondiff"
+)
+
+// corpusSize is how many conformance conversations the integration tests
+// replay: enough to meet every shape (branches, compare groups, tasks,
+// councils, signals), few enough for a 2-core CI machine.
+func corpusSize() (normal, reference int) {
+	if testing.Short() {
+		return 8, 4
+	}
+	return 30, 10
+}
+
+// sendConversation publishes a corpus conversation as events: its groups,
+// then its messages in order. Modes and encodings vary by index so that
+// every combination is exercised.
+func sendConversation(t testing.TB, c *Client, conv string, i int, cc corpusCase) int {
+	t.Helper()
+	ctx := context.Background()
+	opts := []SendOption{}
+	if i%2 == 1 {
+		opts = append(opts, WithMode(Binary))
+	}
+	if i%3 == 2 {
+		opts = append(opts, WithContentType(ContentTypeMsgpack))
+	}
+	n := 0
+	for _, g := range cc.groups {
+		if _, err := c.Send(ctx, conv, TypeGroupsUpserted, g, opts...); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	for _, m := range cc.msgs {
+		if _, err := c.Send(ctx, conv, TypeMessageAppended, m, opts...); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// TestSnapshotsEqualParse appends conformance conversations one event at a
+// time and requires every final snapshot to equal conversation.Parse of the
+// input and the reference's own output; then updates and deletes messages
+// and requires the snapshots to follow a local conversation.Conversation
+// given the same changes. Every published snapshot is checked against the
+// schemas, and versions must strictly increase.
+func TestSnapshotsEqualParse(t *testing.T) {
+	nNormal, nRef := corpusSize()
+	cases := append(loadCorpus(t, "generated-normal.jsonl.gz", nNormal), loadCorpus(t, "reference-suite.jsonl.gz", nRef)...)
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	snaps := record(t, nc, "convstream.snapshots.>")
+	errs := record(t, nc, "convstream.errors.>")
+	startWorker(t, nc, WithCacheConversations(8), WithLanes(4))
+	c := newClient(t, nc)
+
+	start := time.Now()
+	counts := make([]int, len(cases))
+	total := 0
+	for i, cc := range cases {
+		counts[i] = sendConversation(t, c, caseID(i), i, cc)
+		total += counts[i]
+	}
+	for i, cc := range cases {
+		snap := waitVersion(t, c, caseID(i), uint64(counts[i]), 60*time.Second)
+		want, err := conversation.Parse(cc.msgs, cc.groups)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := snapshotDiff(t, snap, want); d != "" {
+			t.Errorf("%s (%s): snapshot differs from Parse: %s", caseID(i), cc.Name, d)
+		}
+		var ref struct {
+			FlatList    any `json:"flatList"`
+			ContextTree any `json:"contextTree"`
+		}
+		if err := json.Unmarshal(cc.Expected, &ref); err != nil {
+			t.Fatal(err)
+		}
+		if d := jsondiff.Diff(ref.FlatList, decoded(t, snap.FlatList)); d != "" {
+			t.Errorf("%s (%s): flatList differs from the reference: %s", caseID(i), cc.Name, d)
+		}
+		if d := jsondiff.Diff(ref.ContextTree, decoded(t, snap.ContextTree)); d != "" {
+			t.Errorf("%s (%s): contextTree differs from the reference: %s", caseID(i), cc.Name, d)
+		}
+	}
+	t.Logf("%d conversations, %d append/groups events: all snapshots stored in %v", len(cases), total, time.Since(start))
+
+	// Updates and deletes, mirrored on local conversations.
+	ctx := context.Background()
+	for i, cc := range cases {
+		conv := caseID(i)
+		live := conversation.NewConversation()
+		for _, g := range cc.groups {
+			_ = live.UpsertGroup(g)
+		}
+		for _, m := range cc.msgs {
+			if err := live.Append(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		events := counts[i]
+		first := cc.msgs[0].ID()
+		patches := []map[string]any{
+			{"id": first, "content": fmt.Sprintf("edited %d", i), "metadata": map[string]any{"edited": true}},
+			{"id": first, "metadata": map[string]any{"edited": nil}},
+		}
+		// Switching a branch: the last message with an activeBranchIndex
+		// gets another one.
+		for j := len(cc.msgs) - 1; j >= 0; j-- {
+			if md, ok := cc.msgs[j].Fields()["metadata"].(map[string]any); ok {
+				if _, ok := md["activeBranchIndex"]; ok {
+					patches = append(patches, map[string]any{"id": cc.msgs[j].ID(), "metadata": map[string]any{"activeBranchIndex": 0.0}}) // float64, as JSON decodes it
+					break
+				}
+			}
+		}
+		for _, p := range patches {
+			if _, err := c.Send(ctx, conv, TypeMessageUpdated, p); err != nil {
+				t.Fatal(err)
+			}
+			if err := live.Update(p["id"].(string), p); err != nil {
+				t.Fatal(err)
+			}
+			events++
+		}
+		last := cc.msgs[len(cc.msgs)-1].ID()
+		if _, err := c.Send(ctx, conv, TypeMessageDeleted, map[string]any{"id": last}); err != nil {
+			t.Fatal(err)
+		}
+		if err := live.Delete(last); err != nil {
+			t.Fatal(err)
+		}
+		events++
+		if len(cc.msgs) > 2 {
+			mid := cc.msgs[len(cc.msgs)/2].ID()
+			if _, err := c.Send(ctx, conv, TypeMessageDeleted, map[string]any{"id": mid}); err != nil {
+				t.Fatal(err)
+			}
+			if err := live.Delete(mid); err != nil {
+				t.Fatal(err)
+			}
+			events++
+		}
+		// Re-appending the last message after its deletion puts it at the end
+		// of the append order.
+		if _, err := c.Send(ctx, conv, TypeMessageAppended, cc.msgs[len(cc.msgs)-1]); err != nil {
+			t.Fatal(err)
+		}
+		if err := live.Append(cc.msgs[len(cc.msgs)-1]); err != nil {
+			t.Fatal(err)
+		}
+		events++
+		counts[i] = events
+		want, err := live.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := waitVersion(t, c, conv, uint64(events), 30*time.Second)
+		if d := snapshotDiff(t, snap, want); d != "" {
+			t.Errorf("%s (%s): after updates and deletes: %s", conv, cc.Name, d)
+		}
+	}
+
+	// Every snapshot published is valid and versions strictly increase.
+	waitFor(t, 10*time.Second, "all snapshots published", func() bool {
+		n := 0
+		for _, k := range counts {
+			n += k
+		}
+		return snaps.count("") >= n
+	})
+	last := map[string]uint64{}
+	for _, r := range snaps.all() {
+		if r.err != nil {
+			t.Fatalf("%s: %v", r.subject, r.err)
+		}
+		checkEvent(t, r.ev)
+		var s Snapshot
+		if err := json.Unmarshal(r.ev.Data(), &s); err != nil {
+			t.Fatal(err)
+		}
+		if r.subject != "convstream.snapshots."+s.ConversationID {
+			t.Errorf("snapshot of %s on %s", s.ConversationID, r.subject)
+		}
+		if s.Version <= last[s.ConversationID] {
+			t.Errorf("%s: version %d after %d", s.ConversationID, s.Version, last[s.ConversationID])
+		}
+		last[s.ConversationID] = s.Version
+	}
+	if n := errs.count(""); n != 0 {
+		t.Errorf("%d rejections, want none: %+v", n, errs.all()[0].ev)
+	}
+}
