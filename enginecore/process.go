@@ -58,6 +58,9 @@ func (e *Engine) ProcessContext(ctx context.Context, pc *PipelineContext) (*Pipe
 		cur = next
 	}
 	stats.TotalDuration = time.Since(start)
+	if cur.Messages == nil {
+		cur.Messages = []Message{}
+	}
 
 	return &PipelineResult{
 		Messages:    cur.Messages,
