@@ -62,17 +62,6 @@ func (k key) truthy() bool {
 	return false
 }
 
-// value returns the key as a JSON value, and false when it is absent.
-func (k key) value() (any, bool) {
-	switch k.kind {
-	case keyNull:
-		return nil, true
-	case keyString:
-		return k.s, true
-	}
-	return nil, false
-}
-
 // truthy applies JavaScript truthiness to a decoded JSON value.
 func truthy(v any) bool {
 	switch t := v.(type) {
