@@ -89,7 +89,7 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 	ix := t.ix
 	for {
 		m := ix.msg(i)
-		kids := ix.mainKids[i]
+		kids := ix.mainKidsOf(i)
 
 		// Compare mode flagged on the message: its children are the columns.
 		if m.flags&flagCompare != 0 && len(kids) > 1 {
@@ -122,7 +122,7 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 			*out = append(*out, t.councilNode(i))
 			var follow []int32
 			for _, k := range kids {
-				if mk := ix.mainKids[k]; len(mk) > 0 {
+				if mk := ix.mainKidsOf(k); len(mk) > 0 {
 					follow = append(follow, mk[0])
 				}
 			}
@@ -143,7 +143,7 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 				if ix.msg(k).role != "task" {
 					continue
 				}
-				for _, g := range ix.mainKids[k] {
+				for _, g := range ix.mainKidsOf(k) {
 					if ix.msg(g).role != "task" {
 						follow = append(follow, g)
 					}
@@ -194,7 +194,7 @@ func (t *treeBuilder) activeColumnFollower(kids []int32, cmp Node) (int32, bool)
 	}
 	for _, k := range kids {
 		if t.ix.msg(k).id == c.ActiveColumnID {
-			if mk := t.ix.mainKids[k]; len(mk) > 0 {
+			if mk := t.ix.mainKidsOf(k); len(mk) > 0 {
 				return mk[0], true
 			}
 			return 0, false
@@ -218,7 +218,7 @@ func (t *treeBuilder) isAssistantGroup(i int32) bool {
 	if m.role != "assistant" {
 		return false
 	}
-	for _, k := range t.ix.mainKids[i] {
+	for _, k := range t.ix.mainKidsOf(i) {
 		if t.ix.msg(k).role == "tool" {
 			return true
 		}
@@ -258,7 +258,7 @@ func (t *treeBuilder) tasksNode(i int32, kids []int32) Node {
 // them.
 func (t *treeBuilder) branchNode(i int32, kids []int32, out *[]Node) {
 	m := t.ix.msg(i)
-	ch := activeBranch(m, kids, func(k int32) bool { return len(t.ix.mainKids[k]) > 0 })
+	ch := activeBranch(m, kids, func(k int32) bool { return len(t.ix.mainKidsOf(k)) > 0 })
 	br := &NodeInfo{ParentMessageID: m.id, ActiveBranchIndex: ch.pos}
 	if ch.optimistic {
 		br.ActiveBranchIndex = len(kids)
@@ -285,8 +285,8 @@ func (t *treeBuilder) compareFromChildren(i int32) Node {
 	m := ix.msg(i)
 	c := &NodeInfo{MessageID: m.id}
 	n := Node{Type: NodeCompare, Info: c}
-	ids := make([]string, 0, len(ix.mainKids[i]))
-	for _, k := range ix.mainKids[i] {
+	ids := make([]string, 0, len(ix.mainKidsOf(i)))
+	for _, k := range ix.mainKidsOf(i) {
 		km := ix.msg(k)
 		ids = append(ids, km.id)
 		if km.flags&flagActiveColumn != 0 {
@@ -331,8 +331,8 @@ func (t *treeBuilder) councilNode(i int32) Node {
 	ix := t.ix
 	m := ix.msg(i)
 	n := Node{Type: NodeAgentCouncil, Info: &NodeInfo{MessageID: m.id}}
-	ids := make([]string, 0, len(ix.mainKids[i]))
-	for _, k := range ix.mainKids[i] {
+	ids := make([]string, 0, len(ix.mainKidsOf(i)))
+	for _, k := range ix.mainKidsOf(i) {
 		ids = append(ids, ix.msg(k).id)
 		if t.isAssistantGroup(k) {
 			n.Children = append(n.Children, t.assistantGroupNode(k))
@@ -353,7 +353,7 @@ func (t *treeBuilder) assistantGroupNode(i int32) Node {
 	n := Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
 	for cur, ok := i, true; ok; cur, ok = t.chainContinuation(cur, agent) {
 		step := msgNode(ix.msg(cur).id)
-		for _, k := range ix.mainKids[cur] {
+		for _, k := range ix.mainKidsOf(cur) {
 			if ix.msg(k).role == "tool" {
 				step.Tools = append(step.Tools, ix.msg(k).id)
 			}
@@ -372,18 +372,18 @@ func (t *treeBuilder) chainContinuation(i int32, agent key) (int32, bool) {
 	ix := t.ix
 	var cands []int32
 	fanOut := false
-	for _, k := range ix.mainKids[i] {
+	for _, k := range ix.mainKidsOf(i) {
 		if ix.msg(k).role != "tool" {
 			continue
 		}
-		if t.col.isFanOutTool(k, ix.mainKids[k]) {
+		if t.col.isFanOutTool(k, ix.mainKidsOf(k)) {
 			fanOut = true
 			continue
 		}
-		cands = append(cands, ix.mainKids[k]...)
+		cands = append(cands, ix.mainKidsOf(k)...)
 	}
 	if !fanOut {
-		for _, k := range ix.mainKids[i] {
+		for _, k := range ix.mainKidsOf(i) {
 			if ix.msg(k).role != "tool" {
 				cands = append(cands, k)
 			}
@@ -412,7 +412,7 @@ func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
 	stack := []frame{{node: i}}
 	for len(stack) > 0 {
 		f := &stack[len(stack)-1]
-		kids := ix.mainKids[f.node]
+		kids := ix.mainKidsOf(f.node)
 		if f.next >= len(kids) {
 			stack = stack[:len(stack)-1]
 			continue
@@ -423,7 +423,7 @@ func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
 			continue
 		}
 		visit(tool)
-		for _, k := range ix.mainKids[tool] {
+		for _, k := range ix.mainKidsOf(tool) {
 			if ix.msg(k).isChainStep(agent) {
 				if !visited[k] {
 					visited[k] = true
@@ -442,7 +442,7 @@ func (t *treeBuilder) signalCallbackNodes(i int32) []Node {
 	var out []Node
 	t.mainChainWalk(i, func(tool int32) {
 		var cbs []int32
-		for _, k := range ix.mainKids[tool] {
+		for _, k := range ix.mainKidsOf(tool) {
 			if ix.msg(k).isCallbackSignal() {
 				cbs = append(cbs, k)
 			}
@@ -475,7 +475,7 @@ func (t *treeBuilder) taskCompletionNodes(i int32) []Node {
 	agent := ix.msg(i).agentID
 	var out []Node
 	t.mainChainWalk(i, func(tool int32) {
-		for _, k := range ix.mainKids[tool] {
+		for _, k := range ix.mainKidsOf(tool) {
 			km := ix.msg(k)
 			if km.agentID == agent && km.isTaskCompletionSignal() {
 				out = append(out, msgNode(km.id))
@@ -500,7 +500,7 @@ func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
 		last = next
 	}
 	var lastTool int32 = -1
-	for _, k := range ix.mainKids[last] {
+	for _, k := range ix.mainKidsOf(last) {
 		if ix.msg(k).role == "tool" {
 			lastTool = k
 		}
@@ -513,11 +513,11 @@ func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
 		if lm.flags&flagCouncil != 0 {
 			return last, true
 		}
-		if slices.ContainsFunc(ix.mainKids[last], func(k int32) bool { return ix.msg(k).role == "task" }) {
+		if slices.ContainsFunc(ix.mainKidsOf(last), func(k int32) bool { return ix.msg(k).role == "task" }) {
 			return last, true
 		}
 	}
-	if mk := ix.mainKids[last]; len(mk) > 0 {
+	if mk := ix.mainKidsOf(last); len(mk) > 0 {
 		return mk[0], true
 	}
 	return 0, false

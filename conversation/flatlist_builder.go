@@ -89,7 +89,7 @@ func (w *flatWalker) pushVisit(parent int32) bool {
 func (w *flatWalker) kidsOf(parent int32) []int32 {
 	switch {
 	case parent >= 0:
-		return w.ix.kids[parent]
+		return w.ix.kidsOf(parent)
 	case parent == slotRoot:
 		return w.ix.roots
 	case parent == slotEmpty:
@@ -132,7 +132,7 @@ func (w *flatWalker) flatten() error {
 		case frameRestore:
 			f := w.stack[top]
 			w.stack = w.stack[:top]
-			w.ix.kids[f.parent] = f.list
+			w.ix.restore(f.parent, f.list, f.j != 0)
 		}
 	}
 	return w.err
@@ -198,7 +198,7 @@ func (w *flatWalker) taskGrand(top int) {
 	f := &w.stack[top]
 	for f.i < len(f.list) {
 		if f.j == 0 {
-			f.inner = w.ix.kids[f.list[f.i]]
+			f.inner = w.ix.kidsOf(f.list[f.i])
 		}
 		if f.j >= len(f.inner) {
 			f.i++
@@ -281,7 +281,7 @@ func (w *flatWalker) children(top int) {
 			return
 		}
 
-		kids := ix.kids[k]
+		kids := ix.kidsOf(k)
 		var nonTool []int32
 		for _, c := range kids {
 			if ix.msg(c).role != "tool" {
@@ -303,7 +303,7 @@ func (w *flatWalker) children(top int) {
 
 		// A branch point: the indicator goes on the active child.
 		if (m.role == "user" || m.role == "assistant") && len(nonTool) > 1 {
-			ch := activeBranch(m, nonTool, func(c int32) bool { return len(ix.kids[c]) > 0 })
+			ch := activeBranch(m, nonTool, func(c int32) bool { return len(ix.kidsOf(c)) > 0 })
 			w.emit(k)
 			w.mark(k)
 			if ch.optimistic {
@@ -426,15 +426,19 @@ func (w *flatWalker) continueRun(top int) {
 	}
 	// Walk only this child under its parent: narrow the parent's children
 	// for the duration of the visit, then restore them.
-	w.push(frame{kind: frameRestore, parent: parent, list: w.ix.kids[parent]})
-	w.ix.kids[parent] = []int32{child}
+	prev, had := w.ix.narrow(parent, child)
+	hadPrev := 0
+	if had {
+		hadPrev = 1
+	}
+	w.push(frame{kind: frameRestore, parent: parent, list: prev, j: hadPrev})
 	w.pushVisit(parent)
 }
 
 func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32, ok bool) {
 	best := 0.0
 	for _, p := range parents {
-		for _, c := range w.ix.kids[p] {
+		for _, c := range w.ix.kidsOf(p) {
 			if w.processed.has(c) {
 				continue
 			}
@@ -449,7 +453,7 @@ func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32,
 
 func (w *flatWalker) shouldDrain(p int32) bool {
 	var left []int32
-	for _, c := range w.ix.kids[p] {
+	for _, c := range w.ix.kidsOf(p) {
 		if !w.processed.has(c) {
 			left = append(left, c)
 		}
@@ -496,17 +500,17 @@ func (w *flatWalker) councilMembers(tools []int32) (ids []int32, members []any) 
 	cm := ix.msg(council)
 	if cm.hasParent && cm.parentID != "" {
 		if s, ok := ix.lookup(cm.parentID); ok {
-			ids = pick(ix.kids[s])
+			ids = pick(ix.kidsOf(s))
 		}
 	}
 	if len(ids) <= 1 {
-		ids = pick(ix.kids[council])
+		ids = pick(ix.kidsOf(council))
 	}
 	if len(ids) <= 1 {
 		return nil, nil
 	}
 	members = w.columnsOf(ids)
-	w.mark(ix.kids[council]...)
+	w.mark(ix.kidsOf(council)...)
 	return ids, members
 }
 

@@ -1,7 +1,5 @@
 package conversation
 
-import "slices"
-
 // Phase 1 of Parse: indexing. It builds the lookups every later phase uses,
 // so that each of them is a slice or map access rather than a scan.
 
@@ -16,29 +14,100 @@ type index struct {
 
 	// roots are the children of "no parent" (childrenMap[null]), in input order.
 	roots []int32
-	// kids[i] are the children of msgs[i] after the compressed-group redirect
-	// (childrenMap[id]), in input order. The flat-list walk may narrow one
-	// entry temporarily; see flatWalker.narrow.
-	kids [][]int32
+	// kids are the children of each message after the compressed-group
+	// redirect (childrenMap[id]), in input order; read them with kidsOf.
+	kids childLists
 	// emptyParent holds messages whose parentId is the empty string: they are
-	// nobody's children, but a walk may start from "" (see flatten).
-	emptyParent []int32
-	// rawKids[i] are the messages whose own parentId is msgs[i].id, before any
-	// redirect, threads included.
-	rawKids [][]int32
-	// mainKids[i] are kids[i] without thread messages: the id tree.
-	mainKids [][]int32
+	// nobody's children, but a walk may start from "" (see flatten), and they
+	// are the children of a message whose id is "" (emptyID, or -1).
+	emptyParent     []int32
+	mainEmptyParent []int32
+	emptyID         int32
+	// rawKids are the messages whose own parentId names each message, before
+	// any redirect, threads included. It is kids itself when the two agree.
+	rawKids *childLists
+	// mainKids are kids without thread messages: the id tree. It is kids
+	// itself when there are no threads.
+	mainKids *childLists
 	// mainRoots are roots without thread messages.
 	mainRoots []int32
+	// narrowed overrides the children of a few parents while the flat-list
+	// walk follows one continuation at a time (see flatWalker.continueRun).
+	narrowed map[int32][]int32
 
 	groups map[string]*MessageGroup
 }
+
+// childLists holds a list of children for each message in one shared array
+// (compressed rows): the children of p are data[off[p]:off[p+1]].
+type childLists struct {
+	off  []int32
+	data []int32
+}
+
+// of returns the children of p; callers must not append to it.
+func (c *childLists) of(p int32) []int32 {
+	a, b := c.off[p], c.off[p+1]
+	return c.data[a:b:b]
+}
+
+// newChildLists builds the lists from each message's parent position
+// (negative: none), keeping input order.
+func newChildLists(parent []int32) childLists {
+	n := len(parent)
+	off := make([]int32, n+1)
+	for _, p := range parent {
+		if p >= 0 {
+			off[p+1]++
+		}
+	}
+	for p := 0; p < n; p++ {
+		off[p+1] += off[p]
+	}
+	data := make([]int32, off[n])
+	next := make([]int32, n)
+	copy(next, off[:n])
+	for child, p := range parent {
+		if p >= 0 {
+			data[next[p]] = int32(child)
+			next[p]++
+		}
+	}
+	return childLists{off: off, data: data}
+}
+
+// kidsOf returns the current children of message p.
+func (ix *index) kidsOf(p int32) []int32 {
+	if ix.narrowed != nil {
+		if l, ok := ix.narrowed[p]; ok {
+			return l
+		}
+	}
+	if p == ix.emptyID {
+		return ix.emptyParent
+	}
+	return ix.kids.of(p)
+}
+
+// mainKidsOf returns the children of p in the id tree.
+func (ix *index) mainKidsOf(p int32) []int32 {
+	if p == ix.emptyID {
+		return ix.mainEmptyParent
+	}
+	return ix.mainKids.of(p)
+}
+
+// rawKidsOf returns the messages whose own parentId is p's id.
+func (ix *index) rawKidsOf(p int32) []int32 { return ix.rawKids.of(p) }
 
 // buildIndex runs the indexing phase over preprocessed messages and their
 // id index.
 func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) *index {
 	n := len(msgs)
-	ix := &index{msgs: msgs, byID: byID}
+	ix := &index{msgs: msgs, byID: byID, emptyID: -1}
+	if p, ok := byID[""]; ok {
+		ix.emptyID = p
+	}
 
 	// A message created after a compression points at the last message hidden
 	// inside the compressed group; it belongs under the group itself.
@@ -55,13 +124,8 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 		}
 	}
 
-	// Children lists are laid out in two shared arrays (counted first, then
-	// filled in input order), which costs two allocations instead of one or
-	// more per parent.
 	slot := make([]int32, n)
 	raw := make([]int32, n)
-	kidCount := make([]int32, n+1)
-	rawCount := make([]int32, n+1)
 	rootCount := 0
 	threads := false
 	for i, m := range msgs {
@@ -69,20 +133,22 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 		if m.hasParent {
 			if p, ok := byID[m.parentID]; ok {
 				raw[i] = p
-				rawCount[p]++
 			}
 		}
 		threads = threads || m.inThread
 		slot[i] = parentSlot(m, raw[i], redirect)
-		switch {
-		case slot[i] >= 0:
-			kidCount[slot[i]]++
-		case slot[i] == slotRoot:
+		if slot[i] == slotRoot {
 			rootCount++
 		}
 	}
-	ix.kids = spread(kidCount[:n], slot)
-	ix.rawKids = spread(rawCount[:n], raw)
+	ix.kids = newChildLists(slot)
+	if redirect == nil && ix.emptyID < 0 {
+		// Without redirects the raw parentage is the children map itself.
+		ix.rawKids = &ix.kids
+	} else {
+		raws := newChildLists(raw)
+		ix.rawKids = &raws
+	}
 	ix.roots = make([]int32, 0, rootCount)
 	for i := range msgs {
 		switch slot[i] {
@@ -92,24 +158,24 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 			ix.emptyParent = append(ix.emptyParent, int32(i))
 		}
 	}
-	if p, ok := byID[""]; ok {
-		// The children of a message with an empty id are those whose parentId
-		// is "", as a lookup by that id would find them.
-		ix.kids[p] = ix.emptyParent
-	}
 
 	// Phase 2, structuring: the id tree of the main flow leaves threads out.
 	if threads {
-		ix.mainKids = make([][]int32, n)
-		for i, ks := range ix.kids {
-			ix.mainKids[i] = ix.withoutThreads(ks)
+		main := make([]int32, n)
+		for i, p := range slot {
+			main[i] = p
+			if msgs[i].inThread {
+				main[i] = noParent
+			}
 		}
+		mk := newChildLists(main)
+		ix.mainKids = &mk
 		ix.mainRoots = ix.withoutThreads(ix.roots)
+		ix.mainEmptyParent = ix.withoutThreads(ix.emptyParent)
 	} else {
-		// A copy of the outer slice: the flat-list walk narrows entries of
-		// kids, and the id tree must not see that.
-		ix.mainKids = slices.Clone(ix.kids)
+		ix.mainKids = &ix.kids
 		ix.mainRoots = ix.roots
+		ix.mainEmptyParent = ix.emptyParent
 	}
 
 	if len(groups) > 0 {
@@ -121,30 +187,6 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 		}
 	}
 	return ix
-}
-
-// spread builds per-parent child lists from each child's parent (negative:
-// none) and the number of children per parent, keeping input order.
-func spread(count []int32, parent []int32) [][]int32 {
-	total := 0
-	for _, c := range count {
-		total += int(c)
-	}
-	backing := make([]int32, total)
-	lists := make([][]int32, len(count))
-	off := 0
-	for p, c := range count {
-		if c > 0 {
-			lists[p] = backing[off : off : off+int(c)]
-			off += int(c)
-		}
-	}
-	for child, p := range parent {
-		if p >= 0 {
-			lists[p] = append(lists[p], int32(child))
-		}
-	}
-	return lists
 }
 
 // Parent slots other than a message position.
@@ -258,4 +300,24 @@ func (ix *index) parentOf(m *Message) int32 {
 		return p
 	}
 	return noParent
+}
+
+// narrow makes [child] the children of p until restore, and returns the
+// override it replaced, if any.
+func (ix *index) narrow(p, child int32) (prev []int32, had bool) {
+	if ix.narrowed == nil {
+		ix.narrowed = make(map[int32][]int32)
+	}
+	prev, had = ix.narrowed[p]
+	ix.narrowed[p] = []int32{child}
+	return prev, had
+}
+
+// restore undoes narrow.
+func (ix *index) restore(p int32, prev []int32, had bool) {
+	if had {
+		ix.narrowed[p] = prev
+		return
+	}
+	delete(ix.narrowed, p)
 }

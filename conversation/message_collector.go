@@ -83,7 +83,7 @@ func (c *collector) collectToolMessages(a int32) []int32 {
 				continue
 			}
 		}
-		for _, k := range c.ix.rawKids[a] {
+		for _, k := range c.ix.rawKidsOf(a) {
 			km := c.ix.msg(k)
 			if km.role == "tool" && km.toolCallID == t.id {
 				if !slices.Contains(out, k) {
@@ -123,7 +123,7 @@ func (c *collector) findFlatChainContinuation(cur int32, tools []int32, processe
 	var parents []int32
 	fanOut := false
 	for _, t := range tools {
-		if c.isFanOutTool(t, c.ix.rawKids[t]) {
+		if c.isFanOutTool(t, c.ix.rawKidsOf(t)) {
 			fanOut = true
 			continue
 		}
@@ -137,7 +137,7 @@ func (c *collector) findFlatChainContinuation(cur int32, tools []int32, processe
 
 	var cands []int32
 	for _, p := range parents {
-		for _, k := range c.ix.rawKids[p] {
+		for _, k := range c.ix.rawKidsOf(p) {
 			km := c.ix.msg(k)
 			if km.role != "tool" && !processed.has(k) && km.isChainStep(agent) {
 				cands = append(cands, k)
@@ -189,7 +189,7 @@ func (c *collector) resolveActiveContinuation(sorted []int32) (int32, bool) {
 		return earliest, true
 	}
 	var siblings []int32
-	for _, k := range c.ix.kids[p] {
+	for _, k := range c.ix.kidsOf(p) {
 		if slices.Contains(sorted, k) {
 			siblings = append(siblings, k)
 		}
@@ -197,7 +197,7 @@ func (c *collector) resolveActiveContinuation(sorted []int32) (int32, bool) {
 	if len(siblings) <= 1 {
 		return earliest, true
 	}
-	ch := activeBranch(c.ix.msg(p), siblings, func(s int32) bool { return len(c.ix.kids[s]) > 0 })
+	ch := activeBranch(c.ix.msg(p), siblings, func(s int32) bool { return len(c.ix.kidsOf(s)) > 0 })
 	if ch.optimistic {
 		return 0, false
 	}
@@ -291,7 +291,7 @@ func (c *collector) collectFlatSignalCallbacks(tools []int32) []signalBlock {
 	var blocks []signalBlock
 	for _, t := range tools {
 		var cbs []int32
-		for _, k := range c.ix.rawKids[t] {
+		for _, k := range c.ix.rawKidsOf(t) {
 			if c.ix.msg(k).isCallbackSignal() {
 				cbs = append(cbs, k)
 			}
@@ -310,7 +310,7 @@ func (c *collector) collectFlatSignalCallbacks(tools []int32) []signalBlock {
 func (c *collector) collectFlatTaskCompletions(tools []int32) []int32 {
 	var out []int32
 	for _, t := range tools {
-		for _, k := range c.ix.rawKids[t] {
+		for _, k := range c.ix.rawKidsOf(t) {
 			if c.ix.msg(k).isTaskCompletionSignal() {
 				out = append(out, k)
 			}
