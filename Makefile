@@ -46,3 +46,31 @@ lint: vet
 
 clean:
 	rm -rf data bin
+
+# helm-lint checks the Helm chart deploy/helm/convstream, offline. First the
+# Go tests of deploy/helm (a module of its own, so the Helm SDK stays out of
+# go.mod) render it with the Helm SDK for the value sets in
+# deploy/helm/testdata and decode every manifest strictly into typed
+# Kubernetes objects. Then `helm lint --strict` and `helm template`, from the
+# helm module, run on a copy of the chart without its optional NATS
+# dependency (declared, disabled by default, not downloaded: helm would
+# otherwise refuse it), and the tests decode what `helm template` wrote.
+HELM              ?= helm.sh/helm/v3/cmd/helm@v3.22.0
+HELM_KUBE_VERSION ?= 1.33.0
+
+.PHONY: helm-lint
+helm-lint:
+	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	(cd deploy/helm && $(GO) run ./cmd/offlinechart convstream "$$tmp/convstream"); \
+	for values in "" deploy/helm/testdata/values-*.yaml; do \
+		name=$$(basename "$${values:-defaults}" .yaml); \
+		echo "helm lint --strict, helm template: $$name"; \
+		$(GO) run $(HELM) lint --strict --quiet --kube-version $(HELM_KUBE_VERSION) \
+			$${values:+--values "$$values"} "$$tmp/convstream"; \
+		$(GO) run $(HELM) template demo "$$tmp/convstream" --namespace chat \
+			--kube-version $(HELM_KUBE_VERSION) $${values:+--values "$$values"} \
+			--output-dir "$$tmp/rendered/$$name" >/dev/null; \
+	done; \
+	cd deploy/helm && CONVSTREAM_HELM_RENDERED="$$tmp/rendered" \
+		$(GO) test -count=1 -run '^TestRenderedDir$$' -v .
