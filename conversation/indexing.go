@@ -9,8 +9,8 @@ const noParent int32 = -1
 // index holds the messages of one Parse call and the relations between them.
 // Messages are addressed by their position in msgs.
 type index struct {
-	msgs []*Message       // preprocessed, one per id, in input order
-	byID map[string]int32 // id → position
+	msgs []*Message // preprocessed, one per id, in input order
+	ids  idIndex    // id → position
 
 	// roots are the children of "no parent" (childrenMap[null]), in input order.
 	roots []int32
@@ -102,10 +102,11 @@ func (ix *index) rawKidsOf(p int32) []int32 { return ix.rawKids.of(p) }
 
 // buildIndex runs the indexing phase over preprocessed messages and their
 // id index.
-func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) *index {
+func buildIndex(ids idIndex, groups []*MessageGroup) *index {
+	msgs := ids.msgs
 	n := len(msgs)
-	ix := &index{msgs: msgs, byID: byID, emptyID: -1}
-	if p, ok := byID[""]; ok {
+	ix := &index{msgs: msgs, ids: ids, emptyID: -1}
+	if p, ok := ids.lookup(""); ok {
 		ix.emptyID = p
 	}
 
@@ -131,7 +132,7 @@ func buildIndex(msgs []*Message, byID map[string]int32, groups []*MessageGroup) 
 	for i, m := range msgs {
 		raw[i] = noParent
 		if m.hasParent {
-			if p, ok := byID[m.parentID]; ok {
+			if p, ok := ids.find(m.parentID, m.parentHash); ok {
 				raw[i] = p
 			}
 		}
@@ -286,8 +287,7 @@ func (ix *index) msg(i int32) *Message { return ix.msgs[i] }
 
 // lookup returns the position of the message with the given id.
 func (ix *index) lookup(id string) (int32, bool) {
-	i, ok := ix.byID[id]
-	return i, ok
+	return ix.ids.lookup(id)
 }
 
 // parentOf returns the position of the message named by m's own parentId,
@@ -296,7 +296,7 @@ func (ix *index) parentOf(m *Message) int32 {
 	if !m.hasParent {
 		return noParent
 	}
-	if p, ok := ix.byID[m.parentID]; ok {
+	if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
 		return p
 	}
 	return noParent

@@ -19,6 +19,8 @@ type Message struct {
 	fields map[string]any
 
 	id         string
+	idHash     uint64 // of id, for the index (see idIndex)
+	parentHash uint64 // of parentID
 	role       string
 	parentID   string
 	hasParent  bool // parentId is a string (an empty string counts)
@@ -103,9 +105,11 @@ func MustMessage(fields map[string]any) *Message {
 func (m *Message) index() {
 	f := m.fields
 	m.role, _ = f["role"].(string)
+	m.idHash = hashID(m.id)
 	switch p := f["parentId"].(type) {
 	case string:
 		m.parentID, m.hasParent = p, true
+		m.parentHash = hashID(p)
 	case nil:
 		m.parentNull = true
 	}

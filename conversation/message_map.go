@@ -12,26 +12,25 @@ import (
 // Entries are finished when read, so a caller that never reads the map pays
 // only for its index.
 type MessageMap struct {
-	byID map[string]int32
-	msgs []*Message
+	ids idIndex
 }
 
 // Len returns the number of messages.
-func (mm MessageMap) Len() int { return len(mm.msgs) }
+func (mm MessageMap) Len() int { return len(mm.ids.msgs) }
 
 // Get returns the message with the given id.
 func (mm MessageMap) Get(id string) (*Message, bool) {
-	i, ok := mm.byID[id]
+	i, ok := mm.ids.lookup(id)
 	if !ok {
 		return nil, false
 	}
-	return finishMapEntry(mm.msgs[i]), true
+	return finishMapEntry(mm.ids.msgs[i]), true
 }
 
 // All yields every message by id, in input order.
 func (mm MessageMap) All() iter.Seq2[string, *Message] {
 	return func(yield func(string, *Message) bool) {
-		for _, m := range mm.msgs {
+		for _, m := range mm.ids.msgs {
 			if !yield(m.id, finishMapEntry(m)) {
 				return
 			}
@@ -41,7 +40,7 @@ func (mm MessageMap) All() iter.Seq2[string, *Message] {
 
 // Map returns the messages as a plain Go map.
 func (mm MessageMap) Map() map[string]*Message {
-	out := make(map[string]*Message, len(mm.msgs))
+	out := make(map[string]*Message, len(mm.ids.msgs))
 	for id, m := range mm.All() {
 		out[id] = m
 	}
@@ -50,7 +49,7 @@ func (mm MessageMap) Map() map[string]*Message {
 
 // MarshalJSON writes the map as a JSON object keyed by id, in input order.
 func (mm MessageMap) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 256*len(mm.msgs)+2)
+	b := make([]byte, 0, 256*len(mm.ids.msgs)+2)
 	b = append(b, '{')
 	first := true
 	for id, m := range mm.All() {

@@ -81,8 +81,7 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 		return nil, fmt.Errorf("%w: %d messages, limit %d", ErrTooManyMessages, len(messages), o.maxMessages)
 	}
 
-	msgs, byID := preprocess(messages)
-	ix := buildIndex(msgs, byID, groups)
+	ix := buildIndex(preprocess(messages), groups)
 	col := &collector{ix: ix}
 
 	tree, err := (&treeBuilder{ix: ix, col: col, maxDepth: o.maxBranchDepth}).build()
@@ -98,16 +97,15 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 	return &Result{
 		ContextTree: tree,
 		FlatList:    w.out,
-		MessageMap:  MessageMap{byID: ix.byID, msgs: ix.msgs},
+		MessageMap:  MessageMap{ids: ix.ids},
 	}, nil
 }
 
 // preprocess drops nil entries and earlier duplicates, and gives messages of
 // a sub-agent that agent's id, so that runs of different agents never merge.
-// It also returns the id index of what it keeps.
-func preprocess(messages []*Message) ([]*Message, map[string]int32) {
-	byID := make(map[string]int32, len(messages))
-	out := make([]*Message, 0, len(messages))
+// It returns the id index of what it keeps.
+func preprocess(messages []*Message) idIndex {
+	x := newIDIndex(len(messages))
 	dups := false
 	for _, m := range messages {
 		if m == nil {
@@ -116,28 +114,21 @@ func preprocess(messages []*Message) ([]*Message, map[string]int32) {
 		if m.flags&flagSubAgent != 0 {
 			m = m.With("agentId", m.meta["subAgentId"])
 		}
-		// One hash operation per message: a repeated id leaves the map's
-		// size unchanged.
-		byID[m.id] = int32(len(out))
-		out = append(out, m)
-		if len(byID) != len(out) {
+		if x.add(m) {
 			dups = true
 		}
 	}
 	if !dups {
-		return out, byID
+		return x
 	}
 	// The last occurrence of an id wins, in its own position.
-	kept := out[:0]
-	for i, m := range out {
-		if byID[m.id] == int32(i) {
-			kept = append(kept, m)
+	y := newIDIndex(len(x.msgs))
+	for i, m := range x.msgs {
+		if p, _ := x.lookup(m.id); p == int32(i) {
+			y.add(m)
 		}
 	}
-	for i, m := range kept {
-		byID[m.id] = int32(i)
-	}
-	return kept, byID
+	return y
 }
 
 // The flat list shows legacy supervisor flags as the supervisor role, and
