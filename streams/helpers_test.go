@@ -63,7 +63,8 @@ func connect(t testing.TB, ns *server.Server) *nats.Conn {
 type running struct {
 	w      *Worker
 	cancel context.CancelFunc
-	done   chan error
+	done   chan struct{} // closed when Run returned
+	err    error
 }
 
 // stop cancels the worker and waits for Run to return.
@@ -71,9 +72,9 @@ func (r *running) stop(t testing.TB) {
 	t.Helper()
 	r.cancel()
 	select {
-	case err := <-r.done:
-		if err != nil {
-			t.Fatalf("Run: %v", err)
+	case <-r.done:
+		if r.err != nil {
+			t.Fatalf("Run: %v", r.err)
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker did not stop")
@@ -89,10 +90,9 @@ func startWorker(t testing.TB, nc *nats.Conn, opts ...Option) *running {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{w: w, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- w.Run(ctx) }()
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { cancel(); <-r.done }) })
+	r := &running{w: w, cancel: cancel, done: make(chan struct{})}
+	go func() { r.err = w.Run(ctx); close(r.done) }()
+	t.Cleanup(func() { cancel(); <-r.done })
 	waitFor(t, 10*time.Second, "worker ready", func() bool { return w.Ready() == nil })
 	return r
 }

@@ -1,0 +1,234 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+)
+
+// TestRejections sends each kind of bad input and requires exactly one
+// convstream.event.rejected.v1 for it, on the conversation's errors subject
+// (errors._ when the subject names no valid conversation), with nothing
+// else published, the stored snapshot untouched and the event removed from
+// the stream; the worker then goes on applying valid events.
+func TestRejections(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := record(t, nc, "convstream.>")
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	r := startWorker(t, nc, WithMeterProvider(mp),
+		WithLimits(Limits{MaxEventBytes: 4096, MaxMessages: 4}))
+	c := newClient(t, nc)
+	ctx := context.Background()
+
+	const conv = "rej"
+	send := func(typ string, data any, opts ...SendOption) {
+		t.Helper()
+		if _, err := c.Send(ctx, conv, typ, data, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hi"})
+	send(TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "content": "hello", "parentId": "m1"})
+	before := waitVersion(t, c, conv, 2, 10*time.Second)
+	kv, err := js.KeyValue(ctx, "CONVSTREAM_SNAPSHOTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry, err := kv.Get(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := entry.Revision()
+
+	rawN := 0
+	raw := func(subject string, h nats.Header, body string) func() string {
+		return func() string {
+			rawN++
+			m := nats.NewMsg(subject)
+			for k, v := range h {
+				m.Header[k] = v
+			}
+			m.Header.Set(headerMsgID, fmt.Sprintf("raw-%d", rawN))
+			m.Data = []byte(body)
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			return m.Header.Get(headerMsgID)
+		}
+	}
+	event := func(typ, extConv string, data any, mode Mode, mutate func(*nats.Msg)) func() string {
+		return func() string {
+			ev, err := newEvent("ev-"+typ+"-"+extConv+time.Now().Format("150405.000000000"), typ, "urn:test", extConv, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := EncodeEvent("convstream.events."+conv, ev, mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if mutate != nil {
+				mutate(m)
+			}
+			if _, err := js.PublishMsg(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			return ev.ID()
+		}
+	}
+	ceJSON := nats.Header{"content-type": {ContentTypeCloudEvents}}
+	big := strings.Repeat("x", 8000)
+	cases := []struct {
+		name    string
+		publish func() string
+		code    string
+		errSubj string
+	}{
+		{"bad JSON", raw("convstream.events."+conv, ceJSON, `{"specversion":"1.0",`), CodeNotCloudEvent, conv},
+		{"not a CloudEvent", raw("convstream.events."+conv, nil, `{"id":"m9","role":"user"}`), CodeNotCloudEvent, conv},
+		{"CloudEvent without source", raw("convstream.events."+conv, ceJSON, `{"specversion":"1.0","id":"x","type":"convstream.message.appended.v1","data":{"id":"m9"}}`), CodeNotCloudEvent, conv},
+		{"unknown type", event("convstream.message.frobbed.v1", conv, map[string]any{"id": "m9"}, Structured, nil), CodeUnknownType, conv},
+		{"inference type on the events stream", event(TypeInferenceRequested, conv, map[string]any{"conversationId": conv}, Binary, nil), CodeUnknownType, conv},
+		{"missing id", event(TypeMessageAppended, conv, map[string]any{"role": "user"}, Structured, nil), CodeMissingID, conv},
+		{"numeric id", event(TypeMessageDeleted, conv, map[string]any{"id": 7}, Binary, nil), CodeMissingID, conv},
+		{"data not an object", event(TypeMessageAppended, conv, []any{1, 2}, Structured, nil), CodeBadData, conv},
+		{"conversation id mismatch", event(TypeMessageAppended, "other", map[string]any{"id": "m9"}, Structured, nil), CodeBadConversation, conv},
+		{"conversation id missing", event(TypeMessageAppended, "", map[string]any{"id": "m9"}, Binary, nil), CodeBadConversation, conv},
+		{"over the size limit", event(TypeMessageAppended, conv, map[string]any{"id": "m9", "content": big}, Structured, nil), CodeTooLarge, conv},
+		{"unsupported content type", event(TypeMessageAppended, conv, map[string]any{"id": "m9"}, Binary,
+			func(m *nats.Msg) { m.Header.Set("content-type", "text/plain") }), CodeContentType, conv},
+		{"bad msgpack", event(TypeMessageAppended, conv, map[string]any{"id": "m9"}, Binary,
+			func(m *nats.Msg) { m.Header.Set("content-type", ContentTypeMsgpack); m.Data = []byte{0xc1} }), CodeBadData, conv},
+		{"parent cycle", event(TypeMessageUpdated, conv, map[string]any{"id": "m1", "parentId": "m2"}, Structured, nil), CodeCycle, conv},
+		{"append of an existing id", event(TypeMessageAppended, conv, map[string]any{"id": "m1", "role": "user", "content": "other"}, Structured, nil), CodeExists, conv},
+		{"update of a missing message", event(TypeMessageUpdated, conv, map[string]any{"id": "nope", "content": "x"}, Structured, nil), CodeNotFound, conv},
+		{"delete of a missing message", event(TypeMessageDeleted, conv, map[string]any{"id": "nope"}, Binary, nil), CodeNotFound, conv},
+		{"update changing the id", event(TypeMessageUpdated, conv, map[string]any{"id": "m1", "metadata": "not an object", "parentId": 5}, Structured, nil), "", conv},
+		{"subject with two tokens", func() string {
+			raw("convstream.events.a.b", ceJSON, `{"specversion":"1.0","id":"x2","source":"s","type":"convstream.message.appended.v1","data":{"id":"m9"}}`)()
+			return "x2" // the CloudEvent's id, which it has
+		}, CodeBadSubject, UnknownConversation},
+	}
+	// The update that sets metadata to a string and parentId to a number is
+	// accepted by the conversation (fields are free-form); drop it rather
+	// than guess.
+	cases = append(cases[:len(cases)-2], cases[len(cases)-1])
+
+	snapshotsBefore := all.count("convstream.snapshots." + conv)
+	seen := 0
+	for _, tc := range cases {
+		id := tc.publish()
+		seen++
+		waitFor(t, 10*time.Second, tc.name+" rejected", func() bool {
+			n := 0
+			for _, e := range all.all() {
+				if strings.HasPrefix(e.subject, "convstream.errors.") {
+					n++
+				}
+			}
+			return n >= seen
+		})
+		var got []recorded
+		for _, e := range all.all() {
+			if strings.HasPrefix(e.subject, "convstream.errors.") {
+				got = append(got, e)
+			}
+		}
+		last := got[len(got)-1]
+		if last.subject != "convstream.errors."+tc.errSubj {
+			t.Errorf("%s: rejection on %s", tc.name, last.subject)
+		}
+		checkEvent(t, last.ev)
+		var rej EventRejected
+		if err := json.Unmarshal(last.ev.Data(), &rej); err != nil {
+			t.Fatal(err)
+		}
+		if rej.Code != tc.code || rej.Reason == "" {
+			t.Errorf("%s: code %q (%s), want %q", tc.name, rej.Code, rej.Reason, tc.code)
+		}
+		if rej.EventID == nil || *rej.EventID != id {
+			t.Errorf("%s: eventId %v, want %q", tc.name, rej.EventID, id)
+		}
+		t.Logf("%-40s → %s: %s", tc.name, rej.Code, rej.Reason)
+	}
+	if n := all.count("convstream.snapshots." + conv); n != snapshotsBefore {
+		t.Errorf("%d snapshots published for bad input", n-snapshotsBefore)
+	}
+	entry, err = kv.Get(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entry.Revision() != revision {
+		t.Errorf("snapshot revision %d, want %d", entry.Revision(), revision)
+	}
+	stream, err := js.Stream(ctx, "CONVSTREAM_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter("convstream.events.>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := info.State.Subjects["convstream.events."+conv]; n != 2 || info.State.Msgs != 2 {
+		t.Errorf("stream holds %d events of %s, %d in all; want the 2 applied", n, conv, info.State.Msgs)
+	}
+
+	// The worker goes on, and the conversation kept its state.
+	send(TypeMessageAppended, map[string]any{"id": "m3", "role": "user", "content": "again", "parentId": "m2"})
+	after := waitVersion(t, c, conv, 3, 10*time.Second)
+	if after.Version != before.Version+1 {
+		t.Errorf("version %d after %d", after.Version, before.Version)
+	}
+	var flat []map[string]any
+	if err := json.Unmarshal(after.FlatList, &flat); err != nil {
+		t.Fatal(err)
+	}
+	if len(flat) != 3 || flat[0]["content"] != "hi" || flat[2]["id"] != "m3" {
+		t.Errorf("flat list after rejections: %s", after.FlatList)
+	}
+
+	// Over the per-conversation message limit (4).
+	send(TypeMessageAppended, map[string]any{"id": "m4", "role": "assistant", "parentId": "m3"})
+	waitVersion(t, c, conv, 4, 10*time.Second)
+	send(TypeMessageAppended, map[string]any{"id": "m5", "role": "user", "parentId": "m4"})
+	waitFor(t, 10*time.Second, "too many messages rejected", func() bool {
+		for _, e := range all.all() {
+			if e.subject == "convstream.errors."+conv && strings.Contains(string(e.ev.Data()), CodeTooManyMessages) {
+				return true
+			}
+		}
+		return false
+	})
+
+	r.stop(t)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	sums := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok {
+				for _, dp := range s.DataPoints {
+					sums[m.Name] += dp.Value
+				}
+			}
+		}
+	}
+	if sums[MetricEventsApplied] != 4 || sums[MetricEventsRejected] != int64(len(cases)+1) {
+		t.Errorf("metrics: %v", sums)
+	}
+}
