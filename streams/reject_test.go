@@ -2,8 +2,8 @@ package streams
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
