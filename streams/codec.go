@@ -117,8 +117,10 @@ func newEventAs(id, typ, source, conversationID, mt string, data any) (*event.Ev
 	if err != nil {
 		return nil, fmt.Errorf("streams: encode %s data: %w", typ, err)
 	}
-	if err := ev.SetData(mt, raw); err != nil {
-		return nil, fmt.Errorf("streams: encode %s data: %w", typ, err)
-	}
+	// Set the encoded bytes directly: SetData would mark any []byte as
+	// binary, which the JSON event format then writes as data_base64.
+	ev.SetDataContentType(mt)
+	ev.DataEncoded = raw
+	ev.DataBase64 = mt != ContentTypeJSON
 	return &ev, nil
 }

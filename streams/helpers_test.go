@@ -248,6 +248,13 @@ func checkEvent(t testing.TB, ev *event.Event) {
 	if err := set.ValidateJSON(schemas.Envelope, env); err != nil {
 		t.Errorf("%s envelope: %v\n%s", ev.Type(), err, env)
 	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(env, &fields); err != nil {
+		t.Fatal(err)
+	}
+	if _, b64 := fields["data_base64"]; b64 && ev.DataContentType() == ContentTypeJSON {
+		t.Errorf("%s: JSON data written as data_base64", ev.Type())
+	}
 	if err := set.ValidateJSON(ev.Type(), ev.Data()); err != nil {
 		t.Errorf("%s data: %v\n%.2000s", ev.Type(), err, ev.Data())
 	}

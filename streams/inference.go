@@ -239,13 +239,15 @@ func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (infe
 		var rej *RejectError
 		switch {
 		case errors.As(err, &rej):
-			// A missing leaf may be an event not applied yet: wait for it too.
 		case errors.Is(err, ErrUnknownConversation):
 			rej = rejectErr(CodeNotFound, err)
 		case err != nil:
 			rej = reject(CodeInternal, "reading the conversation: %v", err)
-		case view.seq >= target:
-			return view, nil
+		}
+		// A missing conversation or leaf may be an event not applied yet:
+		// only a caught-up state settles it.
+		if view.seq >= target || (err != nil && rej.Code == CodeInternal) {
+			return view, rej
 		}
 		if time.Now().After(deadline) {
 			if rej != nil {
