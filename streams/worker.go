@@ -89,13 +89,16 @@ func (w *Worker) Run(ctx context.Context) error {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.ackWait,
 		MaxDeliver:    -1,
-		MaxAckPending: w.cfg.lanes * w.cfg.laneDepth * 2,
+		// Far above what one worker holds (the fetch window plus the lane
+		// queues): events a crashed worker left unacknowledged keep their
+		// slots until AckWait, and must not stall its successor.
+		MaxAckPending: max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+fetchWindow)),
 	})
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize)
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
+	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow))
 	if err != nil {
 		w.lanes.shutdown()
 		return fmt.Errorf("streams: consume: %w", err)
@@ -142,7 +145,7 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
 	for {
 		m, err := it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return
 		}
 		if err != nil {
@@ -197,6 +200,9 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 		w.cfg.logger.WarnContext(ctx, "settling event", "subject", d.subject, "seq", d.seq, "err", ackErr)
 	}
 }
+
+// fetchWindow is how many events the consumer buffers ahead of the lanes.
+const fetchWindow = 256
 
 // backoff is the redelivery delay after n deliveries: 100ms doubling, at
 // most 10s.
