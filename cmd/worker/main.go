@@ -1,0 +1,274 @@
+// Command worker runs convstream: it consumes message events from NATS
+// JetStream, keeps each conversation's tree up to date, publishes and stores
+// snapshots, and answers inference requests with the context pipeline.
+//
+// With no flags it starts an embedded NATS server with JetStream on
+// 127.0.0.1:4222, storing in ./data, and serves /healthz and /readyz on
+// 127.0.0.1:8080. --nats-url uses an external NATS instead. Every flag has
+// an environment variable, shown by -help.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/streams"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the worker's flags.
+type options struct {
+	listen, dataDir, httpAddr string
+	maxPayload                int
+	conn                      streams.ConnConfig
+	prefix, consumer          string
+	replicas, lanes, cache    int
+	limits                    streams.Limits
+	pipelineDir               string
+	inferenceTimeout, ackWait time.Duration
+	shutdownTimeout           time.Duration
+	logLevel, logFormat       string
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
+	o := &options{limits: streams.DefaultLimits()}
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ef := newEnvFlags(fs)
+	str := func(p *string, name, env, def, usage string) {
+		fs.StringVar(p, name, def, usage)
+		ef.bind(name, env)
+	}
+	num := func(p *int, name, env string, def int, usage string) {
+		fs.IntVar(p, name, def, usage)
+		ef.bind(name, env)
+	}
+	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
+		fs.DurationVar(p, name, def, usage)
+		ef.bind(name, env)
+	}
+	str(&o.listen, "listen", "CONVSTREAM_LISTEN", "127.0.0.1:4222", "client address of the embedded NATS server (unused with --nats-url)")
+	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
+	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
+	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
+	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
+	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
+	str(&o.conn.User, "nats-user", "CONVSTREAM_NATS_USER", "", "NATS user")
+	str(&o.conn.Password, "nats-password", "CONVSTREAM_NATS_PASSWORD", "", "NATS password")
+	str(&o.conn.Token, "nats-token", "CONVSTREAM_NATS_TOKEN", "", "NATS token")
+	str(&o.conn.TLSCert, "nats-tls-cert", "CONVSTREAM_NATS_TLS_CERT", "", "client certificate file for NATS TLS")
+	str(&o.conn.TLSKey, "nats-tls-key", "CONVSTREAM_NATS_TLS_KEY", "", "client key file for NATS TLS")
+	str(&o.conn.TLSCA, "nats-tls-ca", "CONVSTREAM_NATS_TLS_CA", "", "CA file to verify the NATS server")
+	str(&o.prefix, "subject-prefix", "CONVSTREAM_SUBJECT_PREFIX", streams.DefaultPrefix, "prefix of every subject; names the stream and bucket too")
+	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", "convstream-worker", "durable consumer name; workers sharing it share the events")
+	num(&o.replicas, "replicas", "CONVSTREAM_REPLICAS", 1, "replicas of the stream and bucket when the worker creates them")
+	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
+	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
+	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
+	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
+	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
+	str(&o.pipelineDir, "pipeline-dir", "CONVSTREAM_PIPELINE_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
+	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
+	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
+	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
+	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
+	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: worker [flags]")
+		fmt.Fprintln(stderr, "Runs convstream. Flags override environment variables; OTEL_* variables configure telemetry.")
+		fs.PrintDefaults()
+	}
+	if err := ef.parse(args, getenv); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		fs.Usage()
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	return o, nil
+}
+
+func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, hopts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, hopts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want json or text", o.logFormat)
+}
+
+// run starts everything, waits for ctx to end, and shuts down in order:
+// stop fetching and finish in-flight events, stop serving HTTP, drain the
+// NATS connection, stop the embedded server, flush telemetry. started, when
+// not nil, is called with the worker once it is ready (for tests).
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(w *streams.Worker, natsURL, httpAddr string)) error {
+	o, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		return err
+	}
+	log, err := newLogger(o, stderr)
+	if err != nil {
+		return err
+	}
+	subjects, err := streams.NewSubjects(o.prefix)
+	if err != nil {
+		return err
+	}
+	tel, err := setupTelemetry(ctx, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := tel.close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("telemetry flush", "err", err)
+		}
+	}()
+
+	var ns *server.Server
+	natsURL := o.conn.URL
+	var extra []nats.Option
+	if natsURL == "" {
+		ns, err = streams.StartEmbedded(streams.EmbeddedConfig{
+			Listen: o.listen, StoreDir: o.dataDir, MaxPayload: int32(o.maxPayload), Logger: log,
+		})
+		if err != nil {
+			return err
+		}
+		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+		natsURL = ns.ClientURL()
+		extra = append(extra, nats.InProcessServer(ns))
+		log.Info("embedded NATS server started", "url", natsURL, "store", o.dataDir)
+	}
+	o.conn.Name = "convstream-worker"
+	o.conn.Logger = log
+	nc, err := streams.Connect(o.conn, extra...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+
+	w, err := streams.NewWorker(nc,
+		streams.WithSubjects(subjects),
+		streams.WithLimits(o.limits),
+		streams.WithLanes(o.lanes),
+		streams.WithCacheConversations(o.cache),
+		streams.WithConsumerName(o.consumer),
+		streams.WithReplicas(o.replicas),
+		streams.WithAckWait(o.ackWait),
+		streams.WithInferenceTimeout(o.inferenceTimeout),
+		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelineDir)),
+		streams.WithLogger(log),
+		streams.WithTracerProvider(tel.tracer),
+		streams.WithMeterProvider(tel.meter),
+	)
+	if err != nil {
+		return err
+	}
+
+	var httpSrv *http.Server
+	httpAddr := ""
+	if o.httpAddr != "" && o.httpAddr != "off" {
+		ln, err := net.Listen("tcp", o.httpAddr)
+		if err != nil {
+			return fmt.Errorf("--http: %w", err)
+		}
+		httpAddr = ln.Addr().String()
+		httpSrv = &http.Server{Handler: w.HealthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("health endpoint", "err", err)
+			}
+		}()
+		log.Info("serving /healthz and /readyz", "addr", httpAddr)
+	}
+
+	runErr := make(chan error, 1)
+	go func() { runErr <- w.Run(ctx) }()
+	if started != nil {
+		go func() {
+			for w.Ready() != nil {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+			started(w, natsURL, httpAddr)
+		}()
+	}
+
+	select {
+	case err = <-runErr:
+		// Run returns before ctx ends only when it cannot start.
+	case <-ctx.Done():
+		log.Info("shutting down", "timeout", o.shutdownTimeout)
+		select {
+		case err = <-runErr:
+		case <-time.After(o.shutdownTimeout):
+			err = errors.New("shutdown timed out; unacknowledged events will be redelivered")
+		}
+	}
+	if httpSrv != nil {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = httpSrv.Shutdown(sctx)
+		cancel()
+	}
+	if dErr := drain(nc, 10*time.Second); dErr != nil {
+		log.Warn("draining the NATS connection", "err", dErr)
+	}
+	if err == nil {
+		log.Info("stopped")
+	}
+	return err
+}
+
+// drain flushes what the connection holds and closes it.
+func drain(nc *nats.Conn, timeout time.Duration) error {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) {
+			return nil
+		}
+		return err
+	}
+	select {
+	case <-closed:
+		return nil
+	case <-time.After(timeout):
+		return errors.New("drain timed out")
+	}
+}

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/streams"
+)
+
+// syncBuffer is a log sink safe for the worker's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRunServesAndStops runs the worker as main does, on free ports, and
+// uses it as convctl would: health endpoints, an event, its snapshot, an
+// inference request through the built-in default pipeline; then stops it
+// as SIGTERM does.
+func TestRunServesAndStops(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	env := map[string]string{
+		"CONVSTREAM_DATA_DIR":      filepath.Join(dir, "data"),
+		"CONVSTREAM_NATS_PASSWORD": "s3cret-not-logged",
+	}
+	type addrs struct{ nats, http string }
+	ready := make(chan addrs, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--log-level", "debug"},
+			func(k string) string { return env[k] }, logs,
+			func(_ *streams.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
+	}()
+	var a addrs
+	select {
+	case a = <-ready:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, logs)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("not ready\n%s", logs)
+	}
+
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Get("http://" + a.http + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+
+	nc, err := nats.Connect(a.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := streams.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := []map[string]any{
+		{"id": "u1", "role": "user", "content": "What is NATS?", "parentId": nil, "createdAt": 1.0},
+		{"id": "a1", "role": "assistant", "content": "A messaging system.", "parentId": "u1", "createdAt": 2.0},
+		{"id": "u2", "role": "user", "content": "And JetStream?", "parentId": "a1", "createdAt": 3.0},
+	}
+	for _, m := range msgs {
+		if _, err := c.Send(ctx, "smoke", streams.TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := c.Snapshot(ctx, "smoke")
+		if err == nil && s.Version == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("snapshot: %+v %v", s, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	reply, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "smoke",
+		Params: map[string]any{"SystemRoleInjector": map[string]any{"systemRole": "Answer briefly."}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reply.Type() != streams.TypeInferenceContext {
+		t.Fatalf("reply %s: %s", reply.Type(), reply.Data())
+	}
+	var out streams.InferenceContext
+	if err := json.Unmarshal(reply.Data(), &out); err != nil {
+		t.Fatal(err)
+	}
+	var roles []string
+	for _, m := range out.Messages {
+		roles = append(roles, m["role"].(string))
+	}
+	if len(out.Messages) < 3 || out.Stats.ProcessedCount == 0 || !strings.Contains(string(reply.Data()), "Answer briefly.") {
+		t.Errorf("default pipeline output: roles %v, %d processors\n%s", roles, out.Stats.ProcessedCount, reply.Data())
+	}
+	t.Logf("default pipeline: %d processors ran, roles %v, %v", out.Stats.ProcessedCount, roles, out.Stats.TotalDuration)
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("did not stop")
+	}
+	if _, err := http.Get("http://" + a.http + "/healthz"); err == nil {
+		t.Error("health endpoint still served after shutdown")
+	}
+	if strings.Contains(logs.String(), "s3cret") {
+		t.Error("a secret reached the log")
+	}
+	for _, want := range []string{`"msg":"worker consuming"`, `"msg":"worker stopped"`, `"msg":"stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "jetstream")); err != nil {
+		t.Errorf("store: %v", err)
+	}
+}
+
+func TestFlagsFromEnvironment(t *testing.T) {
+	env := map[string]string{"CONVSTREAM_LANES": "3", "CONVSTREAM_SUBJECT_PREFIX": "acme", "CONVSTREAM_MAX_MESSAGES": "50"}
+	o, err := parseFlags([]string{"--lanes", "5"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.lanes != 5 || o.prefix != "acme" || o.limits.MaxMessages != 50 || o.listen != "127.0.0.1:4222" || o.dataDir != "./data" {
+		t.Errorf("options = %+v", o)
+	}
+	env["CONVSTREAM_NATS_TOKEN"] = "Xy7-secret-token"
+	env["CONVSTREAM_CACHE_CONVERSATIONS"] = "many"
+	var help bytes.Buffer
+	_, err = parseFlags(nil, func(k string) string { return env[k] }, &help)
+	if err == nil || !strings.Contains(err.Error(), "CONVSTREAM_CACHE_CONVERSATIONS") || strings.Contains(err.Error(), "many") {
+		t.Errorf("bad env value: %v", err)
+	}
+	help.Reset()
+	_, err = parseFlags([]string{"-help"}, func(k string) string { return env[k] }, &help)
+	if !errors.Is(err, flag.ErrHelp) || strings.Contains(help.String(), "Xy7") || !strings.Contains(help.String(), "$CONVSTREAM_NATS_URL") {
+		t.Errorf("help: %v\n%s", err, help.String())
+	}
+}
+
+func TestSpecPipelines(t *testing.T) {
+	dir := t.TempDir()
+	spec := "name: short\nprocessors:\n  - name: HistoryTruncateProcessor\n    config:\n      enableHistoryCount: true\n      historyCount: 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "short.yaml"), []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := newSpecPipelines(processors.Default(), dir)
+	ctx := context.Background()
+	def, err := p.Pipeline(ctx, "default", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := p.Pipeline(ctx, "default", nil)
+	if def != again {
+		t.Error("default engine rebuilt")
+	}
+	short, err := p.Pipeline(ctx, "short", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := []enginecore.Message{{"id": "1", "role": "user", "content": "a"}, {"id": "2", "role": "assistant", "content": "b"}, {"id": "3", "role": "user", "content": "c"}}
+	res, err := short.Process(ctx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || res.Messages[0]["content"] != "c" {
+		t.Errorf("short: %v", res.Messages)
+	}
+	wide, err := p.Pipeline(ctx, "short", map[string]any{"HistoryTruncateProcessor": map[string]any{"historyCount": 2.0}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err = wide.Process(ctx, in); err != nil || len(res.Messages) != 2 {
+		t.Errorf("params: %v %v", res, err)
+	}
+	if res, _ := short.Process(ctx, in); len(res.Messages) != 1 {
+		t.Error("params changed the shared engine")
+	}
+	for _, name := range []string{"nope", "../short", ""} {
+		if _, err := p.Pipeline(ctx, name, nil); !errors.Is(err, streams.ErrUnknownPipeline) {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+	if _, err := p.Pipeline(ctx, "short", map[string]any{"NotInSpec": map[string]any{}}); err == nil {
+		t.Error("params for a processor not in the spec accepted")
+	}
+	if _, err := p.Pipeline(ctx, "short", map[string]any{"HistoryTruncateProcessor": 3.0}); err == nil {
+		t.Error("non-object params accepted")
+	}
+}
+
+func TestTelemetryFromEnvironment(t *testing.T) {
+	ctx := context.Background()
+	none := map[string]string{}
+	tel, err := setupTelemetry(ctx, func(k string) string { return none[k] }, discard())
+	if err != nil || len(tel.shutdown) != 0 {
+		t.Errorf("default: %v %d exporters", err, len(tel.shutdown))
+	}
+	on := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_METRICS_EXPORTER": "none"}
+	tel, err = setupTelemetry(ctx, func(k string) string { return on[k] }, discard())
+	if err != nil || len(tel.shutdown) != 1 {
+		t.Errorf("endpoint: %v %d exporters", err, len(tel.shutdown))
+	}
+	_ = tel.close(ctx)
+	for _, bad := range []map[string]string{{"OTEL_TRACES_EXPORTER": "zipkin"}, {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}} {
+		if _, err := setupTelemetry(ctx, func(k string) string { return bad[k] }, discard()); err == nil {
+			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
+)
+
+// telemetry holds the providers the worker reports to and how to flush them.
+type telemetry struct {
+	tracer   trace.TracerProvider
+	meter    metric.MeterProvider
+	shutdown []func(context.Context) error
+}
+
+// setupTelemetry configures OpenTelemetry from the standard variables. By
+// default nothing is exported. OTLP over HTTP is used for traces when
+// OTEL_TRACES_EXPORTER=otlp, or when it is unset and an OTLP endpoint is
+// (OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT); the
+// same for metrics with OTEL_METRICS_EXPORTER. The exporters read the other
+// OTEL_EXPORTER_OTLP_* variables (headers, timeout, TLS) themselves;
+// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the resource and
+// OTEL_TRACES_SAMPLER picks the sampler.
+func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.Logger) (*telemetry, error) {
+	t := &telemetry{tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider()}
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+		return t, nil
+	}
+	traces, err := exporterWanted(getenv, "TRACES")
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := exporterWanted(getenv, "METRICS")
+	if err != nil {
+		return nil, err
+	}
+	if !traces && !metrics {
+		return t, nil
+	}
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
+		if p := getenv(v); p != "" && p != "http/protobuf" {
+			return nil, fmt.Errorf("%s=%s: only http/protobuf is supported", v, p)
+		}
+	}
+	res, err := resource.New(ctx,
+		resource.WithAttributes(attribute.String("service.name", "convstream-worker")),
+		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES override
+		resource.WithTelemetrySDK(),
+		resource.WithHost(),
+	)
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, fmt.Errorf("telemetry resource: %w", err)
+	}
+	if traces {
+		exp, err := otlptracehttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+		}
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		t.tracer = tp
+		t.shutdown = append(t.shutdown, tp.Shutdown)
+		log.Info("exporting traces over OTLP/HTTP")
+	}
+	if metrics {
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
+		}
+		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		t.meter = mp
+		t.shutdown = append(t.shutdown, mp.Shutdown)
+		log.Info("exporting metrics over OTLP/HTTP")
+	}
+	return t, nil
+}
+
+// exporterWanted reads OTEL_<KIND>_EXPORTER.
+func exporterWanted(getenv func(string) string, kind string) (bool, error) {
+	v := strings.ToLower(strings.TrimSpace(getenv("OTEL_" + kind + "_EXPORTER")))
+	switch v {
+	case "":
+		return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+kind+"_ENDPOINT") != "", nil
+	case "none":
+		return false, nil
+	case "otlp":
+		return true, nil
+	}
+	return false, fmt.Errorf("OTEL_%s_EXPORTER=%s: only otlp and none are supported", kind, v)
+}
+
+// close flushes and stops the exporters.
+func (t *telemetry) close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, f := range t.shutdown {
+		errs = append(errs, f(ctx))
+	}
+	return errors.Join(errs...)
+}
