@@ -23,6 +23,9 @@ func commands() map[string]command {
 	return map[string]command{
 		"parse":    {summary: "parse a conversation and print contextTree, flatList and messageMap as JSON", run: runParse},
 		"pipeline": {summary: "run the context pipeline over a conversation and print model-ready messages and stats as JSON", run: runPipeline},
+		"send":     {summary: "publish message events (append, update, delete, groups) to a conversation over NATS", run: runSend},
+		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
+		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 	}
 }
 

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+)
+
+// eventTypes maps the short names send accepts to event types.
+var eventTypes = map[string]string{
+	"appended": streams.TypeMessageAppended,
+	"updated":  streams.TypeMessageUpdated,
+	"deleted":  streams.TypeMessageDeleted,
+	"groups":   streams.TypeGroupsUpserted,
+}
+
+// runSend implements `convctl send [flags] CONV [FILE]`.
+func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("send", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf natsFlags
+	nf.register(fs)
+	typ := fs.String("type", "appended", "event type: appended, updated, deleted, groups, or a full type name")
+	id := fs.String("id", "", `send {"id": ID} as the data (for deleted) instead of reading FILE`)
+	all := fs.Bool("all", false, `FILE is a whole conversation ({"messages","messageGroups"} or an array): upsert its groups, then append every message`)
+	binary := fs.Bool("binary", false, "binary content mode (ce-* headers) instead of structured")
+	msgpack := fs.Bool("msgpack", false, "encode data as application/msgpack instead of JSON")
+	eventID := fs.String("event-id", "", "event id (default: a random UUID); with several events, a suffix -N is added")
+	wait := fs.Bool("wait", false, "wait (up to --timeout) until the worker has applied or rejected every event; exit 1 on a rejection")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: convctl send [flags] CONV [FILE]")
+		fmt.Fprintln(stderr, "Publishes message events to the conversation CONV: one event per JSON object in FILE")
+		fmt.Fprintln(stderr, "(stdin when absent or -), or with --all every message of a conversation document.")
+		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored.`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if err := nf.applyEnv(); err != nil {
+		fmt.Fprintln(stderr, "convctl send:", err)
+		return 2
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 || (*id != "" && (fs.NArg() == 2 || *all)) {
+		fs.Usage()
+		return 2
+	}
+	conv := fs.Arg(0)
+	if !streams.ValidConversationID(conv) {
+		fmt.Fprintf(stderr, "convctl send: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", conv)
+		return 2
+	}
+	eventType, ok := eventTypes[*typ]
+	if !ok {
+		eventType = *typ
+	}
+
+	type event struct {
+		typ  string
+		data any
+	}
+	var events []event
+	switch {
+	case *id != "":
+		events = append(events, event{eventType, map[string]any{"id": *id}})
+	default:
+		in, closeIn, err := openInput(fs.Arg(1), stdin)
+		if err != nil {
+			fmt.Fprintln(stderr, "convctl send:", err)
+			return 1
+		}
+		defer closeIn()
+		if *all {
+			msgs, groups, err := conversation.DecodeInput(in)
+			if err != nil {
+				fmt.Fprintln(stderr, "convctl send:", err)
+				return 1
+			}
+			for _, g := range groups {
+				events = append(events, event{streams.TypeGroupsUpserted, g})
+			}
+			for _, m := range msgs {
+				events = append(events, event{streams.TypeMessageAppended, m})
+			}
+		} else {
+			dec := json.NewDecoder(bufio.NewReader(in))
+			for {
+				var obj json.RawMessage
+				if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+					break
+				} else if err != nil {
+					fmt.Fprintf(stderr, "convctl send: data object %d: %v\n", len(events)+1, err)
+					return 1
+				}
+				events = append(events, event{eventType, obj})
+			}
+		}
+	}
+	if len(events) == 0 {
+		fmt.Fprintln(stderr, "convctl send: nothing to send")
+		return 1
+	}
+
+	nc, c, err := nf.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "convctl send:", err)
+		return 1
+	}
+	defer nc.Close()
+	var w *waiter
+	if *wait {
+		if w, err = newWaiter(nc, nf.prefix, conv); err != nil {
+			fmt.Fprintln(stderr, "convctl send:", err)
+			return 1
+		}
+		defer w.close()
+	}
+	enc := json.NewEncoder(stdout)
+	for i, e := range events {
+		var opts []streams.SendOption
+		if *binary {
+			opts = append(opts, streams.WithMode(streams.Binary))
+		}
+		if *msgpack {
+			opts = append(opts, streams.WithContentType(streams.ContentTypeMsgpack))
+		}
+		if *eventID != "" {
+			eid := *eventID
+			if len(events) > 1 {
+				eid = fmt.Sprintf("%s-%d", eid, i+1)
+			}
+			opts = append(opts, streams.WithEventID(eid))
+		}
+		sctx, cancel := context.WithTimeout(ctx, nf.timeout)
+		sent, err := c.Send(sctx, conv, e.typ, e.data, opts...)
+		cancel()
+		if err != nil {
+			fmt.Fprintf(stderr, "convctl send: event %d of %d: %v\n", i+1, len(events), err)
+			return 1
+		}
+		_ = enc.Encode(map[string]any{"eventId": sent.EventID, "type": e.typ, "sequence": sent.Sequence, "duplicate": sent.Duplicate})
+		if w != nil {
+			w.expect(sent)
+		}
+	}
+	if w != nil {
+		wctx, cancel := context.WithTimeout(ctx, nf.timeout)
+		defer cancel()
+		rejected, err := w.wait(wctx, c)
+		for _, r := range rejected {
+			fmt.Fprintf(stderr, "convctl send: event %s rejected: %s: %s\n", deref(r.EventID), r.Code, r.Reason)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "convctl send:", err)
+			return 1
+		}
+		if len(rejected) > 0 {
+			return 1
+		}
+	}
+	return 0
+}
+
+// waiter follows what the worker made of the events sent: their rejections
+// on the errors subject and the sequence of the stored snapshot.
+type waiter struct {
+	conv    string
+	sub     *nats.Subscription
+	pending map[string]uint64 // event id → stream sequence
+}
+
+func newWaiter(nc *nats.Conn, prefix, conv string) (*waiter, error) {
+	subjects, err := streams.NewSubjects(prefix)
+	if err != nil {
+		return nil, err
+	}
+	// Subscribe before sending so that no rejection is missed.
+	sub, err := nc.SubscribeSync(subjects.Errors(conv))
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.Flush(); err != nil {
+		return nil, err
+	}
+	return &waiter{conv: conv, sub: sub, pending: map[string]uint64{}}, nil
+}
+
+func (w *waiter) expect(s *streams.Sent) { w.pending[s.EventID] = s.Sequence }
+
+func (w *waiter) close() { _ = w.sub.Unsubscribe() }
+
+// wait returns when every event is rejected or covered by the stored
+// snapshot, with the rejections seen.
+func (w *waiter) wait(ctx context.Context, c *streams.Client) ([]streams.EventRejected, error) {
+	var rejected []streams.EventRejected
+	for {
+		for {
+			m, err := w.sub.NextMsg(time.Millisecond)
+			if err != nil {
+				break
+			}
+			ev, err := streams.DecodeEvent(m.Header, m.Data)
+			if err != nil {
+				continue
+			}
+			var r streams.EventRejected
+			if json.Unmarshal(ev.Data(), &r) != nil || r.EventID == nil {
+				continue
+			}
+			if _, ok := w.pending[*r.EventID]; ok {
+				delete(w.pending, *r.EventID)
+				rejected = append(rejected, r)
+			}
+		}
+		if s, err := c.Snapshot(ctx, w.conv); err == nil {
+			for id, seq := range w.pending {
+				if seq <= s.Sequence {
+					delete(w.pending, id)
+				}
+			}
+		}
+		if len(w.pending) == 0 {
+			return rejected, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rejected, fmt.Errorf("%d events not applied yet: %w", len(w.pending), ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "(no id)"
+	}
+	return *s
+}
+
+// openInput opens FILE, or stdin for "" and "-".
+func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
+	if name == "" || name == "-" {
+		return stdin, func() {}, nil
+	}
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, func() { f.Close() }, nil
+}
