@@ -29,18 +29,19 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "printed as well, with exit status 1.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 2
 	}
 	if err := nf.applyEnv(); err != nil {
 		fmt.Fprintln(stderr, "convctl infer:", err)
 		return 2
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return 2
 	}
-	req := streams.InferenceRequest{ConversationID: fs.Arg(0), LeafID: *leaf, Pipeline: *pipeline}
+	req := streams.InferenceRequest{ConversationID: arg(pos, 0), LeafID: *leaf, Pipeline: *pipeline}
 	if !streams.ValidConversationID(req.ConversationID) {
 		fmt.Fprintf(stderr, "convctl infer: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", req.ConversationID)
 		return 2

@@ -93,7 +93,7 @@ func TestSendWatchInfer(t *testing.T) {
 		t.Fatalf("after the branch switch: %s", out)
 	}
 
-	code, out, errOut = convctl(t, "", "infer", "--leaf", "u2", "--params", `{"SystemRoleInjector":{"systemRole":"Be brief."}}`, "demo")
+	code, out, errOut = convctl(t, "", "infer", "demo", "--leaf", "u2", "--params", `{"SystemRoleInjector":{"systemRole":"Be brief."}}`)
 	if code != 0 || !strings.Contains(out, `"role":"system"`) || !strings.Contains(out, "Be brief.") || !strings.Contains(out, "And JetStream?") {
 		t.Fatalf("infer: %d\n%s\n%s", code, out, errOut)
 	}

@@ -77,3 +77,32 @@ func (n *natsFlags) client() (*nats.Conn, *streams.Client, error) {
 	}
 	return nc, c, nil
 }
+
+// parseArgs parses flags wherever they appear among the positional
+// arguments (convctl infer CONV --leaf ID), and returns the positional
+// ones. Everything after "--" is positional.
+func parseArgs(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// arg returns the i-th positional argument, or "".
+func arg(pos []string, i int) string {
+	if i < len(pos) {
+		return pos[i]
+	}
+	return ""
+}

@@ -45,18 +45,19 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored.`)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 2
 	}
 	if err := nf.applyEnv(); err != nil {
 		fmt.Fprintln(stderr, "convctl send:", err)
 		return 2
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 || (*id != "" && (fs.NArg() == 2 || *all)) {
+	if len(pos) < 1 || len(pos) > 2 || (*id != "" && (len(pos) == 2 || *all)) {
 		fs.Usage()
 		return 2
 	}
-	conv := fs.Arg(0)
+	conv := arg(pos, 0)
 	if !streams.ValidConversationID(conv) {
 		fmt.Fprintf(stderr, "convctl send: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", conv)
 		return 2
@@ -75,7 +76,7 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	case *id != "":
 		events = append(events, event{eventType, map[string]any{"id": *id}})
 	default:
-		in, closeIn, err := openInput(fs.Arg(1), stdin)
+		in, closeIn, err := openInput(arg(pos, 1), stdin)
 		if err != nil {
 			fmt.Fprintln(stderr, "convctl send:", err)
 			return 1

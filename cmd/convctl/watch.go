@@ -25,18 +25,19 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "starting from the stored one. Fast changes may arrive as their latest.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return 2
 	}
 	if err := nf.applyEnv(); err != nil {
 		fmt.Fprintln(stderr, "convctl watch:", err)
 		return 2
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		fs.Usage()
 		return 2
 	}
-	conv := fs.Arg(0)
+	conv := arg(pos, 0)
 	if !streams.ValidConversationID(conv) {
 		fmt.Fprintf(stderr, "convctl watch: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", conv)
 		return 2
