@@ -260,6 +260,19 @@ func checkEvent(t testing.TB, ev *event.Event) {
 	}
 }
 
+// checkData validates event data the tests send against the schema of its
+// type: the contract's inputs must admit the conformance corpus.
+func checkData(t testing.TB, typ string, v any) {
+	t.Helper()
+	set, err := compiledSchemas()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := set.Validate(typ, decoded(t, v)); err != nil {
+		t.Errorf("%s data: %v", typ, err)
+	}
+}
+
 // recorder collects the CloudEvents published on a subject.
 type recorder struct {
 	mu     sync.Mutex

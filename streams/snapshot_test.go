@@ -36,12 +36,14 @@ func sendConversation(t testing.TB, c *Client, conv string, i int, cc corpusCase
 	}
 	n := 0
 	for _, g := range cc.groups {
+		checkData(t, TypeGroupsUpserted, g)
 		if _, err := c.Send(ctx, conv, TypeGroupsUpserted, g, opts...); err != nil {
 			t.Fatal(err)
 		}
 		n++
 	}
 	for _, m := range cc.msgs {
+		checkData(t, TypeMessageAppended, m)
 		if _, err := c.Send(ctx, conv, TypeMessageAppended, m, opts...); err != nil {
 			t.Fatal(err)
 		}
@@ -128,6 +130,7 @@ func TestSnapshotsEqualParse(t *testing.T) {
 			}
 		}
 		for _, p := range patches {
+			checkData(t, TypeMessageUpdated, p)
 			if _, err := c.Send(ctx, conv, TypeMessageUpdated, p); err != nil {
 				t.Fatal(err)
 			}

@@ -24,6 +24,11 @@ type convState struct {
 	// result is the parse behind the last snapshot, reused by inference;
 	// nil when not computed since the state was loaded.
 	result *conversation.Result
+	// unverified marks a state loaded for reading, up to the stored
+	// snapshot: events after it may exist that this worker was never
+	// given (a crashed worker's, awaiting redelivery), so the first event
+	// applied to it checks that it is the next one.
+	unverified bool
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
@@ -53,7 +58,22 @@ func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64,
 // keeps the order, and their redelivery is then skipped.
 func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64) (st *convState, skip bool, err error) {
 	if st := l.cache.get(id); st != nil {
-		return st, seq <= st.seq, nil
+		if seq <= st.seq {
+			return st, true, nil
+		}
+		if !st.unverified {
+			return st, false, nil
+		}
+		next, err := w.stream.GetMsg(ctx, st.seq+1, jetstream.WithGetMsgSubject(w.cfg.subjects.Events(id)))
+		if err != nil {
+			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
+		}
+		if next.Sequence == seq {
+			st.unverified = false
+			return st, false, nil
+		}
+		// An earlier event is pending elsewhere: rebuild past it.
+		l.cache.drop(id)
 	}
 	head, rev, err := w.readHead(ctx, id)
 	if err != nil {
@@ -89,7 +109,7 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	if err != nil {
 		return nil, err
 	}
-	st := &convState{id: id, conv: conv, seq: head.Sequence, version: head.Version, rev: rev}
+	st := &convState{id: id, conv: conv, seq: head.Sequence, version: head.Version, rev: rev, unverified: true}
 	l.cache.put(st)
 	return st, nil
 }
