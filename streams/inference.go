@@ -31,6 +31,9 @@ type inferenceServer struct {
 	svc micro.Service
 	sem chan struct{}
 	wg  sync.WaitGroup
+
+	mu     sync.Mutex // orders wg.Add before stop's wg.Wait
+	closed bool
 }
 
 func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
@@ -44,10 +47,17 @@ func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
 	}
 	s.sem = make(chan struct{}, w.cfg.inferenceWorkers)
 	handler := micro.HandlerFunc(func(r micro.Request) {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = r.Error("503", "worker shutting down", nil)
+			return
+		}
+		s.wg.Add(1)
+		s.mu.Unlock()
 		// Blocking here when all workers are busy holds further requests
 		// in the subscription: backpressure rather than unbounded goroutines.
 		s.sem <- struct{}{}
-		s.wg.Add(1)
 		go func() {
 			defer func() { <-s.sem; s.wg.Done() }()
 			w.serveInference(ctx, r)
@@ -66,6 +76,9 @@ func (s *inferenceServer) stop() {
 	if s.svc == nil {
 		return
 	}
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
 	_ = s.svc.Stop()
 	s.wg.Wait()
 }

@@ -25,22 +25,8 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return conversationReject(err)
 	}
-	flat, err := json.Marshal(res.FlatList)
-	if err != nil {
-		return fmt.Errorf("streams: encode flat list: %w", err)
-	}
-	tree, err := json.Marshal(res.ContextTree)
-	if err != nil {
-		return fmt.Errorf("streams: encode context tree: %w", err)
-	}
-	snap := Snapshot{
-		ConversationID: st.id,
-		Version:        st.version + 1,
-		Sequence:       d.seq,
-		FlatList:       flat,
-		ContextTree:    tree,
-	}
-	value, err := json.Marshal(snap)
+	version := st.version + 1
+	value, err := encodeSnapshot(st.id, version, d.seq, res)
 	if err != nil {
 		return fmt.Errorf("streams: encode snapshot: %w", err)
 	}
@@ -48,7 +34,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
 
-	id := "snapshot:" + st.id + ":" + strconv.FormatUint(snap.Version, 10)
+	id := "snapshot:" + st.id + ":" + strconv.FormatUint(version, 10)
 	ev, err := newEvent(id, TypeSnapshotUpdated, w.cfg.source, st.id, json.RawMessage(value))
 	if err != nil {
 		return err
@@ -78,9 +64,9 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return fmt.Errorf("streams: store snapshot: %w", err)
 	}
 
-	st.version, st.seq, st.rev, st.result = snap.Version, d.seq, rev, res
+	st.version, st.seq, st.rev, st.result = version, d.seq, rev, res
 	d.dirty = false
-	d.version = snap.Version
+	d.version = version
 	d.outcome = applied
 	if !d.stored.IsZero() {
 		w.metrics.snapshotLatency(ctx, time.Since(d.stored))
