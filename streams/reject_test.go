@@ -113,6 +113,7 @@ func TestRejections(t *testing.T) {
 		{"bad msgpack", event(TypeMessageAppended, conv, map[string]any{"id": "m9"}, Binary,
 			func(m *nats.Msg) { m.Header.Set("content-type", ContentTypeMsgpack); m.Data = []byte{0xc1} }), CodeBadData, conv},
 		{"parent cycle", event(TypeMessageUpdated, conv, map[string]any{"id": "m1", "parentId": "m2"}, Structured, nil), CodeCycle, conv},
+		{"message that is its own parent", event(TypeMessageAppended, conv, map[string]any{"id": "m9", "parentId": "m9"}, Binary, nil), CodeCycle, conv},
 		{"append of an existing id", event(TypeMessageAppended, conv, map[string]any{"id": "m1", "role": "user", "content": "other"}, Structured, nil), CodeExists, conv},
 		{"update of a missing message", event(TypeMessageUpdated, conv, map[string]any{"id": "nope", "content": "x"}, Structured, nil), CodeNotFound, conv},
 		{"delete of a missing message", event(TypeMessageDeleted, conv, map[string]any{"id": "nope"}, Binary, nil), CodeNotFound, conv},

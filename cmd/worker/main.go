@@ -112,6 +112,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
+	if o.maxPayload <= 0 || o.maxPayload > 64<<20 {
+		return nil, fmt.Errorf("--max-payload %d: want 1 to %d bytes (NATS's limit)", o.maxPayload, 64<<20)
+	}
 	return o, nil
 }
 
