@@ -22,7 +22,7 @@ type config struct {
 	laneDepth        int
 	cacheSize        int
 	consumer         string
-	replicas         int
+	storage          Storage
 	ackWait          time.Duration
 	source           string
 	logger           *slog.Logger
@@ -44,7 +44,6 @@ func defaultConfig() config {
 		laneDepth:        64,
 		cacheSize:        10_000,
 		consumer:         "convstream-worker",
-		replicas:         1,
 		ackWait:          time.Minute,
 		source:           "urn:convstream:worker",
 		logger:           slog.New(slog.DiscardHandler),
@@ -60,8 +59,11 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.replicas <= 0 || c.inferenceWorkers <= 0 {
-		return fmt.Errorf("%w: lanes, cache size, replicas and inference workers must be positive", ErrInvalidConfig)
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 {
+		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive", ErrInvalidConfig)
+	}
+	if err := c.storage.validate(); err != nil {
+		return err
 	}
 	if c.consumer == "" || c.source == "" {
 		return fmt.Errorf("%w: empty consumer name or source", ErrInvalidConfig)
@@ -88,9 +90,9 @@ func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize
 // sharing a name share the work.
 func WithConsumerName(name string) Option { return func(c *config) { c.consumer = name } }
 
-// WithReplicas sets the replica count of the stream and bucket the worker
-// creates (existing ones are left as they are).
-func WithReplicas(n int) Option { return func(c *config) { c.replicas = n } }
+// WithStorage configures the events stream and the snapshot bucket; see
+// Provision.
+func WithStorage(st Storage) Option { return func(c *config) { c.storage = st } }
 
 // WithAckWait sets how long JetStream waits for an acknowledgement before
 // redelivering an event.

@@ -4,58 +4,145 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
 
 // DuplicateWindow is how long JetStream remembers event ids (Nats-Msg-Id)
-// to drop republished copies.
+// to drop republished copies, unless Storage says otherwise.
 const DuplicateWindow = 2 * time.Minute
 
-// Provision creates the events stream and the snapshot bucket named by s if
-// they are missing, and returns them. Existing ones are used as they are, so
-// an operator may tune them (replicas, limits, placement).
-func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, replicas int) (jetstream.Stream, jetstream.KeyValue, error) {
-	if replicas <= 0 {
-		replicas = 1
+// Storage configures the events stream and the snapshot bucket. Zero
+// values mean: one replica, no limits, the default duplicate window, any
+// placement.
+type Storage struct {
+	StreamReplicas, BucketReplicas int
+	// StreamMaxBytes and StreamMaxAge drop the oldest events beyond them.
+	// The stream is the source of truth: a conversation whose early events
+	// are dropped is rebuilt without them when a worker next loads it.
+	StreamMaxBytes  int64
+	StreamMaxAge    time.Duration
+	DuplicateWindow time.Duration
+	// PlacementCluster and PlacementTags place the stream and bucket in a
+	// JetStream cluster.
+	PlacementCluster string
+	PlacementTags    []string
+}
+
+func (st Storage) validate() error {
+	if st.StreamReplicas < 0 || st.BucketReplicas < 0 || st.StreamMaxBytes < 0 || st.StreamMaxAge < 0 || st.DuplicateWindow < 0 {
+		return fmt.Errorf("%w: negative storage setting: %+v", ErrInvalidConfig, st)
 	}
-	stream, err := js.Stream(ctx, s.EventsStream())
-	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:        s.EventsStream(),
-			Description: "convstream message events: the source of truth of every conversation",
-			Subjects:    []string{s.AllEvents()},
-			Retention:   jetstream.LimitsPolicy,
-			Storage:     jetstream.FileStorage,
-			Replicas:    replicas,
-			Duplicates:  DuplicateWindow,
-			AllowDirect: true,
-			Discard:     jetstream.DiscardOld,
-		})
+	return nil
+}
+
+func (st Storage) placement() *jetstream.Placement {
+	if st.PlacementCluster == "" && len(st.PlacementTags) == 0 {
+		return nil
+	}
+	return &jetstream.Placement{Cluster: st.PlacementCluster, Tags: st.PlacementTags}
+}
+
+// streamConfig is the events stream as Storage describes it.
+func (st Storage) streamConfig(s Subjects) jetstream.StreamConfig {
+	dup := st.DuplicateWindow
+	if dup == 0 {
+		dup = DuplicateWindow
+	}
+	maxBytes := st.StreamMaxBytes
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	return jetstream.StreamConfig{
+		Name:        s.EventsStream(),
+		Description: "convstream message events: the source of truth of every conversation",
+		Subjects:    []string{s.AllEvents()},
+		Retention:   jetstream.LimitsPolicy,
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(1, st.StreamReplicas),
+		Duplicates:  dup,
+		MaxBytes:    maxBytes,
+		MaxAge:      st.StreamMaxAge,
+		AllowDirect: true,
+		Discard:     jetstream.DiscardOld,
+		Placement:   st.placement(),
+	}
+}
+
+// Provision makes sure the events stream and the snapshot bucket named by s
+// exist as st describes, and returns them. Missing ones are created. On
+// existing ones only the settings Storage covers are brought in line
+// (replicas, limits, duplicate window); the rest is left as an operator
+// tuned it, and a setting the server refuses to change is logged, not
+// fatal.
+func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, st Storage, log *slog.Logger) (jetstream.Stream, jetstream.KeyValue, error) {
+	if err := st.validate(); err != nil {
+		return nil, nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	want := st.streamConfig(s)
+	stream, err := js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		stream, err = js.CreateStream(ctx, want)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			// Another worker created it in the meantime.
-			stream, err = js.Stream(ctx, s.EventsStream())
+			stream, err = js.Stream(ctx, want.Name) // another worker was first
+		}
+	case err == nil:
+		have := stream.CachedInfo().Config
+		next := have
+		next.Replicas, next.MaxBytes, next.MaxAge, next.Duplicates = want.Replicas, want.MaxBytes, want.MaxAge, want.Duplicates
+		if next.Replicas != have.Replicas || next.MaxBytes != have.MaxBytes || next.MaxAge != have.MaxAge || next.Duplicates != have.Duplicates {
+			if updated, uErr := js.UpdateStream(ctx, next); uErr != nil {
+				log.WarnContext(ctx, "events stream settings not changed", "stream", want.Name, "err", uErr)
+			} else {
+				stream = updated
+				log.InfoContext(ctx, "events stream settings changed", "stream", want.Name, "replicas", next.Replicas,
+					"max_bytes", next.MaxBytes, "max_age", next.MaxAge, "duplicate_window", next.Duplicates)
+			}
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("streams: events stream %s: %w", s.EventsStream(), err)
+		return nil, nil, fmt.Errorf("streams: events stream %s: %w", want.Name, err)
 	}
-	kv, err := js.KeyValue(ctx, s.SnapshotBucket())
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      s.SnapshotBucket(),
-			Description: "convstream: the latest snapshot of every conversation, by conversation id",
-			History:     1,
-			Storage:     jetstream.FileStorage,
-			Replicas:    replicas,
-		})
+	if want.MaxBytes > 0 || want.MaxAge > 0 {
+		log.WarnContext(ctx, "the events stream drops old events; conversations that lose events are rebuilt without them",
+			"max_bytes", want.MaxBytes, "max_age", want.MaxAge)
+	}
+
+	bucket := jetstream.KeyValueConfig{
+		Bucket:      s.SnapshotBucket(),
+		Description: "convstream: the latest snapshot of every conversation, by conversation id",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(1, st.BucketReplicas),
+		Placement:   st.placement(),
+	}
+	kv, err := js.KeyValue(ctx, bucket.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		kv, err = js.CreateKeyValue(ctx, bucket)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, s.SnapshotBucket())
+			kv, err = js.KeyValue(ctx, bucket.Bucket)
+		}
+	case err == nil:
+		status, sErr := kv.Status(ctx)
+		if sErr == nil {
+			if info, ok := status.(*jetstream.KeyValueBucketStatus); ok && info.StreamInfo().Config.Replicas != bucket.Replicas {
+				cfg := info.StreamInfo().Config
+				cfg.Replicas = bucket.Replicas
+				if _, uErr := js.UpdateStream(ctx, cfg); uErr != nil {
+					log.WarnContext(ctx, "snapshot bucket replicas not changed", "bucket", bucket.Bucket, "err", uErr)
+				}
+			}
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", s.SnapshotBucket(), err)
+		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
 	}
 	return stream, kv, nil
 }

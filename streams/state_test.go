@@ -36,7 +36,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, 1); err != nil {
+	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	w.lanes = newLanes(1, 4, 10)

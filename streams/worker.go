@@ -76,7 +76,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: Run called twice", ErrInvalidConfig)
 	}
 	log := w.cfg.logger
-	stream, kv, err := Provision(ctx, w.js, w.cfg.subjects, w.cfg.replicas)
+	stream, kv, err := Provision(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
 	if err != nil {
 		return err
 	}

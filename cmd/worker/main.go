@@ -49,9 +49,10 @@ type options struct {
 	maxPayload                int
 	conn                      streams.ConnConfig
 	prefix, consumer          string
-	replicas, lanes, cache    int
+	lanes, cache              int
+	storage                   streams.Storage
 	limits                    streams.Limits
-	pipelineDir               string
+	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
 	shutdownTimeout           time.Duration
 	logLevel, logFormat       string
@@ -88,13 +89,21 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.conn.TLSCA, "nats-tls-ca", "CONVSTREAM_NATS_TLS_CA", "", "CA file to verify the NATS server")
 	str(&o.prefix, "subject-prefix", "CONVSTREAM_SUBJECT_PREFIX", streams.DefaultPrefix, "prefix of every subject; names the stream and bucket too")
 	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", "convstream-worker", "durable consumer name; workers sharing it share the events")
-	num(&o.replicas, "replicas", "CONVSTREAM_REPLICAS", 1, "replicas of the stream and bucket when the worker creates them")
+	num(&o.storage.StreamReplicas, "stream-replicas", "CONVSTREAM_STREAM_REPLICAS", 1, "replicas of the events stream")
+	num(&o.storage.BucketReplicas, "bucket-replicas", "CONVSTREAM_BUCKET_REPLICAS", 1, "replicas of the snapshot bucket")
+	fs.Var((*byteSize)(&o.storage.StreamMaxBytes), "stream-max-bytes", "largest size of the events stream, e.g. 10GiB (default: no limit; old events are dropped beyond it)")
+	ef.bind("stream-max-bytes", "CONVSTREAM_STREAM_MAX_BYTES")
+	dur(&o.storage.StreamMaxAge, "stream-max-age", "CONVSTREAM_STREAM_MAX_AGE", 0, "oldest event the stream keeps (default: no limit)")
+	dur(&o.storage.DuplicateWindow, "duplicate-window", "CONVSTREAM_DUPLICATE_WINDOW", streams.DuplicateWindow, "how long JetStream remembers event ids to drop republished copies")
+	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
+	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
+	ef.bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
 	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
-	str(&o.pipelineDir, "pipeline-dir", "CONVSTREAM_PIPELINE_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
+	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
@@ -189,10 +198,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithLanes(o.lanes),
 		streams.WithCacheConversations(o.cache),
 		streams.WithConsumerName(o.consumer),
-		streams.WithReplicas(o.replicas),
+		streams.WithStorage(o.storage),
 		streams.WithAckWait(o.ackWait),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
-		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelineDir)),
+		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
 		streams.WithLogger(log),
 		streams.WithTracerProvider(tel.tracer),
 		streams.WithMeterProvider(tel.meter),

@@ -168,6 +168,36 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	if o.lanes != 5 || o.prefix != "acme" || o.limits.MaxMessages != 50 || o.listen != "127.0.0.1:4222" || o.dataDir != "./data" {
 		t.Errorf("options = %+v", o)
 	}
+
+	// The flags the Helm chart passes.
+	chart := []string{"--nats-url=nats://nats:4222", "--subject-prefix=convstream", "--http=0.0.0.0:8080",
+		"--nats-creds=/etc/convstream/nats/creds/nats.creds", "--nats-tls-ca=/ca.crt", "--nats-tls-cert=/tls.crt", "--nats-tls-key=/tls.key",
+		"--stream-replicas=3", "--bucket-replicas=3", "--stream-max-bytes=10GiB", "--stream-max-age=720h",
+		"--duplicate-window=5m", "--placement-cluster=east", "--placement-tags=ssd,fast",
+		"--max-event-bytes=1048576", "--max-messages=10000", "--max-snapshot-bytes=0", "--cache-conversations=10000",
+		"--pipelines-dir=/etc/convstream/pipelines", "--ack-wait=2m"}
+	o, err = parseFlags(chart, func(string) string { return "" }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := o.storage
+	if st.StreamReplicas != 3 || st.BucketReplicas != 3 || st.StreamMaxBytes != 10<<30 || st.StreamMaxAge != 720*time.Hour ||
+		st.DuplicateWindow != 5*time.Minute || st.PlacementCluster != "east" || len(st.PlacementTags) != 2 ||
+		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" {
+		t.Errorf("chart flags: %+v", o)
+	}
+	for in, want := range map[string]int64{"512": 512, "64KiB": 64 << 10, "1GB": 1e9, "2M": 2 << 20, "1.5KiB": 1536} {
+		var b byteSize
+		if err := b.Set(in); err != nil || int64(b) != want {
+			t.Errorf("size %q = %d, %v", in, b, err)
+		}
+	}
+	for _, bad := range []string{"x", "10XB", "-1"} {
+		var b byteSize
+		if b.Set(bad) == nil {
+			t.Errorf("size %q accepted", bad)
+		}
+	}
 	env["CONVSTREAM_NATS_TOKEN"] = "Xy7-secret-token"
 	env["CONVSTREAM_CACHE_CONVERSATIONS"] = "many"
 	var help bytes.Buffer
