@@ -232,4 +232,15 @@ func TestRejections(t *testing.T) {
 	if sums[MetricEventsApplied] != 4 || sums[MetricEventsRejected] != int64(len(cases)+1) {
 		t.Errorf("metrics: %v", sums)
 	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == MetricSnapshotLatency {
+				if len(h.DataPoints) != 1 || h.DataPoints[0].Count != 4 || h.DataPoints[0].Sum <= 0 {
+					t.Errorf("snapshot latency: %+v", h.DataPoints)
+				} else {
+					t.Logf("snapshot latency: %d snapshots, mean %.2f ms", h.DataPoints[0].Count, 1000*h.DataPoints[0].Sum/float64(h.DataPoints[0].Count))
+				}
+			}
+		}
+	}
 }

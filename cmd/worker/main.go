@@ -54,6 +54,7 @@ type options struct {
 	limits                    streams.Limits
 	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
+	inferenceWait             time.Duration
 	shutdownTimeout           time.Duration
 	logLevel, logFormat       string
 }
@@ -105,6 +106,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
+	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -183,6 +185,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		natsURL = ns.ClientURL()
 		extra = append(extra, nats.InProcessServer(ns))
 		log.Info("embedded NATS server started", "url", natsURL, "store", o.dataDir)
+		if host, _, _ := net.SplitHostPort(o.listen); !isLoopback(host) {
+			log.Warn("the embedded NATS server accepts unauthenticated clients beyond this machine", "listen", o.listen)
+		}
 	}
 	o.conn.Name = "convstream-worker"
 	o.conn.Logger = log
@@ -201,6 +206,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithStorage(o.storage),
 		streams.WithAckWait(o.ackWait),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
+		streams.WithInferenceWait(o.inferenceWait),
 		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
 		streams.WithLogger(log),
 		streams.WithTracerProvider(tel.tracer),
@@ -283,4 +289,13 @@ func drain(nc *nats.Conn, timeout time.Duration) error {
 	case <-time.After(timeout):
 		return errors.New("drain timed out")
 	}
+}
+
+// isLoopback reports whether host names this machine only.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
