@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -118,13 +117,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		"consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
 
 	stopped := make(chan struct{})
-	var once sync.Once
 	go func() {
 		select {
 		case <-ctx.Done():
-		case <-stopped:
+		case <-stopped: // the connection closed under us
 		}
-		once.Do(it.Drain)
+		it.Drain() // what was fetched is still handed out, then Next ends
 	}()
 	w.dispatch(work, it)
 	close(stopped)
