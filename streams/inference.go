@@ -317,7 +317,8 @@ func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (i
 		}
 	})
 	if callErr != nil {
-		return view, callErr
+		// fn may still run later: do not read what it writes.
+		return inferenceView{}, callErr
 	}
 	return view, err
 }

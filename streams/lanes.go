@@ -62,7 +62,9 @@ func (ls *lanes) do(ctx context.Context, l *lane, fn func()) error {
 	}
 }
 
-// call runs fn on l and waits for it.
+// call runs fn on l and waits for it. When ctx ends first, call returns
+// its error and fn may still run later: the caller must not read what fn
+// writes.
 func (ls *lanes) call(ctx context.Context, l *lane, fn func()) error {
 	done := make(chan struct{})
 	if err := ls.do(ctx, l, func() { defer close(done); fn() }); err != nil {
