@@ -6,15 +6,16 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test test-short bench lint fmt vet staticcheck fuzz clean
+.PHONY: all build run test test-race test-short bench lint fmt vet staticcheck fuzz clean
 
 all: build
 
 build:
 	$(GO) build ./...
 
+# ARGS are passed to the worker, e.g. make run ARGS="--listen 127.0.0.1:4333 --http 127.0.0.1:8181".
 run:
-	$(GO) run ./cmd/worker
+	$(GO) run ./cmd/worker $(ARGS)
 
 test:
 	$(GO) vet $(PKGS)
@@ -22,14 +23,18 @@ test:
 	@# go test hides the output of passing packages; show the conformance summaries.
 	@$(GO) test -count=1 -v -run 'TestConformance' ./conversation/ ./processors/ | grep -E 'conformance.*passed'
 
+test-race:
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
 test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./conversation/ ./enginecore/ ./processors/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./conversation/ ./enginecore/ ./processors/ ./streams/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./conversation/
+	$(GO) test -run '^$$' -fuzz FuzzPipeline -fuzztime 30s ./processors/
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
 	"runtime"
 	"syscall"
 	"time"
