@@ -19,10 +19,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
 	"runtime"
 	"syscall"
 	"time"
+	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
