@@ -22,6 +22,15 @@ type EmbeddedConfig struct {
 	MaxPayload int32
 	// Logger receives the server's log; nil discards it.
 	Logger *slog.Logger
+	// WebSocket is HOST:PORT of a NATS WebSocket listener for browsers
+	// (the ui package's page); empty means none. An empty host means
+	// 127.0.0.1 and port -1 picks a free one (see Server.WebsocketURL).
+	// It speaks plain ws:// without TLS (NATS's no_tls), which is meant
+	// for loopback: beyond it, terminate TLS in a proxy in front.
+	WebSocket string
+	// WebSocketOrigins are the origins (scheme://host:port) whose pages
+	// may open a WebSocket connection; empty accepts any origin.
+	WebSocketOrigins []string
 }
 
 // DefaultEmbeddedMaxPayload is the embedded server's default max payload.
@@ -50,7 +59,7 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if maxPayload == 0 {
 		maxPayload = DefaultEmbeddedMaxPayload
 	}
-	ns, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: "convstream-embedded",
 		Host:       host,
 		Port:       port,
@@ -58,7 +67,17 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		StoreDir:   cfg.StoreDir,
 		MaxPayload: maxPayload,
 		NoSigs:     true,
-	})
+	}
+	if cfg.WebSocket != "" {
+		wsHost, wsPort, err := splitHostPort(cfg.WebSocket, "127.0.0.1")
+		if err != nil {
+			return nil, fmt.Errorf("%w: websocket address: %w", ErrInvalidConfig, err)
+		}
+		opts.Websocket = server.WebsocketOpts{
+			Host: wsHost, Port: wsPort, NoTLS: true, AllowedOrigins: cfg.WebSocketOrigins,
+		}
+	}
+	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("streams: embedded NATS server: %w", err)
 	}
@@ -71,6 +90,22 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 		return nil, fmt.Errorf("streams: embedded NATS server on %s did not start", listen)
 	}
 	return ns, nil
+}
+
+// splitHostPort splits HOST:PORT, with defHost for an empty host.
+func splitHostPort(addr, defHost string) (string, int, error) {
+	host, portText, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: %w", addr, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: bad port", addr)
+	}
+	if host == "" {
+		host = defHost
+	}
+	return host, port, nil
 }
 
 // serverLogger routes the NATS server's log to slog.

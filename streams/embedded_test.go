@@ -1,0 +1,33 @@
+package streams
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
+
+// TestEmbeddedWebSocket starts the embedded server with a WebSocket
+// listener on a free loopback port and connects to it over ws://.
+func TestEmbeddedWebSocket(t *testing.T) {
+	ns, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), WebSocket: ":-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	u := ns.WebsocketURL()
+	if !strings.HasPrefix(u, "ws://127.0.0.1:") || strings.HasSuffix(u, ":-1") || strings.HasSuffix(u, ":0") {
+		t.Fatalf("WebsocketURL = %q, want ws://127.0.0.1:<port>", u)
+	}
+	nc, err := nats.Connect(u)
+	if err != nil {
+		t.Fatalf("connect over websocket: %v", err)
+	}
+	defer nc.Close()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := StartEmbedded(EmbeddedConfig{StoreDir: t.TempDir(), WebSocket: "nope"}); err == nil {
+		t.Fatal("a bad websocket address was accepted")
+	}
+}
