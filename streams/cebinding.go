@@ -178,6 +178,9 @@ func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, err
 	}
+	if hasControl(ev.ID()) {
+		return nil, fmt.Errorf("id %q holds control characters", ev.ID())
+	}
 	return ev, nil
 }
 

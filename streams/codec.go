@@ -50,6 +50,9 @@ func decodeData(ev *event.Event) (map[string]any, error) {
 		return nil, errors.New("no data")
 	}
 	if mt == ContentTypeMsgpack {
+		if err := checkMsgpackData(raw); err != nil {
+			return nil, fmt.Errorf("invalid msgpack: %w", err)
+		}
 		// Map keys must be strings, as in JSON; msgpack's default decoder
 		// refuses others.
 		var v any
@@ -59,6 +62,9 @@ func decodeData(ev *event.Event) (map[string]any, error) {
 		if raw, err = json.Marshal(v); err != nil {
 			return nil, fmt.Errorf("msgpack data has no JSON form: %w", err)
 		}
+	}
+	if err := checkJSONData(raw); err != nil {
+		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(raw, &obj); err != nil {

@@ -33,6 +33,11 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 	if id, ok := data["id"].(string); !ok || id == "" {
 		return reject(CodeMissingID, "data has no string \"id\"")
 	}
+	for _, k := range []string{"id", "parentId"} {
+		if s, ok := data[k].(string); ok && hasControl(s) {
+			return reject(CodeInvalidData, "%s %q holds control characters", k, s)
+		}
+	}
 	d.data = data
 	return nil
 }
