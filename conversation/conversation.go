@@ -27,6 +27,16 @@ type Conversation struct {
 	// refs counts the messages naming each id as their parent, present or
 	// not: a new message can close a loop only if something points at it.
 	refs map[string]int
+
+	// ix is the index of the preprocessed messages, kept up to date in place
+	// by appends while the conversation is simple (see index.simple); nil
+	// when it must be rebuilt.
+	ix *index
+	// flat is the last flat list, valid while reads is set: reads records
+	// what the walk that built it looked at, so an append that touches none
+	// of that leaves it as it is.
+	flat  []*Message
+	reads *readSet
 }
 
 // NewConversation returns an empty conversation. Options are those of Parse;
@@ -84,12 +94,61 @@ func (c *Conversation) Append(m *Message) error {
 			return err
 		}
 	}
+	simple := c.refs[m.id] == 0 // nothing waits for m as its parent
 	c.compact()
 	c.ref(m, 1)
 	c.pos[m.id] = len(c.order)
 	c.order = append(c.order, m.id)
 	c.msgs[m.id] = m
+	if c.ix != nil && !(simple && c.indexAppend(m)) {
+		c.invalidate()
+	}
 	return nil
+}
+
+// invalidate drops the index and the flat list; the next read rebuilds them.
+func (c *Conversation) invalidate() {
+	c.ix = nil
+	c.flat, c.reads = nil, nil
+}
+
+// indexAppend adds m to the index in place, and drops the flat list if the
+// walk that built it looked where m lands. It reports false when m needs a
+// rebuild: it changes the shape of the conversation (a compressed group, an
+// unusual parent).
+func (c *Conversation) indexAppend(m *Message) bool {
+	ix := c.ix
+	if !ix.simple || m.role == "compressedGroup" || m.id == "" {
+		return false
+	}
+	if m.flags&flagSubAgent != 0 {
+		m = m.With("agentId", m.meta["subAgentId"])
+	}
+	slot := slotRoot
+	switch {
+	case m.hasParent && m.parentID == "":
+		return false
+	case m.hasParent:
+		if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
+			slot = p
+		}
+	case !m.parentNull && !truthy(m.fields["parentId"]):
+		return false
+	}
+	if ix.ids.add(m) {
+		return false
+	}
+	pos := int32(len(ix.ids.msgs) - 1)
+	ix.msgs = ix.ids.msgs
+	ix.appendChild(slot, pos, m.inThread)
+	if r := c.reads; r != nil {
+		// A parent appended after the walk cannot have been looked at.
+		read := slot >= 0 && int(slot) < len(r.kids) && r.kids[slot]
+		if read || (slot < 0 && r.roots) || r.misses[m.id] || r.all {
+			c.reads = nil // the old list stays only as a size hint
+		}
+	}
+	return true
 }
 
 // Update applies a JSON merge patch (RFC 7386) to the message with the given
@@ -117,7 +176,28 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	c.ref(old, -1)
 	c.ref(m, 1)
 	c.msgs[id] = m
+	c.reads = nil
+	if c.ix != nil && !c.indexReplace(old, m) {
+		c.invalidate()
+	}
 	return nil
+}
+
+// indexReplace swaps an updated message into the index when the update
+// leaves the shape of the conversation as it was.
+func (c *Conversation) indexReplace(old, m *Message) bool {
+	same := old.parentID == m.parentID && old.hasParent == m.hasParent && old.parentNull == m.parentNull &&
+		old.role == m.role && old.inThread == m.inThread && old.groupID == m.groupID &&
+		old.agentID == m.agentID && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
+	if !same {
+		return false
+	}
+	p, ok := c.ix.ids.find(m.id, m.idHash)
+	if !ok {
+		return false
+	}
+	c.ix.ids.msgs[p] = m
+	return true
 }
 
 // ref counts m's parent reference up (d=1) or down (d=-1).
@@ -140,6 +220,7 @@ func (c *Conversation) Delete(id string) error {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
 	c.ref(m, -1)
+	c.invalidate()
 	delete(c.msgs, id)
 	delete(c.pos, id)
 	c.stale = true
@@ -151,6 +232,7 @@ func (c *Conversation) UpsertGroup(g *MessageGroup) error {
 	if g == nil || g.id.kind != keyString {
 		return fmt.Errorf("%w: message group needs a string id", ErrInvalidMessage)
 	}
+	c.invalidate()
 	for i, old := range c.groups {
 		if old.id == g.id {
 			c.groups[i] = g
@@ -161,9 +243,59 @@ func (c *Conversation) UpsertGroup(g *MessageGroup) error {
 	return nil
 }
 
-// Result parses the conversation as it stands.
+// Result parses the conversation as it stands. It equals Parse of
+// Messages() and Groups(), and reuses the conversation's index and flat
+// list where they are current.
 func (c *Conversation) Result() (*Result, error) {
-	return Parse(c.Messages(), c.groups, WithMaxMessages(c.opts.maxMessages), WithMaxBranchDepth(c.opts.maxBranchDepth))
+	flat, err := c.FlatList()
+	if err != nil {
+		return nil, err
+	}
+	tree, err := (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth}).build()
+	if err != nil {
+		return nil, err
+	}
+	// The message map gets its own index: the conversation's changes in place.
+	ids := newIDIndex(len(c.ix.msgs))
+	for _, m := range c.ix.msgs {
+		ids.add(m)
+	}
+	return &Result{ContextTree: tree, FlatList: flat, MessageMap: MessageMap{ids: ids}}, nil
+}
+
+// FlatList returns the flat list of the conversation as it stands (the
+// FlatList of Result). After an append that lands outside what the last
+// walk looked at, it is returned again without a walk; otherwise only the
+// walk of the active path runs, on an index kept up to date in place. The
+// slice is shared: callers must not modify it.
+func (c *Conversation) FlatList() ([]*Message, error) {
+	if c.reads != nil {
+		return c.flat, nil
+	}
+	if c.ix == nil {
+		c.ix = buildIndex(preprocess(c.Messages()), c.groups)
+		if c.ix.simple {
+			c.ix.toRows()
+		}
+	}
+	ix := c.ix
+	ix.reads = newReadSet(len(ix.msgs))
+	ix.reads.roots = true
+	defer func() { ix.reads = nil }()
+	w := newFlatWalker(ix, &collector{ix: ix})
+	if c.flat != nil {
+		// The last flat list is a better size hint than the message count.
+		w.out = make([]*Message, 0, len(c.flat)+64)
+	}
+	if err := w.flatten(); err != nil {
+		return nil, err
+	}
+	c.flat, c.reads = w.out, ix.reads
+	if !ix.simple {
+		// A conversation of unusual shape is rebuilt on every change.
+		c.reads = nil
+	}
+	return w.out, nil
 }
 
 // PathTo returns the messages on the path from the root to leaf, in append

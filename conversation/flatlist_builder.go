@@ -250,6 +250,9 @@ func (w *flatWalker) children(top int) {
 		if m.groupID != "" {
 			if g := ix.groups[m.groupID]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
 				var members []int32
+				if ix.reads != nil {
+					ix.reads.all = true
+				}
 				for j, gm := range ix.msgs {
 					if gm.groupID == m.groupID {
 						members = append(members, int32(j))

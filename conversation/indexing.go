@@ -34,6 +34,12 @@ type index struct {
 	// narrowed overrides the children of a few parents while the flat-list
 	// walk follows one continuation at a time (see flatWalker.continueRun).
 	narrowed map[int32][]int32
+	// reads, when set, records what a walk looks at (see readSet).
+	reads *readSet
+	// simple tells that no compressed group or empty id shapes this
+	// conversation, so an append can update the index in place (see
+	// Conversation.indexAppend).
+	simple bool
 
 	groups map[string]*MessageGroup
 }
@@ -43,12 +49,33 @@ type index struct {
 type childLists struct {
 	off  []int32
 	data []int32
+	// rows, when set, replaces off and data with one slice per message, so
+	// that children can be appended (an index kept up to date in place).
+	rows [][]int32
 }
 
 // of returns the children of p; callers must not append to it.
 func (c *childLists) of(p int32) []int32 {
+	if c.rows != nil {
+		return c.rows[p]
+	}
 	a, b := c.off[p], c.off[p+1]
 	return c.data[a:b:b]
+}
+
+// toRows switches c to one slice per message. Each row's capacity ends at
+// its length, so appending to one never overwrites the next.
+func (c *childLists) toRows() {
+	if c.rows != nil {
+		return
+	}
+	n := len(c.off) - 1
+	c.rows = make([][]int32, n)
+	for p := range n {
+		a, b := c.off[p], c.off[p+1]
+		c.rows[p] = c.data[a:b:b]
+	}
+	c.off, c.data = nil, nil
 }
 
 // newChildLists builds the lists from each message's parent position
@@ -78,6 +105,9 @@ func newChildLists(parent []int32) childLists {
 
 // kidsOf returns the current children of message p.
 func (ix *index) kidsOf(p int32) []int32 {
+	if ix.reads != nil {
+		ix.reads.kids[p] = true
+	}
 	if ix.narrowed != nil {
 		if l, ok := ix.narrowed[p]; ok {
 			return l
@@ -98,7 +128,12 @@ func (ix *index) mainKidsOf(p int32) []int32 {
 }
 
 // rawKidsOf returns the messages whose own parentId is p's id.
-func (ix *index) rawKidsOf(p int32) []int32 { return ix.rawKids.of(p) }
+func (ix *index) rawKidsOf(p int32) []int32 {
+	if ix.reads != nil {
+		ix.reads.kids[p] = true
+	}
+	return ix.rawKids.of(p)
+}
 
 // buildIndex runs the indexing phase over preprocessed messages and their
 // id index.
@@ -125,6 +160,8 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 		}
 	}
 
+	ix.simple = redirect == nil && ix.emptyID < 0
+
 	slot := make([]int32, n)
 	raw := make([]int32, n)
 	rootCount := 0
@@ -138,6 +175,9 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 		}
 		threads = threads || m.inThread
 		slot[i] = parentSlot(m, raw[i], redirect)
+		if slot[i] == slotEmpty || slot[i] == slotNowhere {
+			ix.simple = false
+		}
 		if slot[i] == slotRoot {
 			rootCount++
 		}
@@ -287,7 +327,11 @@ func (ix *index) msg(i int32) *Message { return ix.msgs[i] }
 
 // lookup returns the position of the message with the given id.
 func (ix *index) lookup(id string) (int32, bool) {
-	return ix.ids.lookup(id)
+	p, ok := ix.ids.lookup(id)
+	if !ok && ix.reads != nil {
+		ix.reads.missed(id)
+	}
+	return p, ok
 }
 
 // parentOf returns the position of the message named by m's own parentId,
@@ -298,6 +342,9 @@ func (ix *index) parentOf(m *Message) int32 {
 	}
 	if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
 		return p
+	}
+	if ix.reads != nil {
+		ix.reads.missed(m.parentID)
 	}
 	return noParent
 }
@@ -320,4 +367,48 @@ func (ix *index) restore(p int32, prev []int32, had bool) {
 		return
 	}
 	delete(ix.narrowed, p)
+}
+
+// toRows switches the index's child lists to one slice per message, so that
+// appends can extend them (see Conversation.indexAppend).
+func (ix *index) toRows() {
+	ix.kids.toRows()
+	if ix.mainKids != &ix.kids {
+		ix.mainKids.toRows()
+	}
+}
+
+// appendChild records message pos under parent slot (a position, or
+// slotRoot), in the id tree too unless the message is in a thread.
+func (ix *index) appendChild(slot, pos int32, inThread bool) {
+	if inThread && ix.mainKids == &ix.kids {
+		// The first thread message: the id tree stops sharing the children
+		// map. Rows are clipped so that appends to either never write into
+		// the other's spare capacity.
+		main := childLists{rows: make([][]int32, len(ix.kids.rows))}
+		for p, r := range ix.kids.rows {
+			main.rows[p] = r[:len(r):len(r)]
+		}
+		ix.mainKids = &main
+		ix.mainRoots = ix.roots[:len(ix.roots):len(ix.roots)]
+	}
+	shared := ix.mainKids == &ix.kids
+	ix.kids.rows = append(ix.kids.rows, nil)
+	if !shared {
+		ix.mainKids.rows = append(ix.mainKids.rows, nil)
+	}
+	if slot >= 0 {
+		ix.kids.rows[slot] = append(ix.kids.rows[slot], pos)
+		if !shared && !inThread {
+			ix.mainKids.rows[slot] = append(ix.mainKids.rows[slot], pos)
+		}
+		return
+	}
+	ix.roots = append(ix.roots, pos)
+	switch {
+	case shared:
+		ix.mainRoots = ix.roots
+	case !inThread:
+		ix.mainRoots = append(ix.mainRoots, pos)
+	}
 }
