@@ -36,6 +36,16 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./conversation/
 	$(GO) test -run '^$$' -fuzz FuzzPipeline -fuzztime 30s ./processors/
 
+# fuzz-ci runs every fuzz target for FUZZTIME each (CI calls it after make
+# test); their seed corpora are committed under each package's testdata/fuzz.
+FUZZTIME ?= 10s
+.PHONY: fuzz-ci
+fuzz-ci:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./conversation/
+	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./processors/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./streams/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeData$$' -fuzztime $(FUZZTIME) ./streams/
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
