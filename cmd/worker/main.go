@@ -47,6 +47,8 @@ func main() {
 // options are the worker's flags.
 type options struct {
 	listen, dataDir, httpAddr string
+	websocket                 string
+	websocketOrigins          stringList
 	maxPayload                int
 	conn                      streams.ConnConfig
 	prefix, consumer          string
@@ -78,6 +80,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		ef.bind(name, env)
 	}
 	str(&o.listen, "listen", "CONVSTREAM_LISTEN", "127.0.0.1:4222", "client address of the embedded NATS server (unused with --nats-url)")
+	str(&o.websocket, "websocket", "CONVSTREAM_WEBSOCKET", "", "HOST:PORT of the embedded server's NATS WebSocket listener for the /ui viewer, plain ws:// (empty host: 127.0.0.1; default off)")
+	fs.Var(&o.websocketOrigins, "websocket-origins", `comma-separated origins whose pages may use the WebSocket listener ("*": any; default: the --http server's)`)
+	ef.bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
 	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
 	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
@@ -178,6 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if natsURL == "" {
 		ns, err = streams.StartEmbedded(streams.EmbeddedConfig{
 			Listen: o.listen, StoreDir: o.dataDir, MaxPayload: int32(o.maxPayload), Logger: log,
+			WebSocket: o.websocket, WebSocketOrigins: websocketOrigins(o),
 		})
 		if err != nil {
 			return err
@@ -186,6 +192,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		natsURL = ns.ClientURL()
 		extra = append(extra, nats.InProcessServer(ns))
 		log.Info("embedded NATS server started", "url", natsURL, "store", o.dataDir)
+		if o.websocket != "" {
+			log.Info("NATS WebSocket listener (no TLS)", "url", ns.WebsocketURL(), "origins", websocketOrigins(o))
+		}
 		if host, _, _ := net.SplitHostPort(o.listen); !isLoopback(host) {
 			log.Warn("the embedded NATS server accepts unauthenticated clients beyond this machine", "listen", o.listen)
 		}
@@ -225,13 +234,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: w.HealthHandler(), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: httpHandler(w.HealthHandler(), subjects, ns), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)
 			}
 		}()
-		log.Info("serving /healthz and /readyz", "addr", httpAddr)
+		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr)
 	}
 
 	runErr := make(chan error, 1)

@@ -1,0 +1,360 @@
+package ui_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/ui"
+)
+
+// browserCase is the conformance conversation the browser test loads: a
+// user turn, assistant groups with tools, compare columns, a supervisor,
+// tasks, and a message with two branches.
+const browserCase = "normal-s2-0019"
+
+// TestBrowserViewer runs the viewer in headless Chromium against an
+// embedded JetStream server with a WebSocket listener and a worker: it
+// loads a conformance conversation through the client, checks that the
+// page renders the snapshot's flatList in order, switches a branch with
+// the ‹ › buttons, checks that the view becomes the flatList Parse gives
+// for the updated conversation, asks for the inference context, and
+// saves a screenshot (logged; kept with go test -artifacts, and copied to
+// ui/screenshots when UI_SCREENSHOTS is set).
+func TestBrowserViewer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (apt-get install chromium): browser test skipped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{
+		Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), WebSocket: "127.0.0.1:-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	w, err := streams.NewWorker(nc, streams.WithLogger(slog.New(slog.DiscardHandler)),
+		streams.WithPipelines(defaultPipeline()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- w.Run(wctx) }()
+	t.Cleanup(func() { stop(); <-done })
+	waitFor(t, 10*time.Second, "worker ready", func() bool { return w.Ready() == nil })
+
+	subjects, _ := streams.NewSubjects("")
+	wsURL, _ := url.Parse(ns.WebsocketURL())
+	wsPort, _ := strconv.Atoi(wsURL.Port())
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler(ui.Config{
+		WebSocketPort: wsPort, Prefix: subjects.Prefix(), Bucket: subjects.SnapshotBucket(),
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	// Load the conversation: groups, then every message, in input order.
+	const conv = "browser-1"
+	input := loadCase(t, browserCase)
+	client, err := streams.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range input.Groups {
+		if _, err := client.Send(ctx, conv, streams.TypeGroupsUpserted, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range input.Messages {
+		if _, err := client.Send(ctx, conv, streams.TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := len(input.Groups) + len(input.Messages)
+	snap := waitVersion(ctx, t, client, conv, uint64(events))
+	want := ids(t, snap.FlatList)
+	if parsed := parseIDs(t, input); !slices.Equal(want, parsed) {
+		t.Fatalf("snapshot flatList %v, Parse gives %v", want, parsed)
+	}
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	defer cancelAlloc()
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	defer cancelBrowser()
+
+	page := srv.URL + "/ui/?c=" + conv
+	version := func(v int) string { return fmt.Sprintf(`#transcript[data-version="%d"]`, v) }
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(version(events))),
+	); err != nil {
+		t.Fatalf("loading %s: %v", page, err)
+	}
+	rendered := evaluate[[]string](t, bctx, renderedIDs)
+	if !slices.Equal(rendered, want) {
+		t.Fatalf("rendered order %v, flatList %v", rendered, want)
+	}
+	t.Logf("rendered %d entries in flatList order: %v", len(rendered), rendered)
+
+	// Switch the first switchable branch to its neighbour.
+	entry, to := firstBranch(t, snap.FlatList)
+	button := fmt.Sprintf(`li.entry[data-id=%q] > .branch > .branch-next`, entry.ID)
+	if to < entry.Branch.ActiveBranchIndex {
+		button = strings.Replace(button, "branch-next", "branch-prev", 1)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(button)),
+		chromedp.WaitVisible(chromedp.CSS(version(events+1))),
+	); err != nil {
+		t.Fatalf("switching the branch of %s: %v", entry.ID, err)
+	}
+	rendered = evaluate[[]string](t, bctx, renderedIDs)
+	setActiveBranch(t, input, entry.ParentID, to)
+	after := parseIDs(t, input)
+	if slices.Equal(after, want) {
+		t.Fatalf("switching %s to branch %d changes nothing in Parse: bad test case", entry.ParentID, to)
+	}
+	if !slices.Equal(rendered, after) {
+		t.Fatalf("after the switch rendered %v, Parse of the updated conversation %v", rendered, after)
+	}
+	t.Logf("switched %s (parent %s) to branch %d: now %v", entry.ID, entry.ParentID, to+1, rendered)
+
+	// The inference context, with per-processor durations.
+	if err := chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS("#infer")),
+		chromedp.WaitVisible(chromedp.CSS(`#inference:is([data-state="done"], [data-state="error"])`)),
+	); err != nil {
+		t.Fatalf("inference context: %v", err)
+	}
+	if state := evaluate[string](t, bctx, `document.getElementById("inference").dataset.state`); state != "done" {
+		t.Fatalf("inference context: %s", evaluate[string](t, bctx, `document.getElementById("inference").textContent`))
+	}
+	processors := evaluate[int](t, bctx, `document.querySelectorAll("#inference table.durations tr").length`)
+	shot, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	if processors == 0 {
+		t.Fatal("no processor durations shown")
+	}
+	path := filepath.Join(t.ArtifactDir(), "viewer.png")
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+	if dir := os.Getenv("UI_SCREENSHOTS"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "viewer.png"), shot, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// defaultPipeline serves the built-in default pipeline spec (params are
+// not used by the page).
+func defaultPipeline() streams.Pipelines {
+	return streams.PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
+		if name != "default" {
+			return nil, fmt.Errorf("%w: %s", streams.ErrUnknownPipeline, name)
+		}
+		return processors.Default().Build(processors.DefaultSpec(), opts...)
+	})
+}
+
+// evaluate runs a JavaScript expression in the page.
+func evaluate[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// renderedIDs is the page's transcript order.
+const renderedIDs = `[...document.querySelectorAll("#transcript > li.entry")].map(e => e.dataset.id)`
+
+type caseInput struct {
+	Messages []map[string]any `json:"messages"`
+	Groups   []map[string]any `json:"messageGroups,omitempty"`
+}
+
+func loadCase(t *testing.T, name string) *caseInput {
+	t.Helper()
+	f, err := os.Open("../conversation/testdata/conformance/generated-normal.jsonl.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(zr)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var c struct {
+			Name  string    `json:"name"`
+			Input caseInput `json:"input"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		if c.Name == name || strings.HasPrefix(c.Name, name+" ") {
+			return &c.Input
+		}
+	}
+	t.Fatalf("conformance case %s not found (%v)", name, sc.Err())
+	return nil
+}
+
+type flatEntry struct {
+	ID       string `json:"id"`
+	ParentID string `json:"parentId"`
+	Branch   *struct {
+		ActiveBranchIndex int `json:"activeBranchIndex"`
+		Count             int `json:"count"`
+	} `json:"branch"`
+}
+
+func entries(t *testing.T, v any) []flatEntry {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []flatEntry
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func ids(t *testing.T, flatList any) []string {
+	var out []string
+	for _, e := range entries(t, flatList) {
+		out = append(out, e.ID)
+	}
+	return out
+}
+
+// parseIDs runs conversation.Parse over the input and returns its flatList ids.
+func parseIDs(t *testing.T, in *caseInput) []string {
+	t.Helper()
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, groups, err := conversation.DecodeInputBytes(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := conversation.Parse(msgs, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids(t, res.FlatList)
+}
+
+// firstBranch returns the first entry whose branch can be switched, and
+// the branch index to switch to.
+func firstBranch(t *testing.T, flatList any) (flatEntry, int) {
+	t.Helper()
+	for _, e := range entries(t, flatList) {
+		if e.Branch == nil || e.ParentID == "" || e.Branch.Count < 2 {
+			continue
+		}
+		if e.Branch.ActiveBranchIndex+1 < e.Branch.Count {
+			return e, e.Branch.ActiveBranchIndex + 1
+		}
+		return e, e.Branch.ActiveBranchIndex - 1
+	}
+	t.Fatal("the case has no switchable branch")
+	return flatEntry{}, 0
+}
+
+// setActiveBranch applies what the page publishes: the merge patch
+// {"metadata":{"activeBranchIndex":to}} on the parent.
+func setActiveBranch(t *testing.T, in *caseInput, parentID string, to int) {
+	t.Helper()
+	for _, m := range in.Messages {
+		if m["id"] != parentID {
+			continue
+		}
+		md, _ := m["metadata"].(map[string]any)
+		if md == nil {
+			md = map[string]any{}
+		}
+		md["activeBranchIndex"] = to
+		m["metadata"] = md
+		return
+	}
+	t.Fatalf("parent %s not in the input", parentID)
+}
+
+func waitVersion(ctx context.Context, t *testing.T, c *streams.Client, conv string, version uint64) *streams.Snapshot {
+	t.Helper()
+	var snap *streams.Snapshot
+	waitFor(t, 20*time.Second, fmt.Sprintf("snapshot version %d", version), func() bool {
+		s, err := c.Snapshot(ctx, conv)
+		if err == nil && s.Version >= version {
+			snap = s
+			return true
+		}
+		return false
+	})
+	return snap
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
