@@ -10,14 +10,14 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
-build:
+build: ui
 	$(GO) build ./...
 
 # ARGS are passed to the worker, e.g. make run ARGS="--listen 127.0.0.1:4333 --http 127.0.0.1:8181".
-run:
+run: ui
 	$(GO) run ./cmd/worker $(ARGS)
 
-test:
+test: ui
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	@# go test hides the output of passing packages; show the conformance summaries.
@@ -89,3 +89,19 @@ helm-lint:
 	done; \
 	cd deploy/helm && CONVSTREAM_HELM_RENDERED="$$tmp/rendered" \
 		$(GO) test -count=1 -run '^TestRenderedDir$$' -v .
+
+# ui vendors the nats.ws ESM bundle that the /ui viewer (package ui)
+# imports: npm ci in ui/web, where package-lock.json pins it, then a copy
+# into the embedded folder ui/static/vendor. The copy is committed, so
+# `go build` works on a fresh clone without npm; build, run and test
+# redo it when ui/web's package files are newer, and keep the committed
+# copy when npm is missing. TestVendoredNatsWS checks that it matches the lock.
+UI_VENDOR := ui/static/vendor
+.PHONY: ui
+ui: $(UI_VENDOR)/nats.js
+$(UI_VENDOR)/nats.js: ui/web/package.json ui/web/package-lock.json
+	@if ! command -v npm >/dev/null; then echo "npm not found: keeping the committed $@"; touch $@; exit 0; fi; \
+	set -e; cd ui/web && npm ci --no-audit --no-fund --loglevel=error; \
+	cp node_modules/nats.ws/esm/nats.js ../static/vendor/nats.js; \
+	cp node_modules/nats.ws/LICENSE ../static/vendor/nats.ws.LICENSE; \
+	node -p '"nats.ws " + require("./node_modules/nats.ws/package.json").version' > ../static/vendor/VERSION
