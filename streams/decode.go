@@ -23,7 +23,7 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 	// a rejection when the event itself cannot be read.
 	d.eventID = h.Get(headerMsgID)
 
-	id, ok := w.cfg.subjects.conversationOf("events", d.subject)
+	id, ok := w.cfg.subjects.storedConversationOf(d.subject, w.partitions())
 	if ok {
 		d.conversationID = id
 	}

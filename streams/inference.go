@@ -240,7 +240,7 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 // publishes and then asks sees its own events.
 func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (inferenceView, *RejectError) {
 	target := uint64(0)
-	if last, err := w.stream.GetLastMsgForSubject(ctx, w.cfg.subjects.Events(req.ConversationID)); err == nil {
+	if last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(req.ConversationID)); err == nil {
 		target = last.Sequence
 	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
 		w.cfg.logger.WarnContext(ctx, "inference: reading the last event", "err", err)

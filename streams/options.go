@@ -32,6 +32,7 @@ type config struct {
 	inferenceTimeout time.Duration
 	inferenceWait    time.Duration
 	inferenceWorkers int
+	pinnedTTL        time.Duration
 }
 
 func defaultConfig() config {
@@ -52,6 +53,7 @@ func defaultConfig() config {
 		inferenceTimeout: 30 * time.Second,
 		inferenceWait:    2 * time.Second,
 		inferenceWorkers: 2 * runtime.GOMAXPROCS(0),
+		pinnedTTL:        DefaultPinnedTTL,
 	}
 }
 
@@ -59,8 +61,8 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 {
-		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive", ErrInvalidConfig)
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
+		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
 	if err := c.storage.validate(); err != nil {
 		return err
@@ -142,3 +144,10 @@ func WithInferenceWait(d time.Duration) Option { return func(c *config) { c.infe
 
 // WithInferenceWorkers bounds how many inference requests run at once.
 func WithInferenceWorkers(n int) Option { return func(c *config) { c.inferenceWorkers = n } }
+
+// WithPinnedTTL sets, on a partitioned stream, how long a worker keeps a
+// partition without asking for events (so, how long a dead worker's
+// partitions wait before another worker takes them) and how long a
+// worker's membership lasts without renewal. At least 1s; the same on
+// every worker.
+func WithPinnedTTL(d time.Duration) Option { return func(c *config) { c.pinnedTTL = d } }

@@ -29,10 +29,17 @@ type Storage struct {
 	// JetStream cluster.
 	PlacementCluster string
 	PlacementTags    []string
+	// Partitions, when positive, spreads conversations over that many
+	// partitions: the stream stores P.events.<id> as
+	// P.events.<partition>.<id> (a subject transform with
+	// {{partition(n,1)}}), and each partition has its own consumer, owned
+	// by one worker at a time. It must match across workers and cannot
+	// change on an existing stream.
+	Partitions int
 }
 
 func (st Storage) validate() error {
-	if st.StreamReplicas < 0 || st.BucketReplicas < 0 || st.StreamMaxBytes < 0 || st.StreamMaxAge < 0 || st.DuplicateWindow < 0 {
+	if st.StreamReplicas < 0 || st.BucketReplicas < 0 || st.StreamMaxBytes < 0 || st.StreamMaxAge < 0 || st.DuplicateWindow < 0 || st.Partitions < 0 {
 		return fmt.Errorf("%w: negative storage setting: %+v", ErrInvalidConfig, st)
 	}
 	return nil
@@ -68,6 +75,8 @@ func (st Storage) streamConfig(s Subjects) jetstream.StreamConfig {
 		AllowDirect: true,
 		Discard:     jetstream.DiscardOld,
 		Placement:   st.placement(),
+
+		SubjectTransform: s.partitionTransform(st.Partitions),
 	}
 }
 
@@ -94,6 +103,10 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, st Stora
 		}
 	case err == nil:
 		have := stream.CachedInfo().Config
+		if !sameTransform(have.SubjectTransform, want.SubjectTransform) {
+			return nil, nil, fmt.Errorf("%w: events stream %s: partitions %d do not match the stream's subject transform %+v; "+
+				"the partition count of a stream cannot change", ErrInvalidConfig, want.Name, st.Partitions, have.SubjectTransform)
+		}
 		next := have
 		next.Replicas, next.MaxBytes, next.MaxAge, next.Duplicates = want.Replicas, want.MaxBytes, want.MaxAge, want.Duplicates
 		if next.Replicas != have.Replicas || next.MaxBytes != have.MaxBytes || next.MaxAge != have.MaxAge || next.Duplicates != have.Duplicates {
@@ -145,4 +158,13 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, st Stora
 		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
 	}
 	return stream, kv, nil
+}
+
+// sameTransform reports whether two stream subject transforms are equal
+// (both absent counts as equal).
+func sameTransform(a, b *jetstream.SubjectTransformConfig) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
 }

@@ -25,7 +25,7 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	if before <= 1 {
 		return conv, nil
 	}
-	subject := w.cfg.subjects.Events(id)
+	subject := w.eventSubject(id)
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 

@@ -64,7 +64,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		if !st.unverified {
 			return st, false, nil
 		}
-		next, err := w.stream.GetMsg(ctx, st.seq+1, jetstream.WithGetMsgSubject(w.cfg.subjects.Events(id)))
+		next, err := w.stream.GetMsg(ctx, st.seq+1, jetstream.WithGetMsgSubject(w.eventSubject(id)))
 		if err != nil {
 			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
 		}
@@ -95,7 +95,12 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 // rebuilt up to the sequence of the stored snapshot. It returns
 // ErrUnknownConversation when nothing is stored.
 func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convState, error) {
-	if st := l.cache.get(id); st != nil {
+	// A conversation of a partition another worker owns changes behind
+	// this worker's back: it is read from the store every time.
+	cacheable := w.ownsConversation(id)
+	if !cacheable {
+		l.cache.drop(id)
+	} else if st := l.cache.get(id); st != nil {
 		return st, nil
 	}
 	head, rev, err := w.readHead(ctx, id)
@@ -110,6 +115,8 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 		return nil, err
 	}
 	st := &convState{id: id, conv: conv, seq: head.Sequence, version: head.Version, rev: rev, unverified: true}
-	l.cache.put(st)
+	if cacheable {
+		l.cache.put(st)
+	}
 	return st, nil
 }

@@ -27,6 +27,7 @@ type Worker struct {
 	stream jetstream.Stream
 	kv     jetstream.KeyValue
 	lanes  *lanes
+	owned  []atomic.Bool // by partition, when partitioned
 	ready  atomic.Bool
 	runs   atomic.Bool
 
@@ -80,6 +81,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
+	if w.partitions() > 0 {
+		return w.runPartitioned(ctx)
+	}
 	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
 		Durable:       w.cfg.consumer,
 		Description:   "convstream worker: applies message events in order",
@@ -126,16 +130,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	}()
 	w.dispatch(work, it)
 	close(stopped)
+	w.finish(work)
+	w.cfg.logger.InfoContext(work, "worker stopped")
+	return nil
+}
 
+// finish stops serving and lets the work handed to the lanes complete.
+func (w *Worker) finish(work context.Context) {
 	w.ready.Store(false)
-	log.InfoContext(work, "worker stopping: finishing in-flight work")
+	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
 	w.infer.stop()
 	w.lanes.shutdown()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		log.WarnContext(work, "flush on shutdown", "err", err)
+		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
 	}
-	log.InfoContext(work, "worker stopped")
-	return nil
 }
 
 // dispatch hands every fetched message to the lane of its conversation
@@ -151,14 +159,19 @@ func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
 			w.cfg.logger.WarnContext(ctx, "fetching events", "err", err)
 			continue
 		}
-		key := m.Subject()
-		if id, ok := w.cfg.subjects.conversationOf("events", key); ok {
-			key = id
-		}
-		l := w.lanes.pick(key)
-		if err := w.lanes.do(ctx, l, func() { w.handle(ctx, l, m) }); err != nil {
-			_ = m.Nak()
-		}
+		w.route(ctx, m)
+	}
+}
+
+// route hands a fetched message to the lane of its conversation.
+func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
+	key := m.Subject()
+	if id, ok := w.cfg.subjects.storedConversationOf(key, w.partitions()); ok {
+		key = id
+	}
+	l := w.lanes.pick(key)
+	if err := w.lanes.do(ctx, l, func() { w.handle(ctx, l, m) }); err != nil {
+		_ = m.Nak()
 	}
 }
 

@@ -59,6 +59,7 @@ type options struct {
 	inferenceTimeout, ackWait time.Duration
 	inferenceWait             time.Duration
 	shutdownTimeout           time.Duration
+	pinnedTTL                 time.Duration
 	logLevel, logFormat       string
 }
 
@@ -105,6 +106,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
 	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
 	ef.bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
+	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
+	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", streams.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
@@ -215,6 +218,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithConsumerName(o.consumer),
 		streams.WithStorage(o.storage),
 		streams.WithAckWait(o.ackWait),
+		streams.WithPinnedTTL(o.pinnedTTL),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
 		streams.WithInferenceWait(o.inferenceWait),
 		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),

@@ -1,0 +1,311 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultPinnedTTL is how long a partition stays with a worker that stopped
+// asking for its events, unless WithPinnedTTL says otherwise.
+const DefaultPinnedTTL = 10 * time.Second
+
+// ownerGroup is the priority group every worker pulls partitions in.
+const ownerGroup = "owners"
+
+// headerPinID is the header JetStream sets on every message it delivers to
+// the pinned client of a consumer.
+const headerPinID = "Nats-Pin-Id"
+
+// partitionWindow is how many events one partition's pull buffers.
+const partitionWindow = 128
+
+// ownership runs a worker on a partitioned stream. Every partition has a
+// durable consumer with the pinned-client priority policy: the server
+// delivers its events to one pull client at a time (the pinned one) and
+// pins another only when that one has not pulled for the pinned TTL or
+// gives the partition up. A worker pulls on the partitions it owns, and on
+// all the others while it owns fewer than its fair share (partitions / live
+// workers, rounded up), so that a dead worker's partitions are taken over;
+// a worker with more than its share drains and unpins the excess.
+type ownership struct {
+	w       *Worker
+	cons    []jetstream.Consumer
+	members *members
+	work    context.Context // outlives Run's ctx: started work finishes
+
+	mu      sync.Mutex
+	pullers map[int]*puller
+	pins    []string // by partition: the pin id of the current tenure, "" when not owned
+}
+
+// puller is one partition's pull, handing events to the lanes.
+type puller struct {
+	it   jetstream.MessagesContext
+	done chan struct{}
+}
+
+// partitionConsumer is the durable consumer name of a partition.
+func (w *Worker) partitionConsumer(p int) string {
+	return w.cfg.consumer + "-p" + strconv.Itoa(p)
+}
+
+// runPartitioned is Run on a partitioned stream, once the stream and
+// bucket exist.
+func (w *Worker) runPartitioned(ctx context.Context) error {
+	n := w.partitions()
+	cons := make([]jetstream.Consumer, n)
+	for p := range n {
+		c, err := w.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       w.partitionConsumer(p),
+			Description:   fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, n),
+			FilterSubject: w.cfg.subjects.PartitionEvents(p),
+			DeliverPolicy: jetstream.DeliverAllPolicy,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       w.cfg.ackWait,
+			MaxDeliver:    -1,
+			// As in Run: a dead owner's pending acks must not stall its
+			// successor.
+			MaxAckPending:  max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+partitionWindow)),
+			PriorityPolicy: jetstream.PriorityPolicyPinned,
+			PriorityGroups: []string{ownerGroup},
+			PinnedTTL:      w.cfg.pinnedTTL,
+		})
+		if err != nil {
+			return fmt.Errorf("streams: consumer %s: %w", w.partitionConsumer(p), err)
+		}
+		cons[p] = c
+	}
+	mem, err := joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)
+	if err != nil {
+		return err
+	}
+	w.owned = make([]atomic.Bool, n)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize)
+	work := context.WithoutCancel(ctx)
+	if w.cfg.pipelines != nil {
+		if err := w.infer.start(work, w); err != nil {
+			w.lanes.shutdown()
+			mem.leave(work)
+			return err
+		}
+	}
+	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n)}
+	w.ready.Store(true)
+	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
+		"partitions", n, "consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
+
+	o.balance(ctx)
+
+	// Fetched events are handed out, then the lanes finish them; only then
+	// are the partitions given up, so a successor starts after them.
+	o.stopAll()
+	w.finish(work)
+	o.release(work)
+	mem.leave(work)
+	w.cfg.logger.InfoContext(work, "worker stopped")
+	return nil
+}
+
+// balance adjusts what the worker pulls, every quarter of the pinned TTL,
+// until ctx ends or the connection closes.
+func (o *ownership) balance(ctx context.Context) {
+	tick := max(250*time.Millisecond, o.w.cfg.pinnedTTL/4)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if o.w.nc.IsClosed() {
+			return
+		}
+		o.rebalance(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// rebalance compares what the worker owns with its fair share and starts
+// or stops pulls accordingly.
+func (o *ownership) rebalance(ctx context.Context) {
+	log := o.w.cfg.logger
+	n := len(o.cons)
+	live, err := o.members.count(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "counting workers", "err", err)
+	}
+	share := (n + live - 1) / live
+	var owned []int
+	for p, c := range o.cons {
+		info, err := c.Info(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "partition consumer info", "partition", p, "err", err)
+			}
+			if o.w.owned[p].Load() {
+				owned = append(owned, p) // keep what we hold while the server is unreachable
+			}
+			continue
+		}
+		pinned := ""
+		for _, g := range info.PriorityGroups {
+			if g.Group == ownerGroup {
+				pinned = g.PinnedClientID
+			}
+		}
+		o.mu.Lock()
+		mine := o.pins[p] != "" && o.pins[p] == pinned
+		if !mine && o.pins[p] != "" {
+			o.pins[p] = "" // lost: another worker, or the server after our TTL
+		}
+		o.mu.Unlock()
+		o.w.owned[p].Store(mine)
+		if mine {
+			owned = append(owned, p)
+		}
+	}
+	for _, p := range owned {
+		o.start(p)
+	}
+	if len(owned) < share {
+		for p := range n {
+			o.start(p)
+		}
+		return
+	}
+	for p := range n {
+		if !o.w.owned[p].Load() {
+			o.stop(p)
+		}
+	}
+	for _, p := range owned[share:] {
+		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
+		o.stop(p)
+		o.unpin(ctx, p)
+	}
+}
+
+// start pulls partition p, unless already pulling.
+func (o *ownership) start(p int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.pullers[p]; ok {
+		return
+	}
+	expiry := max(time.Second, o.w.cfg.pinnedTTL/2)
+	it, err := o.cons[p].Messages(jetstream.PullMaxMessages(partitionWindow),
+		jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(expiry))
+	if err != nil {
+		o.w.cfg.logger.WarnContext(o.work, "pulling a partition", "partition", p, "err", err)
+		return
+	}
+	pl := &puller{it: it, done: make(chan struct{})}
+	o.pullers[p] = pl
+	go o.pull(p, pl)
+}
+
+// pull hands partition p's events to the lanes until the pull stops. The
+// first event of a new tenure (a pin id not seen before) first drops the
+// partition's conversations from memory: another worker may have changed
+// them since.
+func (o *ownership) pull(p int, pl *puller) {
+	defer close(pl.done)
+	for {
+		m, err := pl.it.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+			return
+		}
+		if err != nil {
+			// Pin mismatch, missed heartbeats: the iterator recovers.
+			o.w.cfg.logger.DebugContext(o.work, "pulling a partition", "partition", p, "err", err)
+			continue
+		}
+		if pin := m.Headers().Get(headerPinID); pin != "" {
+			o.mu.Lock()
+			fresh := o.pins[p] != pin
+			o.pins[p] = pin
+			o.mu.Unlock()
+			if fresh {
+				o.w.owned[p].Store(true)
+				o.w.forgetPartition(o.work, p)
+				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
+			}
+		}
+		o.w.route(o.work, m)
+	}
+}
+
+// stop ends the pull of partition p, handing out what it fetched first.
+func (o *ownership) stop(p int) {
+	o.mu.Lock()
+	pl, ok := o.pullers[p]
+	delete(o.pullers, p)
+	o.mu.Unlock()
+	if !ok {
+		return
+	}
+	pl.it.Drain()
+	<-pl.done
+}
+
+// stopAll ends every pull.
+func (o *ownership) stopAll() {
+	for p := range o.cons {
+		o.stop(p)
+	}
+}
+
+// unpin gives partition p up at once, so that a waiting worker takes it
+// without waiting for the pinned TTL.
+func (o *ownership) unpin(ctx context.Context, p int) {
+	o.mu.Lock()
+	o.pins[p] = ""
+	o.mu.Unlock()
+	o.w.owned[p].Store(false)
+	if err := o.w.stream.UnpinConsumer(ctx, o.w.partitionConsumer(p), ownerGroup); err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "unpinning a partition", "partition", p, "err", err)
+	}
+}
+
+// release unpins every partition still owned, after a graceful stop.
+func (o *ownership) release(ctx context.Context) {
+	if o.w.nc.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for p := range o.cons {
+		if o.w.owned[p].Load() {
+			o.unpin(ctx, p)
+		}
+	}
+}
+
+// forgetPartition drops the cached conversations of partition p from
+// every lane, ahead of anything queued after it.
+func (w *Worker) forgetPartition(ctx context.Context, p int) {
+	n := w.partitions()
+	for _, l := range w.lanes.all {
+		_ = w.lanes.do(ctx, l, func() {
+			l.cache.dropIf(func(id string) bool { return PartitionOf(id, n) == p })
+		})
+	}
+}
+
+// ownsConversation reports whether this worker owns the partition of a
+// conversation (always, on an unpartitioned stream).
+func (w *Worker) ownsConversation(id string) bool {
+	n := w.partitions()
+	if n < 1 || w.owned == nil {
+		return true
+	}
+	return w.owned[PartitionOf(id, n)].Load()
+}
