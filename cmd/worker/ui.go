@@ -31,7 +31,7 @@ func websocketOrigins(o *options) []string {
 	}
 	hosts := []string{host}
 	if isLoopback(host) || host == "" {
-		hosts = []string{"127.0.0.1", "localhost", "[::1]"}
+		hosts = []string{"127.0.0.1", "localhost", "::1"}
 	}
 	var out []string
 	for _, h := range hosts {
