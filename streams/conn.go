@@ -18,6 +18,9 @@ type ConnConfig struct {
 	Name string
 	// Creds is a credentials file (JWT and NKey seed).
 	Creds string
+	// NKey is a file holding a user NKey seed (a plain nkey user, without
+	// a JWT).
+	NKey string
 	// User and Password authenticate with a user name.
 	User, Password string
 	// Token authenticates with a token.
@@ -28,8 +31,8 @@ type ConnConfig struct {
 	Logger *slog.Logger
 }
 
-// Connect opens a NATS connection that reconnects forever. extra options
-// come last and may override.
+// Connect opens a NATS connection that reconnects forever (every 250 ms,
+// with the client's jitter). extra options come last and may override.
 func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -59,6 +62,13 @@ func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	}
 	if cfg.Creds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.Creds))
+	}
+	if cfg.NKey != "" {
+		opt, err := nats.NkeyOptionFromSeed(cfg.NKey)
+		if err != nil {
+			return nil, fmt.Errorf("streams: NATS nkey: %w", err)
+		}
+		opts = append(opts, opt)
 	}
 	if cfg.User != "" || cfg.Password != "" {
 		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))

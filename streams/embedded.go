@@ -13,7 +13,8 @@ import (
 // EmbeddedConfig configures an in-process NATS server with JetStream.
 type EmbeddedConfig struct {
 	// Listen is HOST:PORT for clients; port -1 picks a free one. Empty
-	// means 127.0.0.1:4222: loopback unless told otherwise.
+	// means 127.0.0.1:4222, and an empty host 127.0.0.1: loopback unless
+	// told otherwise (0.0.0.0 for every interface).
 	Listen string
 	// StoreDir holds JetStream's files.
 	StoreDir string
@@ -31,6 +32,13 @@ type EmbeddedConfig struct {
 	// WebSocketOrigins are the origins (scheme://host:port) whose pages
 	// may open a WebSocket connection; empty accepts any origin.
 	WebSocketOrigins []string
+	// Auth makes clients authenticate with a user and password or a
+	// token (see auth.go); the zero value lets any client in.
+	Auth EmbeddedAuth
+	// ConfigFile is a nats-server configuration file read first: accounts,
+	// users with permissions, nkeys, operator mode, TLS. The fields above
+	// override its listen address, store directory and max payload.
+	ConfigFile string
 }
 
 // DefaultEmbeddedMaxPayload is the embedded server's default max payload.
@@ -44,13 +52,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if listen == "" {
 		listen = "127.0.0.1:4222"
 	}
-	host, portText, err := net.SplitHostPort(listen)
+	host, port, err := splitHostPort(listen, "127.0.0.1")
 	if err != nil {
-		return nil, fmt.Errorf("%w: listen address %q: %w", ErrInvalidConfig, listen, err)
-	}
-	port, err := strconv.Atoi(portText)
-	if err != nil {
-		return nil, fmt.Errorf("%w: listen port %q", ErrInvalidConfig, portText)
+		return nil, fmt.Errorf("%w: listen address: %w", ErrInvalidConfig, err)
 	}
 	if cfg.StoreDir == "" {
 		return nil, fmt.Errorf("%w: embedded server needs a store directory", ErrInvalidConfig)
@@ -59,14 +63,18 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	if maxPayload == 0 {
 		maxPayload = DefaultEmbeddedMaxPayload
 	}
-	opts := &server.Options{
-		ServerName: "convstream-embedded",
-		Host:       host,
-		Port:       port,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		MaxPayload: maxPayload,
-		NoSigs:     true,
+	opts, err := baseOptions(cfg.ConfigFile)
+	if err != nil {
+		return nil, err
+	}
+	if opts.ServerName == "" {
+		opts.ServerName = "convstream-embedded"
+	}
+	opts.Host, opts.Port = host, port
+	opts.JetStream, opts.StoreDir = true, cfg.StoreDir
+	opts.MaxPayload, opts.NoSigs = maxPayload, true
+	if err := cfg.Auth.apply(opts); err != nil {
+		return nil, err
 	}
 	if cfg.WebSocket != "" {
 		wsHost, wsPort, err := splitHostPort(cfg.WebSocket, "127.0.0.1")

@@ -1,0 +1,65 @@
+package streams
+
+import (
+	"fmt"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbeddedAuth is how clients authenticate to the embedded server when no
+// configuration file says otherwise: a user and password, or a token. The
+// zero value requires nothing, which is safe only on loopback.
+type EmbeddedAuth struct {
+	// User and Password: one user, allowed everything.
+	User, Password string
+	// Token: any client presenting it, allowed everything.
+	Token string
+}
+
+// Enabled reports whether the server will require authentication.
+func (a EmbeddedAuth) Enabled() bool { return a.User != "" || a.Password != "" || a.Token != "" }
+
+// String never shows a secret.
+func (a EmbeddedAuth) String() string {
+	switch {
+	case a.Token != "":
+		return "token"
+	case a.User != "":
+		return "user " + a.User
+	}
+	return "none"
+}
+
+// apply sets the authentication options of o. A configuration file that
+// declares its own authentication and EmbeddedAuth together are refused:
+// which one wins would be a guess.
+func (a EmbeddedAuth) apply(o *server.Options) error {
+	if !a.Enabled() {
+		return nil
+	}
+	if (a.User == "") != (a.Password == "") {
+		return fmt.Errorf("%w: embedded server authentication needs both a user and a password", ErrInvalidConfig)
+	}
+	if a.User != "" && a.Token != "" {
+		return fmt.Errorf("%w: embedded server authentication: a user and password, or a token, not both", ErrInvalidConfig)
+	}
+	if o.Username != "" || o.Authorization != "" || len(o.Users) > 0 || len(o.Nkeys) > 0 ||
+		len(o.TrustedOperators) > 0 || len(o.Accounts) > 0 {
+		return fmt.Errorf("%w: the embedded server's configuration file declares authentication already", ErrInvalidConfig)
+	}
+	o.Username, o.Password, o.Authorization = a.User, a.Password, a.Token
+	return nil
+}
+
+// baseOptions returns the options of a nats-server configuration file, or
+// empty options when there is none.
+func baseOptions(file string) (*server.Options, error) {
+	if file == "" {
+		return &server.Options{}, nil
+	}
+	o, err := server.ProcessConfigFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%w: embedded server configuration: %w", ErrInvalidConfig, err)
+	}
+	return o, nil
+}
