@@ -32,6 +32,7 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	}
 	str(&n.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "nats://127.0.0.1:4222", "NATS server URL(s), comma-separated")
 	str(&n.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
+	str(&n.conn.NKey, "nats-nkey", "CONVSTREAM_NATS_NKEY", "", "file holding a NATS user nkey seed")
 	str(&n.conn.User, "nats-user", "CONVSTREAM_NATS_USER", "", "NATS user")
 	str(&n.conn.Password, "nats-password", "CONVSTREAM_NATS_PASSWORD", "", "NATS password")
 	str(&n.conn.Token, "nats-token", "CONVSTREAM_NATS_TOKEN", "", "NATS token")

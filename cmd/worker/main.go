@@ -51,6 +51,7 @@ type options struct {
 	websocketOrigins          stringList
 	maxPayload                int
 	conn                      streams.ConnConfig
+	embedded                  embeddedAuth
 	prefix, consumer          string
 	lanes, cache              int
 	storage                   streams.Storage
@@ -89,6 +90,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
 	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
 	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
+	o.embedded.register(fs, ef, &o.conn)
 	str(&o.conn.User, "nats-user", "CONVSTREAM_NATS_USER", "", "NATS user")
 	str(&o.conn.Password, "nats-password", "CONVSTREAM_NATS_PASSWORD", "", "NATS password")
 	str(&o.conn.Token, "nats-token", "CONVSTREAM_NATS_TOKEN", "", "NATS token")
@@ -184,10 +186,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	natsURL := o.conn.URL
 	var extra []nats.Option
 	if natsURL == "" {
-		ns, err = streams.StartEmbedded(streams.EmbeddedConfig{
+		ecfg := streams.EmbeddedConfig{
 			Listen: o.listen, StoreDir: o.dataDir, MaxPayload: int32(o.maxPayload), Logger: log,
 			WebSocket: o.websocket, WebSocketOrigins: websocketOrigins(o),
-		})
+		}
+		o.embedded.apply(&ecfg, &o.conn)
+		ns, err = streams.StartEmbedded(ecfg)
 		if err != nil {
 			return err
 		}
@@ -198,7 +202,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if o.websocket != "" {
 			log.Info("NATS WebSocket listener (no TLS)", "url", ns.WebsocketURL(), "origins", websocketOrigins(o))
 		}
-		if host, _, _ := net.SplitHostPort(o.listen); !isLoopback(host) {
+		if host, _, _ := net.SplitHostPort(o.listen); !isLoopback(host) && !o.embedded.required() {
 			log.Warn("the embedded NATS server accepts unauthenticated clients beyond this machine", "listen", o.listen)
 		}
 	}
@@ -307,7 +311,7 @@ func drain(nc *nats.Conn, timeout time.Duration) error {
 
 // isLoopback reports whether host names this machine only.
 func isLoopback(host string) bool {
-	if host == "localhost" {
+	if host == "localhost" || host == "" { // the embedded server binds 127.0.0.1 for an empty host
 		return true
 	}
 	ip := net.ParseIP(host)
