@@ -3,7 +3,8 @@ package conversation
 import (
 	"math"
 	"strconv"
-	"strings"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // The reference implementation is JavaScript, and some of its behaviour on
@@ -63,19 +64,7 @@ func (k key) truthy() bool {
 }
 
 // truthy applies JavaScript truthiness to a decoded JSON value.
-func truthy(v any) bool {
-	switch t := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return t
-	case float64:
-		return t != 0 && !math.IsNaN(t)
-	case string:
-		return t != ""
-	}
-	return true
-}
+func truthy(v any) bool { return jsvalue.Truthy(v) }
 
 // truthyString returns v when it is a non-empty string, else "".
 func truthyString(v any) string {
@@ -90,71 +79,7 @@ func hasKey(m map[string]any, name string) bool {
 
 // toNumber converts a JSON value as JavaScript's Number() does; an absent
 // value (present == false) is undefined, which converts to NaN.
-func toNumber(v any, present bool) float64 {
-	if !present {
-		return math.NaN()
-	}
-	switch t := v.(type) {
-	case nil:
-		return 0
-	case bool:
-		if t {
-			return 1
-		}
-		return 0
-	case float64:
-		return t
-	case string:
-		return stringToNumber(t)
-	case []any:
-		switch len(t) {
-		case 0:
-			return 0
-		case 1:
-			switch e := t[0].(type) {
-			case float64:
-				return e
-			case string:
-				return stringToNumber(e)
-			case nil:
-				return 0
-			}
-		}
-	}
-	return math.NaN()
-}
-
-func stringToNumber(s string) float64 {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0
-	}
-	switch s {
-	case "Infinity", "+Infinity":
-		return math.Inf(1)
-	case "-Infinity":
-		return math.Inf(-1)
-	}
-	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X' || s[1] == 'o' || s[1] == 'O' || s[1] == 'b' || s[1] == 'B') {
-		base := map[byte]int{'x': 16, 'X': 16, 'o': 8, 'O': 8, 'b': 2, 'B': 2}[s[1]]
-		n, err := strconv.ParseUint(s[2:], base, 64)
-		if err != nil {
-			return math.NaN()
-		}
-		return float64(n)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if (c < '0' || c > '9') && c != '.' && c != 'e' && c != 'E' && c != '+' && c != '-' {
-			return math.NaN()
-		}
-	}
-	f, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return math.NaN()
-	}
-	return f
-}
+func toNumber(v any, present bool) float64 { return jsvalue.Number(v, present) }
 
 // jsNumber turns a float64 computed like a JavaScript number into the JSON
 // value JSON.stringify would write: NaN and infinities become null.

@@ -1,8 +1,9 @@
 package conversation
 
 import (
-	"math"
 	"strconv"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // Token usage and performance figures live on messages in two shapes: nested
@@ -215,7 +216,7 @@ func jsAdd(a, b any) any {
 	_, as := a.(string)
 	_, bs := b.(string)
 	if as || bs || isObjectLike(a) || isObjectLike(b) {
-		return jsString(a) + jsString(b)
+		return jsvalue.String(a) + jsvalue.String(b)
 	}
 	return toNumber(a, true) + toNumber(b, true)
 }
@@ -226,53 +227,4 @@ func isObjectLike(v any) bool {
 		return true
 	}
 	return false
-}
-
-// jsString converts a JSON value as JavaScript's String() does.
-func jsString(v any) string {
-	switch t := v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return strconv.FormatBool(t)
-	case float64:
-		return jsNumberString(t)
-	case string:
-		return t
-	case []any:
-		s := ""
-		for i, e := range t {
-			if i > 0 {
-				s += ","
-			}
-			if e != nil {
-				s += jsString(e)
-			}
-		}
-		return s
-	case map[string]any:
-		return "[object Object]"
-	}
-	return ""
-}
-
-// jsNumberString formats a number as JavaScript does.
-func jsNumberString(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == 0:
-		return "0"
-	}
-	a := math.Abs(f)
-	if a >= 1e21 || a < 1e-6 {
-		s := strconv.FormatFloat(f, 'e', -1, 64)
-		// JavaScript writes 1e+21 and 1e-7 without exponent padding.
-		return s
-	}
-	return strconv.FormatFloat(f, 'f', -1, 64)
 }

@@ -3,6 +3,7 @@ package processors
 import (
 	"errors"
 	"fmt"
+	"github.com/convstream/convstream/internal/jsvalue"
 	"math"
 	"reflect"
 	"slices"
@@ -195,25 +196,7 @@ func sortedKeys(m map[string]any) []string {
 	return keys
 }
 
-func toFloat(v any) (float64, bool) {
-	switch n := v.(type) {
-	case float64:
-		return n, true
-	case float32:
-		return float64(n), true
-	case int:
-		return float64(n), true
-	case int64:
-		return float64(n), true
-	case int32:
-		return float64(n), true
-	case uint64:
-		return float64(n), true
-	case uint:
-		return float64(n), true
-	}
-	return 0, false
-}
+func toFloat(v any) (float64, bool) { return jsvalue.Float(v) }
 
 // kindOf names the JSON type of v for error messages.
 func kindOf(v any) string {

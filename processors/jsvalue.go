@@ -1,9 +1,7 @@
 package processors
 
 import (
-	"math"
-	"strconv"
-	"strings"
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // The reference implementation is JavaScript; these helpers give generic
@@ -11,22 +9,7 @@ import (
 // string coercion in template literals, UTF-16 lengths).
 
 // truthy reports whether v is truthy in JavaScript.
-func truthy(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return false
-	case bool:
-		return x
-	case string:
-		return x != ""
-	case float64:
-		return x != 0 && !math.IsNaN(x)
-	}
-	if f, ok := toFloat(v); ok {
-		return f != 0
-	}
-	return true
-}
+func truthy(v any) bool { return jsvalue.Truthy(v) }
 
 // str returns v if it is a string, else "".
 func str(v any) string {
@@ -81,108 +64,16 @@ func textOf(m map[string]any, key string) string {
 }
 
 // jsString converts v as JavaScript's String(v) does.
-func jsString(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return formatNumber(x)
-	case []any:
-		var b strings.Builder
-		for i, item := range x {
-			if i > 0 {
-				b.WriteByte(',')
-			}
-			if item != nil {
-				b.WriteString(jsString(item))
-			}
-		}
-		return b.String()
-	case map[string]any:
-		return "[object Object]"
-	}
-	if f, ok := toFloat(v); ok {
-		return formatNumber(f)
-	}
-	return "[object Object]"
-}
+func jsString(v any) string { return jsvalue.String(v) }
 
 // formatNumber renders f as JavaScript's Number.prototype.toString does.
-func formatNumber(f float64) string {
-	switch {
-	case math.IsNaN(f):
-		return "NaN"
-	case math.IsInf(f, 1):
-		return "Infinity"
-	case math.IsInf(f, -1):
-		return "-Infinity"
-	case f == 0:
-		return "0"
-	}
-	sign := ""
-	if f < 0 {
-		sign, f = "-", -f
-	}
-	// Shortest round-trip digits and decimal exponent: f = 0.DIGITS × 10^n.
-	e := strconv.FormatFloat(f, 'e', -1, 64)
-	mant, expStr, _ := strings.Cut(e, "e")
-	digits := strings.Replace(mant, ".", "", 1)
-	exp, _ := strconv.Atoi(expStr)
-	n := exp + 1
-	k := len(digits)
-	switch {
-	case k <= n && n <= 21:
-		return sign + digits + strings.Repeat("0", n-k)
-	case 0 < n && n <= 21:
-		return sign + digits[:n] + "." + digits[n:]
-	case -6 < n && n <= 0:
-		return sign + "0." + strings.Repeat("0", -n) + digits
-	}
-	expSign := "+"
-	if n-1 < 0 {
-		expSign = "-"
-	}
-	m := digits[:1]
-	if k > 1 {
-		m += "." + digits[1:]
-	}
-	return sign + m + "e" + expSign + strconv.Itoa(abs(n-1))
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
-}
+func formatNumber(f float64) string { return jsvalue.FormatNumber(f) }
 
 // utf16Len is JavaScript's string length.
-func utf16Len(s string) int {
-	n := 0
-	for _, r := range s {
-		if r >= 0x10000 {
-			n += 2
-		} else {
-			n++
-		}
-	}
-	return n
-}
+func utf16Len(s string) int { return jsvalue.UTF16Len(s) }
 
 // isJSSpace reports whether r is whitespace for JavaScript's trim() and \s.
-func isJSSpace(r rune) bool {
-	switch r {
-	case '\t', '\n', '\v', '\f', '\r', ' ', 0x00a0, 0x1680, 0x2028, 0x2029, 0x202f, 0x205f, 0x3000, 0xfeff:
-		return true
-	}
-	return r >= 0x2000 && r <= 0x200a
-}
+func isJSSpace(r rune) bool { return jsvalue.IsSpace(r) }
 
 // trimJS is JavaScript's String.prototype.trim.
-func trimJS(s string) string {
-	return strings.TrimFunc(s, isJSSpace)
-}
+func trimJS(s string) string { return jsvalue.TrimSpace(s) }
