@@ -323,4 +323,3 @@ func TestSameEventThreeTimes(t *testing.T) {
 		"(copies are no-ops that republish the snapshot), delete ×1 applied + 2 refused not_found; final version %d",
 		seqs[0], first.Version, snap.Version)
 }
-
