@@ -46,6 +46,17 @@ fuzz-ci:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./streams/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeData$$' -fuzztime $(FUZZTIME) ./streams/
 
+# soak: the crash-loop soak test (build tag soak): cmd/worker as a process,
+# SIGKILLed SOAK_KILLS times during a stream of SOAK_EVENTS events over
+# SOAK_CONVERSATIONS conversations; every conversation must equal Parse.
+SOAK_EVENTS ?= 100000
+SOAK_CONVERSATIONS ?= 500
+SOAK_KILLS ?= 20
+.PHONY: soak
+soak:
+	SOAK_EVENTS=$(SOAK_EVENTS) SOAK_CONVERSATIONS=$(SOAK_CONVERSATIONS) SOAK_KILLS=$(SOAK_KILLS) \
+		$(GO) test -tags soak -count=1 -timeout 60m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
