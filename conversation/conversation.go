@@ -37,6 +37,8 @@ type Conversation struct {
 	// of that leaves it as it is.
 	flat  []*Message
 	reads *readSet
+	// processed is the walk's set of shown messages, kept for reuse.
+	processed *markSet
 }
 
 // NewConversation returns an empty conversation. Options are those of Parse;
@@ -276,17 +278,20 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 		c.ix = buildIndex(preprocess(c.Messages()), c.groups)
 		if c.ix.simple {
 			c.ix.toRows()
+			c.ix.runs = newRunCache()
 		}
 	}
 	ix := c.ix
 	ix.reads = newReadSet(len(ix.msgs))
 	ix.reads.roots = true
 	defer func() { ix.reads = nil }()
-	w := newFlatWalker(ix, &collector{ix: ix})
+	// The last flat list is a better size hint than the message count.
+	size := len(ix.msgs)
 	if c.flat != nil {
-		// The last flat list is a better size hint than the message count.
-		w.out = make([]*Message, 0, len(c.flat)+64)
+		size = len(c.flat) + 64
 	}
+	w := newFlatWalker(ix, &collector{ix: ix}, size, c.processed)
+	c.processed = w.processed
 	if err := w.flatten(); err != nil {
 		return nil, err
 	}

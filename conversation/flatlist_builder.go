@@ -50,12 +50,19 @@ type flatWalker struct {
 	err       error
 }
 
-func newFlatWalker(ix *index, col *collector) *flatWalker {
+// newFlatWalker prepares a walk; size is the expected flat-list length, and
+// processed, when not nil, is a set to reuse.
+func newFlatWalker(ix *index, col *collector, size int, processed *markSet) *flatWalker {
+	if processed == nil {
+		processed = newDenseSet(len(ix.msgs))
+	} else {
+		processed.reset(len(ix.msgs))
+	}
 	return &flatWalker{
 		ix:        ix,
 		col:       col,
-		processed: newDenseSet(len(ix.msgs)),
-		out:       make([]*Message, 0, len(ix.msgs)),
+		processed: processed,
+		out:       make([]*Message, 0, size),
 	}
 }
 
@@ -316,7 +323,7 @@ func (w *flatWalker) children(top int) {
 			am := ix.msg(a)
 			if m.role == "user" && am.role == "assistant" && am.hasTools() {
 				chain, tools := w.col.collectAssistantChain(a, w.processed)
-				group := w.assistantGroupMessage(chain, tools, nil, nil, nil)
+				group := w.groupFields(chain, tools)
 				w.emitFields(withBranch(group, len(nonTool), ch.pos))
 				w.mark(chain...)
 				w.mark(tools...)
@@ -382,7 +389,11 @@ func (w *flatWalker) assistantRun(a int32, full bool) {
 		completions = w.col.collectFlatTaskCompletions(tools)
 	}
 	memberIDs, members := w.councilMembers(tools)
-	w.emitFields(w.assistantGroupMessage(chain, tools, blocks, completions, members))
+	if cache := w.ix.runs; cache != nil && len(members) == 0 && len(chain) > 0 {
+		w.out = append(w.out, cache.get(w, chain, tools, blocks, completions).message())
+	} else {
+		w.emitFields(w.assistantGroupMessage(chain, tools, blocks, completions, members))
+	}
 	w.mark(chain...)
 	w.mark(tools...)
 	for _, b := range blocks {
@@ -526,7 +537,7 @@ func (w *flatWalker) columnsOf(ids []int32) []any {
 		m := w.ix.msg(id)
 		if m.role == "assistant" && m.hasTools() {
 			chain, tools := w.col.collectAssistantChain(id, newSparseSet())
-			out = append(out, w.assistantGroupMessage(chain, tools, nil, nil, nil))
+			out = append(out, w.groupFields(chain, tools))
 			w.mark(chain...)
 			w.mark(tools...)
 			continue
@@ -574,4 +585,14 @@ func joinIDs(ids []string) string {
 		b = append(b, s...)
 	}
 	return string(b)
+}
+
+// groupFields builds (or takes from the run cache) the virtual message of a
+// run without signal blocks, completions or council. The map is shared with
+// the cache: callers must not change it.
+func (w *flatWalker) groupFields(chain, tools []int32) map[string]any {
+	if cache := w.ix.runs; cache != nil && len(chain) > 0 {
+		return cache.get(w, chain, tools, nil, nil).fields
+	}
+	return w.assistantGroupMessage(chain, tools, nil, nil, nil)
 }

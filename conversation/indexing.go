@@ -36,6 +36,9 @@ type index struct {
 	narrowed map[int32][]int32
 	// reads, when set, records what a walk looks at (see readSet).
 	reads *readSet
+	// runs, when set, keeps the assistant-group messages of earlier walks
+	// (see runCache).
+	runs *runCache
 	// simple tells that no compressed group or empty id shapes this
 	// conversation, so an append can update the index in place (see
 	// Conversation.indexAppend).

@@ -12,30 +12,45 @@ import (
 // next step may hang off the assistant itself (assistant-anchored) or off
 // one of its tool results (tool-anchored), or any mix.
 
-// markSet is a set of message positions.
+// markSet is a set of message positions: dense (one stamp per message,
+// cleared in O(1) by moving to the next stamp, so a Conversation reuses it
+// across walks) or sparse (a map, for the small sets of a chain collection).
 type markSet struct {
-	dense  []bool
+	stamp  []uint32
+	gen    uint32
 	sparse map[int32]struct{}
 }
 
-func newDenseSet(n int) *markSet { return &markSet{dense: make([]bool, n)} }
+func newDenseSet(n int) *markSet { return &markSet{stamp: make([]uint32, n), gen: 1} }
 
 func newSparseSet() *markSet { return &markSet{sparse: make(map[int32]struct{})} }
 
-func (s *markSet) has(i int32) bool {
-	if s.dense != nil {
-		return s.dense[i]
+// reset empties a dense set and makes room for n positions.
+func (s *markSet) reset(n int) {
+	if n > len(s.stamp) {
+		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp)+n/4)...)
 	}
-	_, ok := s.sparse[i]
-	return ok
+	s.gen++
+	if s.gen == 0 {
+		clear(s.stamp)
+		s.gen = 1
+	}
+}
+
+func (s *markSet) has(i int32) bool {
+	if s.sparse != nil {
+		_, ok := s.sparse[i]
+		return ok
+	}
+	return s.stamp[i] == s.gen
 }
 
 func (s *markSet) add(i int32) {
-	if s.dense != nil {
-		s.dense[i] = true
+	if s.sparse != nil {
+		s.sparse[i] = struct{}{}
 		return
 	}
-	s.sparse[i] = struct{}{}
+	s.stamp[i] = s.gen
 }
 
 // hasTools reports whether an assistant carries tool calls.

@@ -89,7 +89,7 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 		return nil, err
 	}
 
-	w := newFlatWalker(ix, col)
+	w := newFlatWalker(ix, col, len(ix.msgs), nil)
 	if err := w.flatten(); err != nil {
 		return nil, err
 	}
