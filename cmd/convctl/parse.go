@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -32,16 +31,12 @@ func runParse(_ context.Context, args []string, stdin io.Reader, stdout, stderr 
 		fs.Usage()
 		return 2
 	}
-	in := stdin
-	if fs.NArg() == 1 && fs.Arg(0) != "-" {
-		f, err := os.Open(fs.Arg(0))
-		if err != nil {
-			fmt.Fprintf(stderr, "convctl parse: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl parse: %v\n", err)
+		return 1
 	}
+	defer closeIn()
 	opts := []conversation.Option{conversation.WithMaxMessages(*maxMessages)}
 	if *jsonl {
 		return parseLines(in, stdout, stderr, *maxLine, opts)

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	_ "time/tzdata" // time zones for SystemDateProvider wherever convctl runs
 
 	"github.com/convstream/convstream/conversation"
@@ -58,16 +57,12 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 		return 1
 	}
 
-	in := stdin
-	if fs.NArg() == 1 && fs.Arg(0) != "-" {
-		f, err := os.Open(fs.Arg(0))
-		if err != nil {
-			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
-			return 1
-		}
-		defer f.Close()
-		in = f
+	in, closeIn, err := openInput(fs.Arg(0), stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+		return 1
 	}
+	defer closeIn()
 	msgs, groups, err := conversation.DecodeInput(in)
 	if err != nil {
 		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -247,16 +246,4 @@ func deref(s *string) string {
 		return "(no id)"
 	}
 	return *s
-}
-
-// openInput opens FILE, or stdin for "" and "-".
-func openInput(name string, stdin io.Reader) (io.Reader, func(), error) {
-	if name == "" || name == "-" {
-		return stdin, func() {}, nil
-	}
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, nil, err
-	}
-	return f, func() { f.Close() }, nil
 }
