@@ -11,7 +11,7 @@ func TestCompileAll(t *testing.T) {
 	}
 	want := []string{Envelope,
 		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
-		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.inference.requested.v1",
+		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.snapshot.delta.v1", "convstream.inference.requested.v1",
 		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1"}
 	for _, n := range want {
 		if _, ok := s.byName[n]; !ok {
@@ -42,6 +42,10 @@ func TestValidateExamples(t *testing.T) {
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[{"id":"m1"}],"contextTree":[{"id":"m1","type":"message"}]}`, true},
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c 1","version":1,"sequence":4,"flatList":[],"contextTree":[]}`, false},
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[],"contextTree":[{"id":"x","type":"bogus"}]}`, false},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c1","version":3,"baseVersion":2,"sequence":9,"from":1,"length":2,"flatList":[{"id":"m2"}]}`, true},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c1","version":1,"baseVersion":0,"sequence":1,"from":0,"length":0,"flatList":[]}`, true},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c1","version":3,"baseVersion":2,"sequence":9,"from":-1,"length":2,"flatList":[]}`, false},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c1","version":3,"sequence":9,"from":1,"length":2,"flatList":[]}`, false},
 		{"convstream.inference.requested.v1", `{"conversationId":"c1","leafId":"m2","params":{"HistoryTruncateProcessor":{"historyCount":2}}}`, true},
 		{"convstream.inference.requested.v1", `{"leafId":"m2"}`, false},
 		{"convstream.event.rejected.v1", `{"eventId":null,"subject":"convstream.events.a.b","reason":"bad","code":"bad_subject"}`, true},

@@ -18,6 +18,10 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 	}
 	if skip {
 		d.outcome = skipped
+		if st != nil && d.seq > st.storedSeq {
+			// Redelivered before its store: acknowledged with it.
+			d.state, d.unstored = st, true
+		}
 		return nil
 	}
 	d.state = st

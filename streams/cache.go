@@ -8,10 +8,35 @@ type lru struct {
 	cap   int
 	order *list.List // front: most recent; values are *convState
 	byID  map[string]*list.Element
+	// release is called with every state the cache lets go of; evicted
+	// tells a state dropped for room from one dropped as invalid.
+	release func(st *convState, evicted bool)
+	// versions holds the last version published of conversations let go
+	// of with versions not stored.
+	versions map[string]uint64
 }
 
-func newLRU(capacity int) *lru {
-	return &lru{cap: capacity, order: list.New(), byID: map[string]*list.Element{}}
+func newLRU(capacity int, release func(st *convState, evicted bool)) *lru {
+	return &lru{cap: capacity, order: list.New(), byID: map[string]*list.Element{}, release: release, versions: map[string]uint64{}}
+}
+
+// published returns, and forgets, the last version published of a
+// conversation let go of before it was stored (0: none).
+func (c *lru) published(id string) uint64 {
+	v := c.versions[id]
+	delete(c.versions, id)
+	return v
+}
+
+// let releases a state let go of, and records the last version it
+// published when that is not stored.
+func (c *lru) let(st *convState, evicted bool) {
+	if c.release != nil {
+		c.release(st, evicted)
+	}
+	if st.version > st.storedVersion {
+		c.versions[st.id] = st.version
+	}
 }
 
 // get returns the state of id and marks it used, or nil.
@@ -24,9 +49,20 @@ func (c *lru) get(id string) *convState {
 	return e.Value.(*convState)
 }
 
+// peek returns the state of id without marking it used, or nil.
+func (c *lru) peek(id string) *convState {
+	if e, ok := c.byID[id]; ok {
+		return e.Value.(*convState)
+	}
+	return nil
+}
+
 // put stores st, evicting the least recently used beyond capacity.
 func (c *lru) put(st *convState) {
 	if e, ok := c.byID[st.id]; ok {
+		if old := e.Value.(*convState); old != st {
+			c.let(old, false)
+		}
 		e.Value = st
 		c.order.MoveToFront(e)
 		return
@@ -35,7 +71,9 @@ func (c *lru) put(st *convState) {
 	for c.order.Len() > c.cap {
 		last := c.order.Back()
 		c.order.Remove(last)
-		delete(c.byID, last.Value.(*convState).id)
+		old := last.Value.(*convState)
+		delete(c.byID, old.id)
+		c.let(old, true)
 	}
 }
 
@@ -44,6 +82,7 @@ func (c *lru) drop(id string) {
 	if e, ok := c.byID[id]; ok {
 		c.order.Remove(e)
 		delete(c.byID, id)
+		c.let(e.Value.(*convState), false)
 	}
 }
 
@@ -57,3 +96,10 @@ func (c *lru) dropIf(drop func(id string) bool) {
 }
 
 func (c *lru) len() int { return len(c.byID) }
+
+// each calls fn with every state held, most recent first.
+func (c *lru) each(fn func(*convState)) {
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		fn(e.Value.(*convState))
+	}
+}

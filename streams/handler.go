@@ -13,7 +13,7 @@ type outcome int
 
 const (
 	pending  outcome = iota
-	applied          // the event took effect; a snapshot was published and stored
+	applied          // the event took effect; a snapshot delta was published
 	skipped          // already applied (a redelivery); nothing to do
 	rejected         // refused and reported; the event is terminated
 )
@@ -52,6 +52,9 @@ type delivery struct {
 
 	outcome outcome
 	version uint64 // the snapshot version published
+	// unstored: the event is applied but no stored snapshot covers it yet;
+	// it is acknowledged after the store (store.go).
+	unstored bool
 }
 
 // handlerFunc handles one delivery. A nil error means ack; an error wrapping

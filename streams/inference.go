@@ -291,12 +291,9 @@ func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (i
 		view.version, view.seq = st.version, st.seq
 		var flat []*conversation.Message
 		if req.LeafID == "" {
-			if st.result == nil {
-				if st.result, err = st.conv.Result(); err != nil {
-					return
-				}
+			if flat, err = st.conv.FlatList(); err != nil {
+				return
 			}
-			flat = st.result.FlatList
 		} else {
 			var path []*conversation.Message
 			if path, err = st.conv.PathTo(req.LeafID); err != nil {

@@ -23,11 +23,13 @@ type lanes struct {
 	close bool
 }
 
-func newLanes(n, depth, cacheSize int) *lanes {
+// newLanes starts n lanes of depth queued tasks sharing cacheSize cached
+// conversations; release is called with every state a cache lets go of.
+func newLanes(n, depth, cacheSize int, release func(st *convState, evicted bool)) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n)}
 	per := max(1, cacheSize/n)
 	for i := range ls.all {
-		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per)}
+		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, release)}
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {

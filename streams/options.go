@@ -33,6 +33,7 @@ type config struct {
 	inferenceWait    time.Duration
 	inferenceWorkers int
 	pinnedTTL        time.Duration
+	snapshotInterval time.Duration
 }
 
 func defaultConfig() config {
@@ -54,6 +55,7 @@ func defaultConfig() config {
 		inferenceWait:    2 * time.Second,
 		inferenceWorkers: 2 * runtime.GOMAXPROCS(0),
 		pinnedTTL:        DefaultPinnedTTL,
+		snapshotInterval: DefaultSnapshotInterval,
 	}
 }
 
@@ -63,6 +65,9 @@ func (c *config) validate() error {
 	}
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the pinned TTL at least 1s", ErrInvalidConfig)
+	}
+	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 {
+		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", ErrInvalidConfig)
 	}
 	if err := c.storage.validate(); err != nil {
 		return err
@@ -151,3 +156,10 @@ func WithInferenceWorkers(n int) Option { return func(c *config) { c.inferenceWo
 // worker's membership lasts without renewal. At least 1s; the same on
 // every worker.
 func WithPinnedTTL(d time.Duration) Option { return func(c *config) { c.pinnedTTL = d } }
+
+// WithSnapshotInterval sets how often, at most, the full snapshot of a
+// conversation is written to the snapshot bucket (default 50ms): changes
+// within the interval are stored together, and the last one is always
+// stored. Every applied event still publishes its delta at once. 0 stores
+// after every event.
+func WithSnapshotInterval(d time.Duration) Option { return func(c *config) { c.snapshotInterval = d } }

@@ -7,35 +7,50 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // errConflict is a transient failure: another writer changed the stored
 // snapshot since this worker loaded the conversation.
 var errConflict = errors.New("streams: snapshot changed by another writer")
 
-// publish parses the conversation, publishes the snapshot on the snapshots
-// subject and stores it in the snapshot bucket, in that order: a failure
-// between the two leaves the event unacknowledged, so it is applied and
-// published again rather than stored and never published.
+// publish publishes what the event changed in the flat list as a
+// SnapshotDelta on the snapshots subject, and leaves the full snapshot to
+// the coalesced store (store.go): the event is acknowledged once a store
+// covers it, so a failure before that applies and publishes it again.
+// Its cost is that of the flat list's changed tail, not of the
+// conversation.
 func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	st := d.state
-	res, err := st.conv.Result()
+	flat, err := st.conv.FlatList()
 	if err != nil {
 		return conversationReject(err)
 	}
-	version := st.version + 1
-	value, err := encodeSnapshot(st.id, version, d.seq, res)
-	if err != nil {
-		return fmt.Errorf("streams: encode snapshot: %w", err)
+	var delta flatDelta
+	if st.flat == nil {
+		delta, err = diffFlat(nil, flat)
+	} else {
+		delta, err = diffFlat(st.flat, flat)
 	}
-	if limit := w.maxSnapshotBytes(); len(value) > limit {
-		return reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
+	if err != nil {
+		return fmt.Errorf("streams: encode snapshot delta: %w", err)
+	}
+	sizes := st.sizes
+	if st.flat == nil {
+		sizes = sizes[:0]
+	}
+	flatBytes := st.flatBytes
+	for _, n := range sizes[delta.from:] {
+		flatBytes -= n
+	}
+	flatBytes += delta.size()
+	if limit := w.maxSnapshotBytes(); flatBytes > limit {
+		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
 
-	id := "snapshot:" + st.id + ":" + strconv.FormatUint(version, 10)
-	ev, err := newEvent(id, TypeSnapshotUpdated, w.cfg.source, st.id, json.RawMessage(value))
+	version := st.version + 1
+	value := encodeDelta(st.id, version, st.version, d.seq, len(flat), delta)
+	id := "delta:" + st.id + ":" + strconv.FormatUint(version, 10)
+	ev, err := newEvent(id, TypeSnapshotDelta, w.cfg.source, st.id, json.RawMessage(value))
 	if err != nil {
 		return err
 	}
@@ -45,29 +60,21 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return err
 	}
 	if n := len(msg.Data) + headerSize(msg.Header); n > int(w.nc.MaxPayload()) {
-		return reject(CodeSnapshotTooLarge, "the snapshot event would be %d bytes, over the server's max payload of %d", n, w.nc.MaxPayload())
+		return reject(CodeSnapshotTooLarge, "the snapshot delta event would be %d bytes, over the server's max payload of %d", n, w.nc.MaxPayload())
 	}
 	if err := w.nc.PublishMsg(msg); err != nil {
-		return fmt.Errorf("streams: publish snapshot: %w", err)
+		return fmt.Errorf("streams: publish snapshot delta: %w", err)
 	}
 
-	var rev uint64
-	if st.rev == 0 {
-		rev, err = w.kv.Create(ctx, st.id, value)
-	} else {
-		rev, err = w.kv.Update(ctx, st.id, value, st.rev)
+	sizes = sizes[:delta.from]
+	for _, raw := range delta.tail {
+		sizes = append(sizes, len(raw)+1)
 	}
-	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return fmt.Errorf("%w: %s: %w", errConflict, st.id, err)
-	}
-	if err != nil {
-		return fmt.Errorf("streams: store snapshot: %w", err)
-	}
-
-	st.version, st.seq, st.rev, st.result = version, d.seq, rev, res
+	st.version, st.seq, st.flat, st.sizes, st.flatBytes = version, d.seq, flat, sizes, flatBytes
 	d.dirty = false
 	d.version = version
 	d.outcome = applied
+	d.unstored = true
 	if !d.stored.IsZero() {
 		w.metrics.snapshotLatency(ctx, time.Since(d.stored))
 	}

@@ -56,8 +56,9 @@ func sendConversation(t testing.TB, c *Client, conv string, i int, cc corpusCase
 // time and requires every final snapshot to equal conversation.Parse of the
 // input and the reference's own output; then updates and deletes messages
 // and requires the snapshots to follow a local conversation.Conversation
-// given the same changes. Every published snapshot is checked against the
-// schemas, and versions must strictly increase.
+// given the same changes. Every published delta is checked against the
+// schemas, versions must follow each other, and the deltas applied in
+// order must give the stored flatList.
 func TestSnapshotsEqualParse(t *testing.T) {
 	nNormal, nRef := corpusSize()
 	cases := append(loadCorpus(t, "generated-normal.jsonl.gz", nNormal), loadCorpus(t, "reference-suite.jsonl.gz", nRef)...)
@@ -177,31 +178,62 @@ func TestSnapshotsEqualParse(t *testing.T) {
 		}
 	}
 
-	// Every snapshot published is valid and versions strictly increase.
-	waitFor(t, 10*time.Second, "all snapshots published", func() bool {
+	// Every delta published is valid, versions follow each other, and the
+	// deltas applied in order give the stored flatList.
+	waitFor(t, 10*time.Second, "all deltas published", func() bool {
 		n := 0
 		for _, k := range counts {
 			n += k
 		}
 		return snaps.count("") >= n
 	})
-	last := map[string]uint64{}
+	views := map[string]*View{}
 	for _, r := range snaps.all() {
 		if r.err != nil {
 			t.Fatalf("%s: %v", r.subject, r.err)
 		}
 		checkEvent(t, r.ev)
-		var s Snapshot
-		if err := json.Unmarshal(r.ev.Data(), &s); err != nil {
+		if r.ev.Type() != TypeSnapshotDelta {
+			t.Fatalf("%s: type %s", r.subject, r.ev.Type())
+		}
+		var d SnapshotDelta
+		if err := json.Unmarshal(r.ev.Data(), &d); err != nil {
 			t.Fatal(err)
 		}
-		if r.subject != "convstream.snapshots."+s.ConversationID {
-			t.Errorf("snapshot of %s on %s", s.ConversationID, r.subject)
+		if r.subject != "convstream.snapshots."+d.ConversationID {
+			t.Errorf("delta of %s on %s", d.ConversationID, r.subject)
 		}
-		if s.Version <= last[s.ConversationID] {
-			t.Errorf("%s: version %d after %d", s.ConversationID, s.Version, last[s.ConversationID])
+		v := views[d.ConversationID]
+		if v == nil {
+			v = &View{ConversationID: d.ConversationID}
+			views[d.ConversationID] = v
 		}
-		last[s.ConversationID] = s.Version
+		if d.Version != v.Version+1 || d.BaseVersion != v.Version {
+			t.Errorf("%s: delta %d (base %d) after version %d", d.ConversationID, d.Version, d.BaseVersion, v.Version)
+		}
+		if !v.Apply(&d) {
+			t.Fatalf("%s: delta %d does not apply", d.ConversationID, d.Version)
+		}
+	}
+	for i := range cases {
+		conv := caseID(i)
+		snap := waitVersion(t, c, conv, uint64(counts[i]), 10*time.Second)
+		v := views[conv]
+		if v == nil || v.Version != snap.Version {
+			got := uint64(0)
+			if v != nil {
+				got = v.Version
+			}
+			t.Errorf("%s: deltas reach version %d, stored %d", conv, got, snap.Version)
+			continue
+		}
+		flat, err := json.Marshal(v.FlatList)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := jsondiff.Diff(decoded(t, snap.FlatList), decoded(t, json.RawMessage(flat))); d != "" {
+			t.Errorf("%s: deltas applied differ from the stored flatList: %s", conv, d)
+		}
 	}
 	if n := errs.count(""); n != 0 {
 		t.Errorf("%d rejections, want none: %+v", n, errs.all()[0].ev)

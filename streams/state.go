@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -18,12 +19,22 @@ type convState struct {
 	// seq: every event of the conversation with a stream sequence up to
 	// seq has been taken into account.
 	seq uint64
-	// version of the last snapshot stored, and its KV revision (0: none).
+	// version of the last delta published; flat is its flat list (nil
+	// when none was published since the state was loaded: the next delta
+	// then carries the whole list).
 	version uint64
-	rev     uint64
-	// result is the parse behind the last snapshot, reused by inference;
-	// nil when not computed since the state was loaded.
-	result *conversation.Result
+	flat    []*conversation.Message
+	// flatBytes is the size of flat as JSON, for the snapshot size limit.
+	flatBytes int
+	// sizes[i] is the size of flat[i] as JSON.
+	sizes []int
+	// The stored snapshot: its version, sequence and KV revision (0: none).
+	storedVersion, storedSeq, rev uint64
+	// unstored are the events published since the last store, acknowledged
+	// once a store covers them; storing is true while a store is queued.
+	unstored  []jetstream.Msg
+	storing   bool
+	lastStore time.Time
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
 	// given (a crashed worker's, awaiting redelivery), so the first event
@@ -59,6 +70,7 @@ func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64,
 func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64) (st *convState, skip bool, err error) {
 	if st := l.cache.get(id); st != nil {
 		if seq <= st.seq {
+			// A redelivery, maybe of an event not stored yet.
 			return st, true, nil
 		}
 		if !st.unverified {
@@ -86,7 +98,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 	if err != nil {
 		return nil, false, err
 	}
-	st = &convState{id: id, conv: conv, seq: seq - 1, version: head.Version, rev: rev}
+	st = newState(l, id, conv, seq-1, head, rev)
 	l.cache.put(st)
 	return st, false, nil
 }
@@ -114,9 +126,19 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	if err != nil {
 		return nil, err
 	}
-	st := &convState{id: id, conv: conv, seq: head.Sequence, version: head.Version, rev: rev, unverified: true}
+	st := newState(l, id, conv, head.Sequence, head, rev)
+	st.unverified = true
 	if cacheable {
 		l.cache.put(st)
 	}
 	return st, nil
+}
+
+// newState returns the state of a conversation loaded from the stream,
+// with the stored snapshot head and revision. Its version follows every
+// version this lane published for it, stored or not, so a version never
+// names two flat lists.
+func newState(l *lane, id string, conv *conversation.Conversation, seq uint64, head snapshotHead, rev uint64) *convState {
+	return &convState{id: id, conv: conv, seq: seq, version: max(head.Version, l.cache.published(id)),
+		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev}
 }

@@ -17,8 +17,12 @@ const (
 	TypeMessageDeleted = "convstream.message.deleted.v1"
 	// TypeGroupsUpserted carries one message-group object; id required.
 	TypeGroupsUpserted = "convstream.groups.upserted.v1"
-	// TypeSnapshotUpdated carries a Snapshot.
+	// TypeSnapshotUpdated carries a Snapshot: the value of the snapshot
+	// bucket.
 	TypeSnapshotUpdated = "convstream.snapshot.updated.v1"
+	// TypeSnapshotDelta carries a SnapshotDelta: what one applied event
+	// changed in the flatList, published on the snapshots subject.
+	TypeSnapshotDelta = "convstream.snapshot.delta.v1"
 	// TypeInferenceRequested carries an InferenceRequest.
 	TypeInferenceRequested = "convstream.inference.requested.v1"
 	// TypeInferenceContext carries an InferenceContext.
@@ -65,6 +69,22 @@ type Snapshot struct {
 	// FlatList and ContextTree are those of conversation.Parse.
 	FlatList    json.RawMessage `json:"flatList"`
 	ContextTree json.RawMessage `json:"contextTree"`
+}
+
+// SnapshotDelta is the data of TypeSnapshotDelta: the changed tail of the
+// flatList. Applied to the flatList of version BaseVersion (kept up to
+// From, then FlatList appended) it gives the flatList of Version, whose
+// length is Length. A delta with From 0 carries the whole flatList and
+// applies to any base.
+type SnapshotDelta struct {
+	ConversationID string `json:"conversationId"`
+	Version        uint64 `json:"version"`
+	BaseVersion    uint64 `json:"baseVersion"`
+	// Sequence is the events-stream sequence of the event applied.
+	Sequence uint64            `json:"sequence"`
+	From     int               `json:"from"`
+	Length   int               `json:"length"`
+	FlatList []json.RawMessage `json:"flatList"`
 }
 
 // snapshotHead is the part of a stored snapshot the worker reads back.

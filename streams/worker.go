@@ -100,7 +100,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
-	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.release)
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow))
 	if err != nil {
 		w.lanes.shutdown()
@@ -140,6 +140,7 @@ func (w *Worker) finish(work context.Context) {
 	w.ready.Store(false)
 	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
 	w.infer.stop()
+	w.storeAll(work)
 	w.lanes.shutdown()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
@@ -184,11 +185,14 @@ func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
 }
 
 // settle acknowledges a delivery by its outcome: ack when applied or
-// skipped, terminate when rejected, and otherwise forget the conversation
-// (it may have changed in memory) and ask for redelivery after a backoff.
+// skipped (once a stored snapshot covers it, see deferAck), terminate when
+// rejected, and otherwise forget the conversation (it may have changed in
+// memory) and ask for redelivery after a backoff.
 func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	var ackErr error
 	switch {
+	case err == nil && d.unstored:
+		w.deferAck(ctx, d)
 	case err == nil:
 		ackErr = d.msg.Ack()
 	case errors.Is(err, ErrRejected):

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/convstream/convstream/streams"
 )
@@ -19,10 +20,15 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	once := fs.Bool("once", false, "print the current snapshot and exit")
 	count := fs.Int("count", 0, "exit after this many snapshots (0: run until interrupted)")
 	flat := fs.Bool("flat", false, `print only {"version","flatList"}`)
+	deltas := fs.Bool("deltas", false, "print the snapshot deltas as published instead of the flatList they lead to")
+	resync := fs.Duration("resync", 2*time.Second, "on a missed delta, how long to wait for the stored snapshot to catch up")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl watch [flags] CONV")
-		fmt.Fprintln(stderr, "Prints the snapshot of conversation CONV, one JSON line, each time it changes,")
-		fmt.Fprintln(stderr, "starting from the stored one. Fast changes may arrive as their latest.")
+		fmt.Fprintln(stderr, "Prints the stored snapshot of conversation CONV, one JSON line, then applies")
+		fmt.Fprintln(stderr, "each snapshot delta and prints the current flatList")
+		fmt.Fprintln(stderr, `({"conversationId","version","sequence","flatList"}), reloading the stored`)
+		fmt.Fprintln(stderr, "snapshot when it misses one. --once prints the stored snapshot in full")
+		fmt.Fprintln(stderr, "(with its contextTree); --deltas prints the deltas themselves.")
 		fs.PrintDefaults()
 	}
 	pos, err := parseArgs(fs, args)
@@ -67,15 +73,34 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	snaps, err := c.Watch(ctx, conv)
+	n := 0
+	more := func() bool { n++; return *count <= 0 || n < *count }
+	if *deltas {
+		ds, err := c.Deltas(ctx, conv)
+		if err != nil {
+			fmt.Fprintln(stderr, "convctl watch:", err)
+			return 1
+		}
+		for d := range ds {
+			_ = enc.Encode(d)
+			if !more() {
+				break
+			}
+		}
+		return 0
+	}
+	views, err := c.Follow(ctx, conv, *resync)
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl watch:", err)
 		return 1
 	}
-	n := 0
-	for s := range snaps {
-		print(s)
-		if n++; *count > 0 && n >= *count {
+	for v := range views {
+		if *flat {
+			_ = enc.Encode(map[string]any{"version": v.Version, "flatList": v.FlatList})
+		} else {
+			_ = enc.Encode(v)
+		}
+		if !more() {
 			break
 		}
 	}

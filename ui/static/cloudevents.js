@@ -6,6 +6,7 @@ import { headers, nuid } from "./vendor/nats.js";
 export const TYPES = {
   messageUpdated: "convstream.message.updated.v1",
   snapshotUpdated: "convstream.snapshot.updated.v1",
+  snapshotDelta: "convstream.snapshot.delta.v1",
   inferenceRequested: "convstream.inference.requested.v1",
   inferenceContext: "convstream.inference.context.v1",
   pipelineFailed: "convstream.pipeline.failed.v1",

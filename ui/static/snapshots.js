@@ -1,10 +1,10 @@
 // Snapshot state of one conversation. Events on P.snapshots.<id> are
-// applied by type; today the worker publishes full snapshots
-// (convstream.snapshot.updated.v1). A delta event type (data with version
-// and baseVersion) is added by registering its handler with `on`: it gets
-// the current snapshot and the event data, and returns the next snapshot,
-// or null when it cannot apply it (a gap), which makes the view reload the
-// snapshot from the bucket.
+// applied by type: the worker publishes deltas
+// (convstream.snapshot.delta.v1, applyDelta below) and stores full
+// snapshots (convstream.snapshot.updated.v1) in the bucket. A handler
+// registered with `on` gets the current snapshot and the event data, and
+// returns the next snapshot, or null when it cannot apply it (a gap), which
+// makes the view reload the snapshot from the bucket.
 
 import { TYPES } from "./cloudevents.js";
 
@@ -13,6 +13,7 @@ export class SnapshotState {
     this.snapshot = null;
     this.handlers = new Map();
     this.on(TYPES.snapshotUpdated, (_current, data) => data);
+    this.on(TYPES.snapshotDelta, applyDelta);
   }
 
   // on registers the handler of an event type: (current, data) → next | null.
@@ -44,4 +45,22 @@ export class SnapshotState {
     this.snapshot = next;
     return "changed";
   }
+}
+
+// applyDelta applies a snapshot delta (docs/events.md): the flatList of
+// baseVersion kept up to `from`, then the entries carried; a delta from 0
+// carries the whole list and applies to any base. Deltas carry no
+// contextTree: the one held is kept until the next reload from the bucket.
+export function applyDelta(current, d) {
+  if (!Array.isArray(d.flatList) || !Number.isInteger(d.from) || d.from < 0) return null;
+  if (d.from > 0 && (!current || current.version !== d.baseVersion)) return null;
+  const base = (current && current.flatList) || [];
+  if (d.from > base.length || d.from + d.flatList.length !== d.length) return null;
+  return {
+    ...(current || { contextTree: [] }),
+    conversationId: d.conversationId,
+    version: d.version,
+    sequence: d.sequence,
+    flatList: base.slice(0, d.from).concat(d.flatList),
+  };
 }

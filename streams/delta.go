@@ -1,0 +1,110 @@
+package streams
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// flatDelta is the difference between the flat list last published and the
+// current one: entries before from are unchanged, tail holds the JSON of
+// every entry from from on.
+type flatDelta struct {
+	from int
+	tail [][]byte
+}
+
+// diffFlat compares two flat lists entry by entry: an entry is unchanged
+// when it is the same *Message (messages are immutable, and the
+// conversation keeps the pointers of messages it did not change) or, for a
+// new pointer, when its JSON is the same. Only entries from the first
+// difference on are encoded, plus the few compared by JSON before it.
+func diffFlat(old, cur []*conversation.Message) (flatDelta, error) {
+	from, n := 0, min(len(old), len(cur))
+	var first []byte // the JSON of cur[from], when computed by the comparison
+	for ; from < n; from++ {
+		if old[from] == cur[from] {
+			continue
+		}
+		a, err := messageJSON(cur[from])
+		if err != nil {
+			return flatDelta{}, err
+		}
+		b, err := messageJSON(old[from])
+		if err != nil {
+			return flatDelta{}, err
+		}
+		if !bytes.Equal(a, b) {
+			first = a
+			break
+		}
+	}
+	d := flatDelta{from: from, tail: make([][]byte, 0, len(cur)-from)}
+	for i := from; i < len(cur); i++ {
+		if i == from && first != nil {
+			d.tail = append(d.tail, first)
+			continue
+		}
+		raw, err := messageJSON(cur[i])
+		if err != nil {
+			return flatDelta{}, err
+		}
+		d.tail = append(d.tail, raw)
+	}
+	return d, nil
+}
+
+// messageJSON is the JSON of a flat-list entry: the same bytes as
+// (*Message).MarshalJSON, without the detour through encoding/json's
+// re-validation.
+func messageJSON(m *conversation.Message) ([]byte, error) {
+	return json.Marshal(m.Fields())
+}
+
+// size is the number of bytes the tail takes in a JSON array.
+func (d flatDelta) size() int {
+	n := 0
+	for _, raw := range d.tail {
+		n += len(raw) + 1
+	}
+	return n
+}
+
+// encodeDelta writes the SnapshotDelta object by hand, as encodeSnapshot
+// does.
+func encodeDelta(id string, version, base, seq uint64, length int, d flatDelta) []byte {
+	b := make([]byte, 0, 160+d.size())
+	b = append(b, `{"conversationId":`...)
+	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9_-]: no escaping differences
+	b = append(b, `,"version":`...)
+	b = strconv.AppendUint(b, version, 10)
+	b = append(b, `,"baseVersion":`...)
+	b = strconv.AppendUint(b, base, 10)
+	b = append(b, `,"sequence":`...)
+	b = strconv.AppendUint(b, seq, 10)
+	b = append(b, `,"from":`...)
+	b = strconv.AppendInt(b, int64(d.from), 10)
+	b = append(b, `,"length":`...)
+	b = strconv.AppendInt(b, int64(length), 10)
+	b = append(b, `,"flatList":[`...)
+	for i, raw := range d.tail {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, raw...)
+	}
+	return append(b, "]}"...)
+}
+
+// Apply applies a delta to the flatList of its base version and returns
+// the flatList of its version. list is not modified.
+func (d *SnapshotDelta) Apply(list []json.RawMessage) ([]json.RawMessage, bool) {
+	if d.From < 0 || d.From > len(list) || d.From+len(d.FlatList) != d.Length {
+		return nil, false
+	}
+	out := make([]json.RawMessage, 0, d.Length)
+	out = append(out, list[:d.From]...)
+	return append(out, d.FlatList...), true
+}
