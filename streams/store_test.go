@@ -1,0 +1,156 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// TestCoalescedStore sends a burst of appends to one conversation with a
+// long snapshot interval: every event publishes its delta, the bucket is
+// written at most once per interval yet ends at the last version, and a
+// graceful stop right after a burst stores what is pending.
+func TestCoalescedStore(t *testing.T) {
+	const interval = 300 * time.Millisecond
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	deltas := record(t, nc, "convstream.snapshots.>")
+	r := startWorker(t, nc, WithSnapshotInterval(interval))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subjects, err := NewSubjects("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	live := conversation.NewConversation()
+	send := func(n, from int) {
+		for i := from; i < from+n; i++ {
+			m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
+			if i > 0 {
+				m["parentId"] = fmt.Sprintf("m%d", i-1)
+			}
+			if _, err := c.Send(ctx, "burst", TypeMessageAppended, m); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := conversation.NewMessage(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := live.Append(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	start := time.Now()
+	send(40, 0)
+	waitFor(t, 10*time.Second, "40 deltas", func() bool { return deltas.count("") >= 40 })
+	snap := waitVersion(t, c, "burst", 40, 10*time.Second)
+	elapsed := time.Since(start)
+	want, err := live.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := snapshotDiff(t, snap, want); d != "" {
+		t.Fatalf("stored snapshot differs from Parse: %s", d)
+	}
+	e, err := kv.Get(ctx, "burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Revisions of the bucket's stream count every write of any key: here,
+	// only this conversation's.
+	writes := e.Revision()
+	if max := uint64(elapsed/interval) + 1; writes > max {
+		t.Errorf("%d stores in %v, want at most %d (one per %v)", writes, elapsed, max, interval)
+	}
+	t.Logf("40 events, %d deltas, %d stores in %v", deltas.count(""), writes, elapsed)
+
+	// A burst then a graceful stop: the last version is stored by the stop.
+	send(10, 40)
+	waitFor(t, 10*time.Second, "50 deltas", func() bool { return deltas.count("") >= 50 })
+	r.stop(t)
+	s, err := c.Snapshot(ctx, "burst")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Version != 50 {
+		t.Fatalf("after stop: stored version %d, want 50", s.Version)
+	}
+	if want, err = live.Result(); err != nil {
+		t.Fatal(err)
+	}
+	if d := snapshotDiff(t, s, want); d != "" {
+		t.Fatalf("stored snapshot after stop differs from Parse: %s", d)
+	}
+
+	// The deltas, applied in order, give the stored flatList.
+	v := &View{}
+	for _, rec := range deltas.all() {
+		checkEvent(t, rec.ev)
+		var d SnapshotDelta
+		if err := json.Unmarshal(rec.ev.Data(), &d); err != nil {
+			t.Fatal(err)
+		}
+		if !v.Apply(&d) {
+			t.Fatalf("delta %d (base %d, from %d) does not follow version %d", d.Version, d.BaseVersion, d.From, v.Version)
+		}
+		if d.Version > 1 && (d.From != int(d.Version)-1 || len(d.FlatList) != 1) {
+			t.Errorf("append %d: delta from %d with %d entries, want the one new entry", d.Version, d.From, len(d.FlatList))
+		}
+	}
+	got, _ := json.Marshal(v.FlatList)
+	if string(got) != string(s.FlatList) {
+		t.Errorf("deltas applied:\n%s\nstored:\n%s", got, s.FlatList)
+	}
+}
+
+// TestDiffFlat checks the delta of a flat list against its predecessor:
+// identical pointers and identical JSON are kept, the tail from the first
+// difference is carried.
+func TestDiffFlat(t *testing.T) {
+	msg := func(id, content string) *conversation.Message {
+		m, err := conversation.NewMessage(map[string]any{"id": id, "role": "user", "content": content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	a, b, c := msg("a", "x"), msg("b", "y"), msg("c", "z")
+	bSame := msg("b", "y")
+	bEdit := msg("b", "edited")
+	for _, tc := range []struct {
+		name      string
+		old, cur  []*conversation.Message
+		from, len int
+	}{
+		{"append", []*conversation.Message{a, b}, []*conversation.Message{a, b, c}, 2, 1},
+		{"same JSON, new pointer", []*conversation.Message{a, b}, []*conversation.Message{a, bSame, c}, 2, 1},
+		{"edit", []*conversation.Message{a, b, c}, []*conversation.Message{a, bEdit, c}, 1, 2},
+		{"truncate", []*conversation.Message{a, b, c}, []*conversation.Message{a}, 1, 0},
+		{"unchanged", []*conversation.Message{a, b}, []*conversation.Message{a, b}, 2, 0},
+		{"first", nil, []*conversation.Message{a, b}, 0, 2},
+	} {
+		d, err := diffFlat(tc.old, tc.cur)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.from != tc.from || len(d.tail) != tc.len {
+			t.Errorf("%s: from %d with %d entries, want %d with %d", tc.name, d.from, len(d.tail), tc.from, tc.len)
+		}
+	}
+}
