@@ -29,7 +29,21 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 		return err
 	}
 	d.dirty = true
+	if redelivered(d) {
+		// A redelivery comes after AckWait, out of stream order: later
+		// events of this conversation may have been handed to a worker that
+		// died and be awaiting redelivery too. The next event applied to
+		// this state checks that it is the next one (else the state is
+		// rebuilt past the missing ones) instead of trusting the cache.
+		st.unverified = true
+	}
 	return nil
+}
+
+// redelivered reports whether JetStream delivered d before.
+func redelivered(d *delivery) bool {
+	meta, err := d.msg.Metadata()
+	return err == nil && meta.NumDelivered > 1
 }
 
 // applyEvent changes conv as an event of type typ with data says. data has

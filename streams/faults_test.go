@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -322,4 +323,66 @@ func TestSameEventThreeTimes(t *testing.T) {
 	t.Logf("with Nats-Msg-Id: stored once at seq %d, version %d; without: append ×3 → versions 2–4 "+
 		"(copies are no-ops that republish the snapshot), delete ×1 applied + 2 refused not_found; final version %d",
 		seqs[0], first.Version, snap.Version)
+}
+
+// TestRedeliveryOutOfOrder: events a dead worker held come back one by
+// one after AckWait, interleaved with new ones. Here the dead worker is a
+// client that fetched S0 (append m1) and, later, S1 (append m2) from the
+// worker's durable consumer and never acknowledged them. The worker gets
+// S0 back first and caches the conversation at S0; then a new event S2
+// (update m2) arrives before S1 comes back. S2 must not be applied to the
+// cached state that lacks m2: the conversation is rebuilt past S1, S2
+// applies, and S1's redelivery is skipped.
+func TestRedeliveryOutOfOrder(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := record(t, nc, "convstream.errors.>")
+	opts := []Option{WithAckWait(time.Second)}
+	startWorker(t, nc, opts...).stop(t) // provisions the stream and the consumer
+	c := newClient(t, nc)
+	ctx := context.Background()
+	if _, err := c.Send(ctx, "ooo", TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, "ooo", TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "parentId": "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := js.Consumer(ctx, "CONVSTREAM_EVENTS", "convstream-worker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	steal := func() {
+		b, err := cons.Fetch(1, jetstream.FetchMaxWait(2*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range b.Messages() {
+		}
+	}
+	steal() // S0, never acknowledged
+	time.Sleep(600 * time.Millisecond)
+	steal() // S1, comes back 600 ms after S0
+	startWorker(t, nc, opts...)
+	waitVersion(t, c, "ooo", 1, 10*time.Second) // S0 redelivered and applied alone
+	if _, err := c.Send(ctx, "ooo", TypeMessageUpdated, map[string]any{"id": "m2", "content": "edited"}); err != nil {
+		t.Fatal(err)
+	}
+	snap := waitVersion(t, c, "ooo", 2, 10*time.Second)
+	time.Sleep(time.Second) // S1's redelivery
+	if n := errs.count(""); n != 0 {
+		t.Fatalf("%d rejections: %v", n, errs.all()[0].ev)
+	}
+	snap, _ = c.Snapshot(ctx, "ooo")
+	var flat []map[string]any
+	if err := json.Unmarshal(snap.FlatList, &flat); err != nil {
+		t.Fatal(err)
+	}
+	if len(flat) != 2 || flat[1]["content"] != "edited" {
+		t.Errorf("flat list %s", snap.FlatList)
+	}
+	t.Logf("version %d, flat list %s", snap.Version, snap.FlatList)
 }

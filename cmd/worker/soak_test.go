@@ -149,6 +149,7 @@ func TestCrashLoopSoak(t *testing.T) {
 		}
 		cmd := exec.Command(bin, "--nats-url", ns.ClientURL(), "--http", "off", "--ack-wait", "2s", "--log-level", "warn")
 		cmd.Stdout, cmd.Stderr = logf, logf
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive the test
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,12 @@ func TestCrashLoopSoak(t *testing.T) {
 	if kills > 0 {
 		cmd = start()
 	}
-	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		stopped := time.AfterFunc(30*time.Second, func() { _ = cmd.Process.Kill() })
+		_ = cmd.Wait()
+		stopped.Stop()
+	}()
 	pubTime := <-pubDone
 	t.Logf("published %d events in %v (%.0f/s)", len(plan), pubTime.Round(time.Millisecond), float64(len(plan))/pubTime.Seconds())
 
