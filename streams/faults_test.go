@@ -297,9 +297,12 @@ func TestSameEventThreeTimes(t *testing.T) {
 	raw(TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "content": "hi", "parentId": "m1"})
 	raw(TypeMessageDeleted, map[string]any{"id": "m1"})
 	waitFor(t, 10*time.Second, "two delete copies refused", func() bool { return errs.count("convstream.errors.thrice") >= 2 })
-	snap := waitVersion(t, c, "thrice", 4, 10*time.Second)
+	waitVersion(t, c, "thrice", 4, 10*time.Second)
 	time.Sleep(200 * time.Millisecond)
-	snap, _ = c.Snapshot(ctx, "thrice")
+	snap, err := c.Snapshot(ctx, "thrice")
+	if err != nil {
+		t.Fatal(err)
+	}
 	live := conversation.NewConversation()
 	for _, d := range []map[string]any{{"id": "m1", "role": "user", "content": "once"}, {"id": "m2", "role": "assistant", "content": "hi", "parentId": "m1"}} {
 		m, _ := conversation.NewMessage(d)
@@ -371,12 +374,15 @@ func TestRedeliveryOutOfOrder(t *testing.T) {
 	if _, err := c.Send(ctx, "ooo", TypeMessageUpdated, map[string]any{"id": "m2", "content": "edited"}); err != nil {
 		t.Fatal(err)
 	}
-	snap := waitVersion(t, c, "ooo", 2, 10*time.Second)
+	waitVersion(t, c, "ooo", 2, 10*time.Second)
 	time.Sleep(time.Second) // S1's redelivery
 	if n := errs.count(""); n != 0 {
 		t.Fatalf("%d rejections: %v", n, errs.all()[0].ev)
 	}
-	snap, _ = c.Snapshot(ctx, "ooo")
+	snap, err := c.Snapshot(ctx, "ooo")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var flat []map[string]any
 	if err := json.Unmarshal(snap.FlatList, &flat); err != nil {
 		t.Fatal(err)
