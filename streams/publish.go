@@ -34,13 +34,13 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return fmt.Errorf("streams: encode snapshot delta: %w", err)
 	}
-	sizes := st.sizes
+	entries := st.flatJSON
 	if st.flat == nil {
-		sizes = sizes[:0]
+		entries = entries[:0]
 	}
 	flatBytes := st.flatBytes
-	for _, n := range sizes[delta.from:] {
-		flatBytes -= n
+	for _, raw := range entries[delta.from:] {
+		flatBytes -= len(raw) + 1
 	}
 	flatBytes += delta.size()
 	if limit := w.maxSnapshotBytes(); flatBytes > limit {
@@ -66,11 +66,9 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return fmt.Errorf("streams: publish snapshot delta: %w", err)
 	}
 
-	sizes = sizes[:delta.from]
-	for _, raw := range delta.tail {
-		sizes = append(sizes, len(raw)+1)
-	}
-	st.version, st.seq, st.flat, st.sizes, st.flatBytes = version, d.seq, flat, sizes, flatBytes
+	clear(entries[delta.from:]) // the old tail's bytes may go
+	entries = append(entries[:delta.from], delta.tail...)
+	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes = version, d.seq, flat, entries, flatBytes
 	d.dirty = false
 	d.version = version
 	d.outcome = applied

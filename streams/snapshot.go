@@ -1,7 +1,6 @@
 package streams
 
 import (
-	"encoding/json"
 	"strconv"
 
 	"github.com/convstream/convstream/conversation"
@@ -12,7 +11,25 @@ import (
 // and compacts the output of every MarshalJSON method, once for each level
 // of nesting, which made it the largest cost of applying an event.
 func encodeSnapshot(id string, version, seq uint64, res *conversation.Result) ([]byte, error) {
-	b := make([]byte, 0, 4096)
+	flat := make([][]byte, len(res.FlatList))
+	for i, m := range res.FlatList {
+		raw, err := messageJSON(m)
+		if err != nil {
+			return nil, err
+		}
+		flat[i] = raw
+	}
+	return encodeSnapshotOf(id, version, seq, flat, res.ContextTree)
+}
+
+// encodeSnapshotOf is encodeSnapshot with the flatList already encoded,
+// entry by entry (as the worker keeps it from its deltas).
+func encodeSnapshotOf(id string, version, seq uint64, flat [][]byte, tree []conversation.Node) ([]byte, error) {
+	n := 256
+	for _, raw := range flat {
+		n += len(raw) + 1
+	}
+	b := make([]byte, 0, n+64*len(tree))
 	b = append(b, `{"conversationId":`...)
 	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9_-]: no escaping differences
 	b = append(b, `,"version":`...)
@@ -20,19 +37,14 @@ func encodeSnapshot(id string, version, seq uint64, res *conversation.Result) ([
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"flatList":[`...)
-	for i, m := range res.FlatList {
+	for i, raw := range flat {
 		if i > 0 {
 			b = append(b, ',')
-		}
-		// The same bytes as (*Message).MarshalJSON, without the detour.
-		raw, err := json.Marshal(m.Fields())
-		if err != nil {
-			return nil, err
 		}
 		b = append(b, raw...)
 	}
 	b = append(b, `],"contextTree":[`...)
-	for i, n := range res.ContextTree {
+	for i, n := range tree {
 		if i > 0 {
 			b = append(b, ',')
 		}

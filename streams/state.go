@@ -24,16 +24,18 @@ type convState struct {
 	// then carries the whole list).
 	version uint64
 	flat    []*conversation.Message
-	// flatBytes is the size of flat as JSON, for the snapshot size limit.
+	// flatJSON[i] is the JSON of flat[i], so that a store does not encode
+	// the flatList again; flatBytes is their total size (with commas).
+	flatJSON  [][]byte
 	flatBytes int
-	// sizes[i] is the size of flat[i] as JSON.
-	sizes []int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
-	// unstored are the events published since the last store, acknowledged
-	// once a store covers them; storing is true while a store is queued.
+	// unstored are the events published since the last store began,
+	// acknowledged once a store covers them; storing is true while a store
+	// is queued on the lane, inflight while one is being written.
 	unstored  []jetstream.Msg
 	storing   bool
+	inflight  *storeBatch
 	lastStore time.Time
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never

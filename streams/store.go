@@ -13,133 +13,224 @@ import (
 // conversation is written to the snapshot bucket.
 const DefaultSnapshotInterval = 50 * time.Millisecond
 
-// deferAck holds the acknowledgement of a delivery whose delta was published
-// until a store covers it, and makes sure one is due. It runs on the lane.
+// storeTimeout bounds one write to the snapshot bucket.
+const storeTimeout = 10 * time.Second
+
+// storeBatch is one write of a conversation's snapshot: the version and
+// sequence it stores and the events it covers, acknowledged once it is
+// written. done is closed when the write returned, with rev or err set.
+type storeBatch struct {
+	version, seq uint64
+	msgs         []jetstream.Msg
+	done         chan struct{}
+	rev          uint64
+	err          error
+}
+
+// deferAck holds the acknowledgement of a delivery whose delta was
+// published until a store covers it, and makes sure one is due. It runs on
+// the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
-	st := d.state
-	st.unstored = append(st.unstored, d.msg)
-	if st.storing {
-		return
-	}
-	wait := time.Until(st.lastStore.Add(w.cfg.snapshotInterval))
-	if wait <= 0 && w.cfg.snapshotInterval == 0 {
-		w.store(ctx, d.lane, st)
+	d.state.unstored = append(d.state.unstored, d.msg)
+	w.scheduleStore(ctx, d.lane, d.state)
+}
+
+// scheduleStore queues a store of st on its lane at the end of the
+// interval that began with the last store, unless one is queued or being
+// written (its completion schedules the next). It runs on the lane.
+func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
+	if st.storing || st.inflight != nil || len(st.unstored) == 0 {
 		return
 	}
 	st.storing = true
-	l := d.lane
-	time.AfterFunc(max(wait, 0), func() {
+	wait := time.Until(st.lastStore.Add(w.cfg.snapshotInterval))
+	task := func() { w.store(ctx, l, st) }
+	if wait <= 0 {
+		// Behind the events already queued on the lane: they join it.
+		go func() { _ = w.lanes.do(ctx, l, task) }()
+		return
+	}
+	time.AfterFunc(wait, func() {
 		// Refused only once the lanes are shut down, after the final store.
-		_ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) })
+		_ = w.lanes.do(ctx, l, task)
 	})
 }
 
-// store writes the full snapshot of st to the bucket, when its version is
-// not stored yet and the lane still holds it, and acknowledges the events
-// it covers. A failure lets the state go, which asks for those events
-// again. It runs on the lane.
+// store encodes the full snapshot of st's current version, when the lane
+// still holds it, and writes it to the bucket in the background; the write's
+// completion runs on the lane (stored). It runs on the lane.
 func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
-	if len(st.unstored) == 0 || l.cache.peek(st.id) != st {
+	if st.inflight != nil || len(st.unstored) == 0 || l.cache.peek(st.id) != st {
 		return
 	}
-	err := w.storeSnapshot(ctx, st)
-	if tooLarge(err) {
-		// Too large to store: the events took effect and their deltas are
-		// out; the bucket keeps the last snapshot that fitted.
-		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", st.version, "err", err)
-		w.ack(ctx, st)
-		return
-	}
+	b, value, err := w.beginStore(st)
 	if err != nil {
-		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
-			"conversation", st.id, "version", st.version, "err", err)
-		l.cache.drop(st.id)
+		b.err = err
+		close(b.done)
+		w.stored(ctx, l, st, b)
 		return
 	}
-	w.ack(ctx, st)
+	rev := st.rev
+	go func() {
+		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
+		close(b.done)
+		if w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) }) != nil {
+			// The lanes are shut down: storeAll has taken it.
+			return
+		}
+	}()
 }
 
-// storeSnapshot encodes the snapshot of st's current version and writes it
-// with a compare-and-set on the key's revision.
-func (w *Worker) storeSnapshot(ctx context.Context, st *convState) error {
+// beginStore encodes the snapshot of st and moves its unstored events into
+// a new in-flight batch.
+func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
+	b := &storeBatch{version: st.version, seq: st.seq, msgs: st.unstored, done: make(chan struct{})}
+	st.unstored, st.inflight = nil, b
 	res, err := st.conv.Result()
 	if err != nil {
-		return fmt.Errorf("streams: snapshot: %w", err)
+		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
 	}
-	value, err := encodeSnapshot(st.id, st.version, st.seq, res)
+	value, err := encodeSnapshotOf(st.id, st.version, st.seq, st.flatJSON, res.ContextTree)
 	if err != nil {
-		return fmt.Errorf("streams: encode snapshot: %w", err)
+		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
 	if limit := w.maxSnapshotBytes(); len(value) > limit {
-		return reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
+		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	return b, value, nil
+}
+
+// writeSnapshot writes a snapshot with a compare-and-set on the key's
+// revision (0: the key must not exist) and returns the new revision.
+func (w *Worker) writeSnapshot(ctx context.Context, id string, value []byte, rev uint64) (uint64, error) {
+	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
-	var rev uint64
-	if st.rev == 0 {
-		rev, err = w.kv.Create(ctx, st.id, value)
+	var err error
+	if rev == 0 {
+		rev, err = w.kv.Create(ctx, id, value)
 	} else {
-		rev, err = w.kv.Update(ctx, st.id, value, st.rev)
+		rev, err = w.kv.Update(ctx, id, value, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
-		return fmt.Errorf("%w: %s: %w", errConflict, st.id, err)
+		return 0, fmt.Errorf("%w: %s: %w", errConflict, id, err)
 	}
 	if err != nil {
-		return fmt.Errorf("streams: store snapshot: %w", err)
+		return 0, fmt.Errorf("streams: store snapshot: %w", err)
 	}
-	st.rev, st.storedVersion, st.storedSeq, st.lastStore = rev, st.version, st.seq, time.Now()
-	return nil
+	return rev, nil
+}
+
+// stored completes a write: the events it covers are acknowledged and the
+// next store is scheduled; a failure lets the state go, which asks for its
+// events again. It runs on the lane, once per batch; l is nil when the
+// lane is letting st go already.
+func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
+	if st.inflight != b {
+		return
+	}
+	st.inflight = nil
+	switch {
+	case b.err == nil:
+		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
+		ackAll(ctx, w, b.msgs)
+	case tooLarge(b.err):
+		// The events took effect and their deltas are out; the bucket keeps
+		// the last snapshot that fitted.
+		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
+		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
+		ackAll(ctx, w, b.msgs)
+	default:
+		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
+			"conversation", st.id, "version", b.version, "err", b.err)
+		nakAll(b.msgs)
+		if l != nil && l.cache.peek(st.id) == st {
+			l.cache.drop(st.id) // which asks for st.unstored again
+		} else {
+			nakAll(st.unstored)
+			st.unstored = nil
+		}
+		return
+	}
+	if l != nil && l.cache.peek(st.id) == st {
+		w.scheduleStore(ctx, l, st)
+	}
+}
+
+// storeNow stores st and waits: the write in flight completes, then what
+// is left unstored is written. It runs on the lane.
+func (w *Worker) storeNow(ctx context.Context, l *lane, st *convState) {
+	if b := st.inflight; b != nil {
+		<-b.done
+		w.stored(ctx, l, st, b)
+	}
+	if len(st.unstored) == 0 || st.inflight != nil {
+		return
+	}
+	b, value, err := w.beginStore(st)
+	if err == nil {
+		b.rev, err = w.writeSnapshot(ctx, st.id, value, st.rev)
+	}
+	b.err = err
+	close(b.done)
+	w.stored(ctx, l, st, b)
 }
 
 // release is called on the lane with every state the lane lets go of. A
 // state evicted for room is stored first when it has events not stored
-// (it is sound); one dropped as invalid, or whose store fails, asks for
-// those events again, soon, so that a rebuild applies and stores them.
+// (it is sound); one dropped as invalid asks for those events again, soon,
+// so that a rebuild applies and stores them (a write in flight completes
+// on its own).
 func (w *Worker) release(st *convState, evicted bool) {
-	if len(st.unstored) == 0 {
+	if evicted && (len(st.unstored) > 0 || st.inflight != nil) {
+		ctx := context.Background()
+		if b := st.inflight; b != nil {
+			<-b.done
+			w.stored(ctx, nil, st, b)
+		}
+		if len(st.unstored) > 0 {
+			b, value, err := w.beginStore(st)
+			if err == nil {
+				b.rev, err = w.writeSnapshot(ctx, st.id, value, st.rev)
+			}
+			b.err = err
+			close(b.done)
+			w.stored(ctx, nil, st, b)
+		}
 		return
 	}
-	if evicted {
-		err := w.storeSnapshot(context.Background(), st)
-		if err == nil || tooLarge(err) {
-			w.ack(context.Background(), st)
-			return
-		}
-		w.cfg.logger.Warn("snapshot of an evicted conversation not stored; its events will be redelivered",
-			"conversation", st.id, "version", st.version, "err", err)
-	}
-	for _, m := range st.unstored {
-		_ = m.NakWithDelay(backoff(1))
-	}
+	nakAll(st.unstored)
 	st.unstored = nil
 }
 
-// ack acknowledges the events a store covered.
-func (w *Worker) ack(ctx context.Context, st *convState) {
-	for _, m := range st.unstored {
+func ackAll(ctx context.Context, w *Worker, msgs []jetstream.Msg) {
+	for _, m := range msgs {
 		if err := m.Ack(); err != nil {
 			w.cfg.logger.WarnContext(ctx, "acknowledging event", "subject", m.Subject(), "err", err)
 		}
 	}
-	clear(st.unstored)
-	st.unstored = st.unstored[:0]
+}
+
+func nakAll(msgs []jetstream.Msg) {
+	for _, m := range msgs {
+		_ = m.NakWithDelay(backoff(1))
+	}
 }
 
 // storeAll stores, on every lane, each conversation with events not stored
-// yet: the last step of a graceful stop, after the lanes ran what was
-// fetched.
+// yet, and waits for the writes: the last step of a graceful stop, after
+// the lanes ran what was fetched.
 func (w *Worker) storeAll(ctx context.Context) {
 	for _, l := range w.lanes.all {
 		err := w.lanes.call(ctx, l, func() {
 			var due []*convState
 			l.cache.each(func(st *convState) {
-				if len(st.unstored) > 0 {
+				if len(st.unstored) > 0 || st.inflight != nil {
 					due = append(due, st)
 				}
 			})
 			for _, st := range due {
-				w.store(ctx, l, st)
+				w.storeNow(ctx, l, st)
 			}
 		})
 		if err != nil {
