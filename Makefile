@@ -6,7 +6,7 @@ PKGS      ?= ./...
 BENCHTIME ?= 1s
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build run test test-race test-short bench lint fmt vet staticcheck fuzz clean
+.PHONY: all build run test test-race test-short bench lint fmt vet staticcheck fuzz clean load
 
 all: build
 
@@ -56,6 +56,26 @@ SOAK_KILLS ?= 20
 soak:
 	SOAK_EVENTS=$(SOAK_EVENTS) SOAK_CONVERSATIONS=$(SOAK_CONVERSATIONS) SOAK_KILLS=$(SOAK_KILLS) \
 		$(GO) test -tags soak -count=1 -timeout 60m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
+
+# load: the end-to-end load test (issue 6). A worker with an embedded NATS
+# server (as make run, store in a fresh temporary directory, on LOAD_PORT,
+# readiness on LOAD_HTTP) and `convctl load` against it: raw JetStream
+# publish+consume of the same payloads and the worker, flat out, then both
+# at half the worker's peak. LOAD_ARGS go to convctl load, WORKER_ARGS to
+# the worker.
+LOAD_PORT   ?= 14222
+LOAD_HTTP   ?= 18080
+LOAD_ARGS   ?=
+WORKER_ARGS ?=
+.PHONY: load
+load: ui
+	@set -e; tmp=$$(mktemp -d); \
+	$(GO) build -o "$$tmp/worker" ./cmd/worker; $(GO) build -o "$$tmp/convctl" ./cmd/convctl; \
+	"$$tmp/worker" --data-dir "$$tmp/data" --listen 127.0.0.1:$(LOAD_PORT) --http 127.0.0.1:$(LOAD_HTTP) \
+		--log-level warn $(WORKER_ARGS) & pid=$$!; \
+	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf "$$tmp"' EXIT; \
+	for i in $$(seq 100); do curl -sf http://127.0.0.1:$(LOAD_HTTP)/readyz >/dev/null && break; sleep 0.1; done; \
+	"$$tmp/convctl" load --nats-url nats://127.0.0.1:$(LOAD_PORT) $(LOAD_ARGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

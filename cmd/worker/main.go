@@ -47,6 +47,7 @@ func main() {
 // options are the worker's flags.
 type options struct {
 	listen, dataDir, httpAddr string
+	pprofAddr                 string
 	websocket                 string
 	websocketOrigins          stringList
 	maxPayload                int
@@ -89,6 +90,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
 	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
 	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
+	str(&o.pprofAddr, "pprof", "CONVSTREAM_PPROF", "", "HOST:PORT to serve net/http/pprof on, on its own listener (default: off)")
 	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
 	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
 	o.embedded.register(fs, ef, &o.conn)
@@ -252,6 +254,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			}
 		}()
 		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr)
+	}
+
+	if _, err := servePprof(ctx, o.pprofAddr, log); err != nil {
+		return err
 	}
 
 	runErr := make(chan error, 1)

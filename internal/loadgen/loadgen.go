@@ -1,0 +1,171 @@
+// Package loadgen drives conversations with appends and measures how fast
+// their effect comes back: through the convstream worker (append →
+// snapshot delta) or through a plain JetStream stream and consumer (publish
+// → consume, the physical limit of the same setup).
+package loadgen
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Config is one run.
+type Config struct {
+	// Conversations driven, and Events appended in all: event i goes to
+	// conversation i mod Conversations, so each grows by a chain of
+	// messages in turn.
+	Conversations, Events int
+	// Rate is the target of events per second; 0 publishes flat out.
+	Rate float64
+	// ContentBytes is the size of each message's content.
+	ContentBytes int
+	// Wait bounds how long the run waits, after publishing, for the last
+	// effect to come back.
+	Wait time.Duration
+	// Progress, when set, is called about five times a second.
+	Progress func(Progress)
+}
+
+// Progress is where a run stands.
+type Progress struct {
+	Published, Received, Events int
+	Elapsed                     time.Duration
+}
+
+// Result is what a run measured.
+type Result struct {
+	Name               string
+	Events, Received   int
+	Rate               float64 // the target rate, 0: flat out
+	Elapsed            time.Duration
+	PublishRate        float64 // events/s published
+	Throughput         float64 // events/s received: received / (last received − first published)
+	P50, P90, P99, Max time.Duration
+}
+
+// ErrIncomplete is returned with the result when not every event came
+// back within the wait.
+var ErrIncomplete = errors.New("loadgen: not every event came back")
+
+// sink is what a run publishes to and hears back from.
+type sink interface {
+	// subject is where event k of conversation conv is published.
+	subject(conv int) string
+	// start begins delivering (conv, k) of what comes back to got.
+	start(ctx context.Context, got func(conv, k int)) error
+	stop()
+}
+
+// measure publishes the events of cfg to s and measures the round trip.
+func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p *payloads, cfg Config) (Result, error) {
+	res := Result{Name: name, Events: cfg.Events, Rate: cfg.Rate}
+	sent := make([]atomic.Int64, cfg.Events) // publish time, unix ns
+	lat := make([]time.Duration, 0, cfg.Events)
+	var mu sync.Mutex
+	seen := make([]bool, cfg.Events)
+	var received atomic.Int64
+	var last atomic.Int64
+	done := make(chan struct{})
+	got := func(conv, k int) {
+		i := k*cfg.Conversations + conv
+		if conv < 0 || k < 0 || i >= cfg.Events {
+			return
+		}
+		now := time.Now().UnixNano()
+		mu.Lock()
+		defer mu.Unlock()
+		if seen[i] || sent[i].Load() == 0 {
+			return
+		}
+		seen[i] = true
+		lat = append(lat, time.Duration(now-sent[i].Load()))
+		last.Store(now)
+		if received.Add(1) == int64(cfg.Events) {
+			close(done)
+		}
+	}
+	if err := s.start(ctx, got); err != nil {
+		return res, err
+	}
+	defer s.stop()
+
+	var published atomic.Int64
+	start := time.Now()
+	stopProgress := make(chan struct{})
+	var wg sync.WaitGroup
+	if cfg.Progress != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(200 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopProgress:
+					return
+				case <-t.C:
+					cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: cfg.Events, Elapsed: time.Since(start)})
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stopProgress)
+		wg.Wait()
+		if cfg.Progress != nil {
+			cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: cfg.Events, Elapsed: time.Since(start)})
+		}
+	}()
+
+	for i := range cfg.Events {
+		if cfg.Rate > 0 {
+			if d := time.Until(start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))); d > 0 {
+				time.Sleep(d)
+			}
+		}
+		conv := i % cfg.Conversations
+		msg := &nats.Msg{Subject: s.subject(conv), Header: p.headers[i], Data: p.data[i]}
+		sent[i].Store(time.Now().UnixNano())
+		if _, err := js.PublishMsgAsync(msg); err != nil {
+			return res, fmt.Errorf("loadgen: publish: %w", err)
+		}
+		published.Add(1)
+		if ctx.Err() != nil {
+			return res, ctx.Err()
+		}
+	}
+	select {
+	case <-js.PublishAsyncComplete():
+	case <-time.After(cfg.Wait):
+		return res, fmt.Errorf("loadgen: publish acknowledgements: %w", ErrIncomplete)
+	}
+	res.PublishRate = float64(cfg.Events) / time.Since(start).Seconds()
+
+	var err error
+	select {
+	case <-done:
+	case <-time.After(cfg.Wait):
+		err = ErrIncomplete
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res.Received = int(received.Load())
+	if res.Received > 0 {
+		res.Elapsed = time.Duration(last.Load() - start.UnixNano())
+		res.Throughput = float64(res.Received) / res.Elapsed.Seconds()
+		slices.Sort(lat)
+		q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
+		res.P50, res.P90, res.P99, res.Max = q(0.50), q(0.90), q(0.99), lat[len(lat)-1]
+	}
+	return res, err
+}

@@ -1,0 +1,93 @@
+package loadgen
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// TestRuns drives a few conversations through a worker on an embedded
+// server, and the same payloads through a raw stream: every event must
+// come back, with latencies measured.
+func TestRuns(t *testing.T) {
+	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	conn := func() *nats.Conn {
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	w, err := streams.NewWorker(conn())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(10 * time.Second); w.Ready() != nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker not ready")
+		}
+	}
+	subjects, err := streams.NewSubjects("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, sub := conn(), conn()
+	cfg := Config{Conversations: 20, Events: 400, ContentBytes: 64, Wait: 30 * time.Second}
+	progress := 0
+	cfg.Progress = func(Progress) { progress++ }
+
+	raw, err := Raw(ctx, pub, "t1", cfg)
+	if err != nil {
+		t.Fatalf("raw: %v (%+v)", err, raw)
+	}
+	wr, err := Worker(ctx, pub, sub, subjects, "t2", cfg)
+	if err != nil {
+		t.Fatalf("worker: %v (%+v)", err, wr)
+	}
+	cfg.Rate = 2000
+	paced, err := Worker(ctx, pub, sub, subjects, "t3", cfg)
+	if err != nil {
+		t.Fatalf("worker at %v ev/s: %v", cfg.Rate, err)
+	}
+	for _, r := range []Result{raw, wr, paced} {
+		if r.Received != r.Events || r.Throughput <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
+			t.Errorf("%s: %+v", r.Name, r)
+		}
+		t.Logf("%s (rate %v): %.0f ev/s, p50 %v p99 %v", r.Name, r.Rate, r.Throughput, r.P50, r.P99)
+	}
+	if paced.PublishRate > 2200 {
+		t.Errorf("paced run published %.0f ev/s, target 2000", paced.PublishRate)
+	}
+	if progress == 0 {
+		t.Error("no progress reported")
+	}
+	// The worker's conversations end as their appends say.
+	c, err := streams.NewClient(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		s, err := c.Snapshot(ctx, "t2-7")
+		if err == nil && s.Version == 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("stored snapshot of t2-7: %+v, %v", s, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
