@@ -31,6 +31,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target events/s (0: flat out, then again at half the worker's peak)")
 	fs.IntVar(&cfg.ContentBytes, "content-bytes", 256, "size of each message's content")
 	fs.DurationVar(&cfg.Wait, "wait", time.Minute, "how long to wait for the last event to come back")
+	fs.BoolVar(&cfg.Warmup, "warmup", false, "send the first event of every conversation, and wait for it, before measuring (steady state: no conversation is new)")
 	raw := fs.Bool("raw", true, "also run raw JetStream publish+consume of the same payloads, side by side")
 	half := fs.Bool("half", true, "with --rate 0: run again at half of the worker's peak throughput")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
@@ -154,10 +155,14 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, results []loadgen.Resu
 	machine := machineNote()
 	if asJSON {
 		_ = json.NewEncoder(stdout).Encode(map[string]any{"machine": machine, "conversations": cfg.Conversations,
-			"events": cfg.Events, "contentBytes": cfg.ContentBytes, "results": results})
+			"events": cfg.Events, "warmup": cfg.Warmup, "contentBytes": cfg.ContentBytes, "results": results})
 	} else {
 		fmt.Fprintf(stdout, "machine: %s\n", machine)
-		fmt.Fprintf(stdout, "load: %d conversations, %d appends per run, %d-byte contents\n\n", cfg.Conversations, cfg.Events, cfg.ContentBytes)
+		warm := ""
+		if cfg.Warmup {
+			warm = fmt.Sprintf(" (the first %d sent before measuring)", min(cfg.Conversations, cfg.Events))
+		}
+		fmt.Fprintf(stdout, "load: %d conversations, %d appends per run%s, %d-byte contents\n\n", cfg.Conversations, cfg.Events, warm, cfg.ContentBytes)
 		fmt.Fprintf(stdout, "%-14s %12s %14s %14s %9s %9s %9s %9s\n", "run", "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max")
 		ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 		var rawPeak, workerPeak float64

@@ -30,6 +30,11 @@ type Config struct {
 	// Wait bounds how long the run waits, after publishing, for the last
 	// effect to come back.
 	Wait time.Duration
+	// Warmup publishes the first event of every conversation, and waits for
+	// them, before measuring the rest: the figures are those of
+	// conversations that exist (a worker loads a new conversation from the
+	// stream and the bucket first).
+	Warmup bool
 	// Progress, when set, is called about five times a second.
 	Progress func(Progress)
 }
@@ -66,14 +71,18 @@ type sink interface {
 
 // measure publishes the events of cfg to s and measures the round trip.
 func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p *payloads, cfg Config) (Result, error) {
-	res := Result{Name: name, Events: cfg.Events, Rate: cfg.Rate}
+	skip := 0 // events published before measuring
+	if cfg.Warmup {
+		skip = min(cfg.Conversations, cfg.Events)
+	}
+	res := Result{Name: name, Events: cfg.Events - skip, Rate: cfg.Rate}
 	sent := make([]atomic.Int64, cfg.Events) // publish time, unix ns
 	lat := make([]time.Duration, 0, cfg.Events)
 	var mu sync.Mutex
 	seen := make([]bool, cfg.Events)
-	var received atomic.Int64
+	var received, warm atomic.Int64
 	var last atomic.Int64
-	done := make(chan struct{})
+	done, warmed := make(chan struct{}), make(chan struct{})
 	got := func(conv, k int) {
 		i := k*cfg.Conversations + conv
 		if conv < 0 || k < 0 || i >= cfg.Events {
@@ -86,9 +95,15 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 			return
 		}
 		seen[i] = true
+		if i < skip {
+			if warm.Add(1) == int64(skip) {
+				close(warmed)
+			}
+			return
+		}
 		lat = append(lat, time.Duration(now-sent[i].Load()))
 		last.Store(now)
-		if received.Add(1) == int64(cfg.Events) {
+		if received.Add(1) == int64(res.Events) {
 			close(done)
 		}
 	}
@@ -96,6 +111,25 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		return res, err
 	}
 	defer s.stop()
+	if skip > 0 {
+		for i := range skip {
+			msg := &nats.Msg{Subject: s.subject(i % cfg.Conversations), Header: p.headers[i], Data: p.data[i]}
+			sent[i].Store(time.Now().UnixNano())
+			if _, err := js.PublishMsgAsync(msg); err != nil {
+				return res, fmt.Errorf("loadgen: publish: %w", err)
+			}
+		}
+		select {
+		case <-warmed:
+		case <-time.After(cfg.Wait):
+			return res, fmt.Errorf("loadgen: warmup: %w", ErrIncomplete)
+		case <-ctx.Done():
+			return res, ctx.Err()
+		}
+	}
+	if res.Events == 0 {
+		return res, nil
+	}
 
 	var published atomic.Int64
 	start := time.Now()
@@ -112,7 +146,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 				case <-stopProgress:
 					return
 				case <-t.C:
-					cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: cfg.Events, Elapsed: time.Since(start)})
+					cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: res.Events, Elapsed: time.Since(start)})
 				}
 			}
 		}()
@@ -121,13 +155,13 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		close(stopProgress)
 		wg.Wait()
 		if cfg.Progress != nil {
-			cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: cfg.Events, Elapsed: time.Since(start)})
+			cfg.Progress(Progress{Published: int(published.Load()), Received: int(received.Load()), Events: res.Events, Elapsed: time.Since(start)})
 		}
 	}()
 
-	for i := range cfg.Events {
+	for i := skip; i < cfg.Events; i++ {
 		if cfg.Rate > 0 {
-			if d := time.Until(start.Add(time.Duration(float64(i) / cfg.Rate * float64(time.Second)))); d > 0 {
+			if d := time.Until(start.Add(time.Duration(float64(i-skip) / cfg.Rate * float64(time.Second)))); d > 0 {
 				time.Sleep(d)
 			}
 		}
@@ -147,7 +181,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 	case <-time.After(cfg.Wait):
 		return res, fmt.Errorf("loadgen: publish acknowledgements: %w", ErrIncomplete)
 	}
-	res.PublishRate = float64(cfg.Events) / time.Since(start).Seconds()
+	res.PublishRate = float64(res.Events) / time.Since(start).Seconds()
 
 	var err error
 	select {

@@ -57,10 +57,13 @@ func TestRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("worker: %v (%+v)", err, wr)
 	}
-	cfg.Rate = 2000
+	cfg.Rate, cfg.Warmup = 2000, true
 	paced, err := Worker(ctx, pub, sub, subjects, "t3", cfg)
 	if err != nil {
 		t.Fatalf("worker at %v ev/s: %v", cfg.Rate, err)
+	}
+	if paced.Events != cfg.Events-cfg.Conversations {
+		t.Errorf("warm run measured %d events, want %d", paced.Events, cfg.Events-cfg.Conversations)
 	}
 	for _, r := range []Result{raw, wr, paced} {
 		if r.Received != r.Events || r.Throughput <= 0 || r.P50 <= 0 || r.P99 < r.P50 || r.Max < r.P99 {
