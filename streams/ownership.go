@@ -73,7 +73,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 			MaxDeliver:    -1,
 			// As in Run: a dead owner's pending acks must not stall its
 			// successor.
-			MaxAckPending:  max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+partitionWindow)),
+			MaxAckPending:  w.maxAckPending(partitionWindow),
 			PriorityPolicy: jetstream.PriorityPolicyPinned,
 			PriorityGroups: []string{ownerGroup},
 			PinnedTTL:      w.cfg.pinnedTTL,

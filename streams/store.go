@@ -16,6 +16,19 @@ const DefaultSnapshotInterval = 50 * time.Millisecond
 // storeTimeout bounds one write to the snapshot bucket.
 const storeTimeout = 10 * time.Second
 
+// pendingStores is how many events a worker can hold unacknowledged while
+// their stores are due: the events stream delivers at most pendingStores /
+// (snapshot interval + store time) events a second to one worker (1.3
+// million at 50ms, 13,000 at 5s).
+const pendingStores = 1 << 16
+
+// maxAckPending is the consumer's MaxAckPending for a fetch window: what
+// the lanes hold, plus the events awaiting a store (acknowledged only once
+// a store covers them), with room for a crashed predecessor's.
+func (w *Worker) maxAckPending(window int) int {
+	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + pendingStores
+}
+
 // storeBatch is one write of a conversation's snapshot: the version and
 // sequence it stores and the events it covers, acknowledged once it is
 // written. done is closed when the write returned, with rev or err set.

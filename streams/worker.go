@@ -92,10 +92,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.ackWait,
 		MaxDeliver:    -1,
-		// Far above what one worker holds (the fetch window plus the lane
-		// queues): events a crashed worker left unacknowledged keep their
-		// slots until AckWait, and must not stall its successor.
-		MaxAckPending: max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+fetchWindow)),
+		// Far above what one worker holds (the fetch window, the lane
+		// queues and the events awaiting a store): events a crashed worker
+		// left unacknowledged keep their slots until AckWait, and must not
+		// stall its successor.
+		MaxAckPending: w.maxAckPending(fetchWindow),
 	})
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
