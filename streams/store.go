@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,6 +58,12 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	}
 	st.storing = true
 	wait := time.Until(st.lastStore.Add(w.cfg.snapshotInterval))
+	if st.lastStore.IsZero() && w.cfg.snapshotInterval > 0 {
+		// The first store of a state loaded now waits a random part of the
+		// interval, so that conversations loaded together (a restart, a
+		// burst of new ones) do not store together ever after.
+		wait = rand.N(w.cfg.snapshotInterval)
+	}
 	task := func() { w.store(ctx, l, st) }
 	if wait <= 0 {
 		// Behind the events already queued on the lane: they join it.
