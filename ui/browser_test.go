@@ -162,6 +162,14 @@ func TestBrowserViewer(t *testing.T) {
 	}
 	t.Logf("switched %s (parent %s) to branch %d: now %v", entry.ID, entry.ParentID, to+1, rendered)
 
+	// Deltas carry no contextTree: the tree panel follows the stored
+	// snapshot, which shows the switched branch after the next store.
+	treeShows := fmt.Sprintf(`Number(document.getElementById("tree").dataset.version) >= %d`, events+1)
+	if _, err := chromedp.Run(bctx, chromedp.Poll[bool](treeShows, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Fatalf("the contextTree panel never caught up with version %d after switching %s: %v (it shows version %s)", events+1, entry.ParentID, err,
+			evaluate[string](t, bctx, `document.getElementById("tree").dataset.version`))
+	}
+
 	// The inference context, with per-processor durations.
 	if err := chromedp.Do(bctx,
 		chromedp.Click(chromedp.CSS("#infer")),

@@ -53,6 +53,7 @@ class Viewer {
     const sub = this.nc.subscribe(this.subject("snapshots"));
     this.kv = await this.js.views.kv(this.bucket, { bindOnly: true });
     await this.reload();
+    this.watchStored();
     (async () => {
       for await (const msg of sub) {
         let ev;
@@ -67,6 +68,28 @@ class Viewer {
         else if (outcome === "gap") await this.reload();
       }
     })();
+  }
+
+  // watchStored follows the stored snapshot: deltas carry no contextTree,
+  // so the tree panel takes it from each store (at most one per
+  // --snapshot-interval); a store ahead of the deltas replaces the view.
+  async watchStored() {
+    const watch = await this.kv.watch({ key: this.id });
+    for await (const entry of watch) {
+      if (entry.operation !== "PUT") continue;
+      let stored;
+      try {
+        stored = entry.json();
+      } catch (err) {
+        console.warn("stored snapshot: ", err);
+        continue;
+      }
+      if (this.state.replace(stored)) {
+        this.render();
+      } else if (this.state.updateTree(stored)) {
+        this.renderTree();
+      }
+    }
   }
 
   async reload() {
@@ -85,9 +108,17 @@ class Viewer {
     const list = $("transcript");
     renderFlatList(list, s.flatList || [], (entry, index) => this.switchBranch(entry, index));
     list.dataset.version = String(s.version);
-    renderTree($("tree"), s.contextTree || []);
+    this.renderTree();
     $("version").textContent = `${this.id} · version ${s.version} · sequence ${s.sequence}`;
     setStatus("live", "live");
+  }
+
+  // renderTree shows the contextTree held; its data-version is the version
+  // of the stored snapshot it came from.
+  renderTree() {
+    const tree = $("tree");
+    renderTree(tree, this.state.snapshot.contextTree || []);
+    tree.dataset.version = String(this.state.treeVersion || 0);
   }
 
   // switchBranch sets metadata.activeBranchIndex on the branch's parent.

@@ -30,6 +30,18 @@ export class SnapshotState {
   replace(snapshot) {
     if (!snapshot || snapshot.version <= this.version) return false;
     this.snapshot = snapshot;
+    this.treeVersion = snapshot.version;
+    return true;
+  }
+
+  // updateTree takes the contextTree of a stored snapshot that is not newer
+  // than the one held (deltas moved the flat list on since) unless the tree
+  // held is already from a later store; it returns whether it changed.
+  updateTree(stored) {
+    if (!this.snapshot || !stored || !Array.isArray(stored.contextTree)) return false;
+    if ((stored.version || 0) <= (this.treeVersion || 0)) return false;
+    this.snapshot = { ...this.snapshot, contextTree: stored.contextTree };
+    this.treeVersion = stored.version;
     return true;
   }
 
