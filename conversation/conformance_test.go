@@ -1,17 +1,15 @@
 package conversation
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
 
 	"github.com/convstream/convstream/internal/jsondiff"
+	"github.com/convstream/convstream/internal/testcorpus"
 )
 
 // conformanceCase is one line of the conformance files: an input and the
@@ -25,29 +23,11 @@ type conformanceCase struct {
 
 func readCases(t testing.TB, path string) []conformanceCase {
 	t.Helper()
-	f, err := os.Open(path)
+	cases, err := testcorpus.Decode[conformanceCase](path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	var out []conformanceCase
-	for sc.Scan() {
-		var c conformanceCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return cases
 }
 
 // runParseJSON parses a conformance input and returns the result as a

@@ -9,17 +9,20 @@ import (
 	"github.com/convstream/convstream/internal/jsondiff"
 )
 
-func resultJSON(t testing.TB, r *Result) any {
+func resultJSON(t testing.TB, r *Result) any { return jsonValue(t, r) }
+
+// jsonValue encodes v and decodes it back into a generic JSON value.
+func jsonValue(t testing.TB, v any) any {
 	t.Helper()
-	enc, err := json.Marshal(r)
+	enc, err := json.Marshal(v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v any
-	if err := json.Unmarshal(enc, &v); err != nil {
+	var out any
+	if err := json.Unmarshal(enc, &out); err != nil {
 		t.Fatal(err)
 	}
-	return v
+	return out
 }
 
 // TestConversationMatchesParse appends the messages of conformance cases one

@@ -10,18 +10,7 @@ import (
 	"github.com/convstream/convstream/internal/jsondiff"
 )
 
-func flatJSON(t testing.TB, flat []*Message) any {
-	t.Helper()
-	enc, err := json.Marshal(flat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v any
-	if err := json.Unmarshal(enc, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
+func flatJSON(t testing.TB, flat []*Message) any { return jsonValue(t, flat) }
 
 // checkAgainstParse compares the conversation's flat list and result with a
 // full Parse of its messages.

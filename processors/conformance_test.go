@@ -1,8 +1,6 @@
 package processors_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/processors"
 )
 
@@ -42,27 +41,17 @@ type record struct {
 
 func loadRecords(t testing.TB) []record {
 	t.Helper()
-	f, err := os.Open("testdata/processors.jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []record
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
-	for n := 1; sc.Scan(); n++ {
+	err := testcorpus.Lines("testdata/processors.jsonl.gz", func(n int, data []byte) (bool, error) {
 		var r record
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("line %d: %v", n, err)
+		if err := json.Unmarshal(data, &r); err != nil {
+			return false, err
 		}
 		r.line = n
 		out = append(out, r)
-	}
-	if err := sc.Err(); err != nil {
+		return true, nil
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	return out

@@ -1,14 +1,11 @@
 package streams
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/jsondiff"
+	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/schemas"
 )
 
@@ -160,22 +158,14 @@ type corpusCase struct {
 // cycles), so that appending them one event at a time is meaningful.
 func loadCorpus(t testing.TB, file string, n int) []corpusCase {
 	t.Helper()
-	f, err := os.Open("../conversation/testdata/conformance/" + file)
+	cases, err := testcorpus.Decode[corpusCase]("../conversation/testdata/conformance/" + file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
 	var out []corpusCase
-	for sc.Scan() && len(out) < n {
-		var c corpusCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
+	for _, c := range cases {
+		if len(out) == n {
+			break
 		}
 		if len(c.Expected) == 0 {
 			continue
@@ -197,9 +187,6 @@ func loadCorpus(t testing.TB, file string, n int) []corpusCase {
 		}
 		c.msgs, c.groups = msgs, groups
 		out = append(out, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

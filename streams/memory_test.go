@@ -1,14 +1,12 @@
 package streams
 
 import (
-	"bufio"
-	"compress/gzip"
 	"encoding/json"
-	"os"
 	"runtime"
 	"testing"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/testcorpus"
 )
 
 // TestCachedMessageMemory measures the memory a worker holds per cached
@@ -78,28 +76,19 @@ func heapInUse() int64 {
 // its compact JSON.
 func benchMessages(t *testing.T, name string) [][]byte {
 	t.Helper()
-	f, err := os.Open("../conversation/testdata/bench/" + name + ".jsonl.gz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(make([]byte, 0, 1<<20), 256<<20)
-	if !sc.Scan() {
-		t.Fatalf("%s: empty", name)
-	}
-	var c struct {
+	type benchCase struct {
 		Input struct {
 			Messages []json.RawMessage `json:"messages"`
 		} `json:"input"`
 	}
-	if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+	cases, err := testcorpus.Decode[benchCase]("../conversation/testdata/bench/" + name + ".jsonl.gz")
+	if err != nil {
 		t.Fatal(err)
 	}
+	if len(cases) == 0 {
+		t.Fatalf("%s: empty", name)
+	}
+	c := cases[0]
 	out := make([][]byte, len(c.Input.Messages))
 	for i, r := range c.Input.Messages {
 		var v any

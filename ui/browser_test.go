@@ -1,8 +1,6 @@
 package ui_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/ui"
@@ -231,30 +230,20 @@ type caseInput struct {
 
 func loadCase(t *testing.T, name string) *caseInput {
 	t.Helper()
-	f, err := os.Open("../conversation/testdata/conformance/generated-normal.jsonl.gz")
+	type namedCase struct {
+		Name  string    `json:"name"`
+		Input caseInput `json:"input"`
+	}
+	cases, err := testcorpus.Decode[namedCase]("../conversation/testdata/conformance/generated-normal.jsonl.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var c struct {
-			Name  string    `json:"name"`
-			Input caseInput `json:"input"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatal(err)
-		}
+	for _, c := range cases {
 		if c.Name == name || strings.HasPrefix(c.Name, name+" ") {
 			return &c.Input
 		}
 	}
-	t.Fatalf("conformance case %s not found (%v)", name, sc.Err())
+	t.Fatalf("conformance case %s not found", name)
 	return nil
 }
 
