@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
