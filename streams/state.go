@@ -37,6 +37,9 @@ type convState struct {
 	storing   bool
 	inflight  *storeBatch
 	lastStore time.Time
+	// storeFailures counts writes in a row that failed transiently (the
+	// server away, a timeout); the next try waits longer each time.
+	storeFailures int
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
 	// given (a crashed worker's, awaiting redelivery), so the first event

@@ -153,6 +153,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	switch {
 	case b.err == nil:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
+		st.storeFailures = 0
 		ackAll(ctx, w, b.msgs)
 	case tooLarge(b.err):
 		// The events took effect and their deltas are out; the bucket keeps
@@ -160,6 +161,20 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
 		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
 		ackAll(ctx, w, b.msgs)
+	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st:
+		// The server is away or slow: the state in memory is right, so keep
+		// it and its events (unacknowledged) and try the store again later.
+		// Letting it go would rebuild it from an older point and publish
+		// its events' versions a second time.
+		st.storeFailures++
+		delay := min(w.cfg.snapshotInterval<<min(st.storeFailures, 10), 5*time.Second)
+		delay = max(delay, 100*time.Millisecond)
+		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
+			"version", b.version, "retry_in", delay, "err", b.err)
+		st.unstored = append(b.msgs, st.unstored...)
+		st.lastStore = time.Now().Add(delay - w.cfg.snapshotInterval)
+		w.scheduleStore(ctx, l, st)
+		return
 	default:
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
