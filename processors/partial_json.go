@@ -6,7 +6,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // A small parser for JSON cut short, as tool-call arguments are when a
@@ -303,41 +304,5 @@ func (v jsonValue) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString quotes s as JSON.stringify does: only quotes,
-// backslashes and control characters are escaped.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			if c < utf8.RuneSelf {
-				b = append(b, c)
-				i++
-				continue
-			}
-			r, w := utf8.DecodeRuneInString(s[i:])
-			b = utf8.AppendRune(b, r)
-			i += w
-			continue
-		}
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		i++
-	}
-	return append(b, '"')
-}
+// appendJSONString appends s as JSON.stringify writes it.
+func appendJSONString(b []byte, s string) []byte { return jsvalue.AppendJSONString(b, s) }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Float returns v as a float64 when it is a number of any Go kind.
@@ -225,3 +226,44 @@ func IsSpace(r rune) bool {
 
 // TrimSpace is JavaScript's String.prototype.trim.
 func TrimSpace(s string) string { return strings.TrimFunc(s, IsSpace) }
+
+const hexDigits = "0123456789abcdef"
+
+// AppendJSONString appends s as a JSON string escaped as JSON.stringify
+// escapes it: quotes, backslashes and control characters; invalid UTF-8
+// becomes U+FFFD.
+func AppendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			if c < utf8.RuneSelf {
+				b = append(b, c)
+				i++
+				continue
+			}
+			r, w := utf8.DecodeRuneInString(s[i:])
+			b = utf8.AppendRune(b, r)
+			i += w
+			continue
+		}
+		switch c {
+		case '"', '\\':
+			b = append(b, '\\', c)
+		case '\b':
+			b = append(b, '\\', 'b')
+		case '\f':
+			b = append(b, '\\', 'f')
+		case '\n':
+			b = append(b, '\\', 'n')
+		case '\r':
+			b = append(b, '\\', 'r')
+		case '\t':
+			b = append(b, '\\', 't')
+		default:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+		}
+		i++
+	}
+	return append(b, '"')
+}

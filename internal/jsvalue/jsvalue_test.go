@@ -52,3 +52,18 @@ func TestNumberAndTruthy(t *testing.T) {
 		t.Errorf("UTF16Len = %d", n)
 	}
 }
+
+func TestAppendJSONString(t *testing.T) {
+	cases := map[string]string{
+		"plain":        `"plain"`,
+		"a\"b\\c":      `"a\"b\\c"`,
+		"\n\t\x01\b\f": `"\n\t\u0001\b\f"`,
+		"é🙂\u2028":     "\"é🙂\u2028\"",
+		"bad\xffutf":   "\"bad\ufffdutf\"",
+	}
+	for in, want := range cases {
+		if got := string(AppendJSONString(nil, in)); got != want {
+			t.Errorf("AppendJSONString(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
