@@ -3,6 +3,7 @@ package streams
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -194,6 +195,14 @@ func EncodeEvent(subject string, ev *event.Event, mode Mode) (*nats.Msg, error) 
 	msg := nats.NewMsg(subject)
 	msg.Header.Set(headerMsgID, ev.ID())
 	if mode == Structured {
+		if jsonContent(ev.DataContentType()) && !ev.DataBase64 && len(ev.Data()) > 0 && !json.Valid(ev.Data()) {
+			// Data read from a binary-mode event need not be the JSON its
+			// content type (or its absence) claims; written inline it would
+			// break the envelope, so it goes as data_base64.
+			c := ev.Clone()
+			c.DataBase64 = true
+			ev = &c
+		}
 		body, err := ev.MarshalJSON()
 		if err != nil {
 			return nil, fmt.Errorf("streams: encode event: %w", err)
@@ -288,4 +297,12 @@ func unhex(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
+}
+
+// jsonContent reports whether a data content type makes structured mode
+// write the data inline as JSON: none at all, or a JSON media type.
+func jsonContent(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	return mt == "" || mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
