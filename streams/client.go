@@ -116,12 +116,7 @@ func (c *Client) Send(ctx context.Context, conversationID, typ string, data any,
 			attribute.String("convstream.conversation_id", conversationID),
 		))
 	defer span.End()
-	ev, err := newEventAs(o.id, typ, c.source, conversationID, o.contentType, data)
-	if err != nil {
-		return nil, fail(span, err)
-	}
-	InjectTraceContext(ctx, ev)
-	msg, err := EncodeEvent(subject, ev, o.mode)
+	msg, err := c.message(ctx, o, subject, typ, conversationID, data)
 	if err != nil {
 		return nil, fail(span, err)
 	}
@@ -131,6 +126,17 @@ func (c *Client) Send(ctx context.Context, conversationID, typ string, data any,
 	}
 	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)))
 	return &Sent{EventID: o.id, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
+}
+
+// message builds the CloudEvent of a send or an inference request, with
+// the trace context of ctx, as a NATS message to subject.
+func (c *Client) message(ctx context.Context, o sendOptions, subject, typ, conversationID string, data any) (*nats.Msg, error) {
+	ev, err := newEventAs(o.id, typ, c.source, conversationID, o.contentType, data)
+	if err != nil {
+		return nil, err
+	}
+	InjectTraceContext(ctx, ev)
+	return EncodeEvent(subject, ev, o.mode)
 }
 
 // Infer asks the worker for the context of a conversation and returns the
@@ -150,12 +156,7 @@ func (c *Client) Infer(ctx context.Context, req InferenceRequest, opts ...SendOp
 			attribute.String("convstream.conversation_id", req.ConversationID),
 		))
 	defer span.End()
-	ev, err := newEventAs(o.id, TypeInferenceRequested, c.source, req.ConversationID, o.contentType, req)
-	if err != nil {
-		return nil, fail(span, err)
-	}
-	InjectTraceContext(ctx, ev)
-	msg, err := EncodeEvent(subject, ev, o.mode)
+	msg, err := c.message(ctx, o, subject, TypeInferenceRequested, req.ConversationID, req)
 	if err != nil {
 		return nil, fail(span, err)
 	}
