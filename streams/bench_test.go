@@ -58,8 +58,8 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 					}
 				}
 				<-js.PublishAsyncComplete()
-				for conv, n := range counts {
-					waitVersion(b, c, conv, uint64(n), 120*time.Second)
+				for conv := range counts {
+					waitCaughtUp(b, c, conv, 120*time.Second)
 				}
 			}
 			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")

@@ -11,31 +11,16 @@ type lru struct {
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
-	// versions holds the last version published of conversations let go
-	// of with versions not stored.
-	versions map[string]uint64
 }
 
 func newLRU(capacity int, release func(st *convState, evicted bool)) *lru {
-	return &lru{cap: capacity, order: list.New(), byID: map[string]*list.Element{}, release: release, versions: map[string]uint64{}}
+	return &lru{cap: capacity, order: list.New(), byID: map[string]*list.Element{}, release: release}
 }
 
-// published returns, and forgets, the last version published of a
-// conversation let go of before it was stored (0: none).
-func (c *lru) published(id string) uint64 {
-	v := c.versions[id]
-	delete(c.versions, id)
-	return v
-}
-
-// let releases a state let go of, and records the last version it
-// published when that is not stored.
+// let releases a state let go of.
 func (c *lru) let(st *convState, evicted bool) {
 	if c.release != nil {
 		c.release(st, evicted)
-	}
-	if st.version > st.storedVersion {
-		c.versions[st.id] = st.version
 	}
 }
 

@@ -17,8 +17,21 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 		d.seq = meta.Sequence.Stream
 		d.stored = meta.Timestamp
 	}
-	h := m.Headers()
-	d.size = len(m.Data()) + headerSize(h)
+	w.decodeInto(d, m.Headers(), m.Data())
+	return d
+}
+
+// decodeStored decodes an event read from the stream by sequence (a
+// rebuild), as decode does a delivered one.
+func (w *Worker) decodeStored(m *jetstream.RawStreamMsg) *delivery {
+	d := &delivery{subject: m.Subject, seq: m.Sequence, stored: m.Time, received: time.Now()}
+	w.decodeInto(d, m.Header, m.Data)
+	return d
+}
+
+// decodeInto fills d from an event's headers and data.
+func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
+	d.size = len(data) + headerSize(h)
 	// The publisher sets Nats-Msg-Id to the event id; it names the event in
 	// a rejection when the event itself cannot be read.
 	d.eventID = h.Get(headerMsgID)
@@ -29,9 +42,9 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 	}
 	if d.size > w.cfg.limits.MaxEventBytes {
 		d.decodeErr = reject(CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
-		return d
+		return
 	}
-	ev, err := DecodeEvent(h, m.Data())
+	ev, err := DecodeEvent(h, data)
 	if ev != nil && ev.ID() != "" {
 		d.eventID = ev.ID()
 	}
@@ -43,7 +56,6 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 	default:
 		d.event = ev
 	}
-	return d
 }
 
 // headerSize approximates the wire size of NATS headers.

@@ -146,9 +146,10 @@ func TestBrokerRestartMidStream(t *testing.T) {
 	publishedAfter := time.Since(back)
 	c := newClient(t, ncP)
 	for conv, live := range want {
-		snap := waitVersion(t, c, conv, perConv, 30*time.Second)
-		if snap.Version != perConv {
-			t.Errorf("%s: version %d, want %d (one per event)", conv, snap.Version, perConv)
+		last := lastEventSeq(t, c, conv)
+		snap := waitVersion(t, c, conv, last, 30*time.Second)
+		if snap.Version != last || snap.Sequence != last {
+			t.Errorf("%s: version %d, sequence %d, want both the last event's sequence %d", conv, snap.Version, snap.Sequence, last)
 		}
 		res, err := live.Result()
 		if err != nil {
@@ -226,7 +227,7 @@ func TestAckTimeoutRedelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitVersion(t, c, "ackwait", n, 10*time.Second)
+	waitCaughtUp(t, c, "ackwait", 10*time.Second)
 	waitFor(t, 20*time.Second, "three redeliveries of each event", func() bool {
 		return sums(t, reader)[MetricEventsSkipped] >= 3*n
 	})
@@ -273,12 +274,12 @@ func TestSameEventThreeTimes(t *testing.T) {
 	}
 	first := waitVersion(t, c, "thrice", 1, 10*time.Second)
 	time.Sleep(200 * time.Millisecond)
-	if s, _ := c.Snapshot(ctx, "thrice"); s.Version != 1 {
+	if s, _ := c.Snapshot(ctx, "thrice"); s.Version != seqs[0] {
 		t.Errorf("version %d after one event sent three times", s.Version)
 	}
 
 	// Without: the same encoded CloudEvents, Nats-Msg-Id removed.
-	raw := func(typ string, data any) {
+	raw := func(typ string, data any) (seqs []uint64) {
 		ev, err := newEvent("ev-raw-"+typ, typ, "urn:test", "thrice", data)
 		if err != nil {
 			t.Fatal(err)
@@ -289,15 +290,18 @@ func TestSameEventThreeTimes(t *testing.T) {
 		}
 		m.Header.Del(headerMsgID)
 		for range 3 {
-			if _, err := js.PublishMsg(ctx, m); err != nil {
+			ack, err := js.PublishMsg(ctx, m)
+			if err != nil {
 				t.Fatal(err)
 			}
+			seqs = append(seqs, ack.Sequence)
 		}
+		return seqs
 	}
 	raw(TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "content": "hi", "parentId": "m1"})
-	raw(TypeMessageDeleted, map[string]any{"id": "m1"})
+	deletes := raw(TypeMessageDeleted, map[string]any{"id": "m1"})
 	waitFor(t, 10*time.Second, "two delete copies refused", func() bool { return errs.count("convstream.errors.thrice") >= 2 })
-	waitVersion(t, c, "thrice", 4, 10*time.Second)
+	waitVersion(t, c, "thrice", deletes[0], 10*time.Second) // the first copy applies
 	time.Sleep(200 * time.Millisecond)
 	snap, err := c.Snapshot(ctx, "thrice")
 	if err != nil {
@@ -371,10 +375,11 @@ func TestRedeliveryOutOfOrder(t *testing.T) {
 	steal() // S1, comes back 600 ms after S0
 	startWorker(t, nc, opts...)
 	waitVersion(t, c, "ooo", 1, 10*time.Second) // S0 redelivered and applied alone
-	if _, err := c.Send(ctx, "ooo", TypeMessageUpdated, map[string]any{"id": "m2", "content": "edited"}); err != nil {
+	edit, err := c.Send(ctx, "ooo", TypeMessageUpdated, map[string]any{"id": "m2", "content": "edited"})
+	if err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "ooo", 2, 10*time.Second)
+	waitVersion(t, c, "ooo", edit.Sequence, 10*time.Second)
 	time.Sleep(time.Second) // S1's redelivery
 	if n := errs.count(""); n != 0 {
 		t.Fatalf("%d rejections: %v", n, errs.all()[0].ev)

@@ -116,8 +116,33 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
-// waitVersion waits until the stored snapshot of conv reaches version and
-// returns it.
+// waitCaughtUp waits until the stored snapshot of conv covers the last
+// event of conv in the events stream (which must be one that applies:
+// versions are event sequences) and returns it.
+func waitCaughtUp(t testing.TB, c *Client, conv string, timeout time.Duration) *Snapshot {
+	t.Helper()
+	return waitVersion(t, c, conv, lastEventSeq(t, c, conv), timeout)
+}
+
+// lastEventSeq returns the stream sequence of the last event of conv (on an
+// unpartitioned stream).
+func lastEventSeq(t testing.TB, c *Client, conv string) uint64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := c.js.Stream(ctx, c.subjects.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.GetLastMsgForSubject(ctx, c.subjects.Events(conv))
+	if err != nil {
+		t.Fatalf("last event of %s: %v", conv, err)
+	}
+	return m.Sequence
+}
+
+// waitVersion waits until the stored snapshot of conv reaches version (the
+// sequence of the last event that changed it) and returns it.
 func waitVersion(t testing.TB, c *Client, conv string, version uint64, timeout time.Duration) *Snapshot {
 	t.Helper()
 	var snap *Snapshot

@@ -120,8 +120,8 @@ func TestInference(t *testing.T) {
 
 	for i, cc := range cases {
 		conv := caseID(i)
-		n := sendConversation(t, c, conv, i, cc)
-		waitVersion(t, c, conv, uint64(n), 20*time.Second)
+		sendConversation(t, c, conv, i, cc)
+		stored := waitCaughtUp(t, c, conv, 20*time.Second)
 
 		// The active path.
 		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv}, WithEventID(conv+"-active"))
@@ -136,7 +136,7 @@ func TestInference(t *testing.T) {
 		if d := jsondiff.Diff(decoded(t, want.Metadata), decoded(t, got.Metadata)); d != "" {
 			t.Errorf("%s: metadata differs: %s", conv, d)
 		}
-		if got.RequestID != conv+"-active" || got.ConversationID != conv || got.Version != uint64(n) ||
+		if got.RequestID != conv+"-active" || got.ConversationID != conv || got.Version != stored.Version ||
 			got.Stats.ProcessedCount != 3 || got.IsAborted || got.Pipeline != DefaultPipeline {
 			t.Errorf("%s: context = %+v", conv, got)
 		}

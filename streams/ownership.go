@@ -44,6 +44,10 @@ type ownership struct {
 	mu      sync.Mutex
 	pullers map[int]*puller
 	pins    []string // by partition: the pin id of the current tenure, "" when not owned
+	// retired holds the pin ids of tenures that ended: an event delivered
+	// under one of them, still buffered or queued, belongs to the
+	// partition's next owner and is handed back instead of applied.
+	retired map[string]time.Time
 }
 
 // puller is one partition's pull, handing events to the lanes.
@@ -97,7 +101,9 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 			return err
 		}
 	}
-	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n)}
+	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
+		retired: map[string]time.Time{}}
+	w.own = o
 	w.ready.Store(true)
 	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
 		"partitions", n, "consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
@@ -143,6 +149,7 @@ func (o *ownership) rebalance(ctx context.Context) {
 		log.WarnContext(ctx, "counting workers", "err", err)
 	}
 	share := (n + live - 1) / live
+	o.forgetRetired()
 	var owned []int
 	for p, c := range o.cons {
 		info, err := c.Info(ctx)
@@ -163,10 +170,17 @@ func (o *ownership) rebalance(ctx context.Context) {
 		}
 		o.mu.Lock()
 		mine := o.pins[p] != "" && o.pins[p] == pinned
-		if !mine && o.pins[p] != "" {
-			o.pins[p] = "" // lost: another worker, or the server after our TTL
-		}
+		lost := !mine && o.pins[p] != ""
 		o.mu.Unlock()
+		if lost {
+			// The server pinned another worker (this one stalled past the
+			// pinned TTL): what this one still holds of the partition is
+			// handed back, not applied.
+			log.WarnContext(ctx, "partition lost", "partition", p)
+			o.retire(p)
+			o.stop(p)
+			o.w.forgetPartition(o.work, p)
+		}
 		o.w.owned[p].Store(mine)
 		if mine {
 			owned = append(owned, p)
@@ -188,8 +202,76 @@ func (o *ownership) rebalance(ctx context.Context) {
 	}
 	for _, p := range owned[share:] {
 		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
-		o.stop(p)
-		o.unpin(ctx, p)
+		o.handOff(ctx, p)
+	}
+}
+
+// handOff gives partition p up cleanly: the pull stops, the lanes apply
+// what was fetched, every conversation of p is stored (its events
+// acknowledged) and let go, and only then is p unpinned. The next owner
+// thus starts from stored snapshots, with nothing of p applied twice or
+// by two workers at once.
+func (o *ownership) handOff(ctx context.Context, p int) {
+	o.stop(p)
+	n := o.w.partitions()
+	for _, l := range o.w.lanes.all {
+		err := o.w.lanes.call(o.work, l, func() {
+			var due []*convState
+			l.cache.each(func(st *convState) {
+				if PartitionOf(st.id, n) == p {
+					due = append(due, st)
+				}
+			})
+			for _, st := range due {
+				o.w.storeNow(o.work, l, st)
+				l.cache.drop(st.id) // events a failed store left unacknowledged are redelivered
+			}
+		})
+		if err != nil {
+			o.w.cfg.logger.WarnContext(ctx, "handing a partition off", "partition", p, "err", err)
+		}
+	}
+	// The acknowledgements go out before the partition does.
+	if err := o.w.nc.FlushTimeout(5 * time.Second); err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
+	}
+	o.unpin(ctx, p)
+}
+
+// retire ends the current tenure of partition p in this worker's books.
+func (o *ownership) retire(p int) {
+	o.mu.Lock()
+	if o.pins[p] != "" {
+		o.retired[o.pins[p]] = time.Now()
+	}
+	o.pins[p] = ""
+	o.mu.Unlock()
+	o.w.owned[p].Store(false)
+}
+
+// stale reports whether m was delivered under a tenure that has ended.
+func (o *ownership) stale(m jetstream.Msg) bool {
+	pin := m.Headers().Get(headerPinID)
+	if pin == "" {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.retired[pin]
+	return ok
+}
+
+// forgetRetired drops the pins of tenures that ended long enough ago that
+// nothing delivered under them can still be buffered or queued here (it
+// would have been redelivered elsewhere after the ack wait).
+func (o *ownership) forgetRetired() {
+	horizon := time.Now().Add(-max(4*o.w.cfg.ackWait, time.Minute))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for pin, at := range o.retired {
+		if at.Before(horizon) {
+			delete(o.retired, pin)
+		}
 	}
 }
 
@@ -223,16 +305,36 @@ func (o *ownership) pull(p int, pl *puller) {
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return
 		}
+		if errors.Is(err, jetstream.ErrPinIDMismatch) {
+			// The server pinned another worker: events of the tenure that
+			// ended, still buffered or queued here, are handed back.
+			o.mu.Lock()
+			held := o.pins[p] != ""
+			o.mu.Unlock()
+			if held {
+				o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
+				o.retire(p)
+				o.w.forgetPartition(o.work, p)
+			}
+			continue
+		}
 		if err != nil {
-			// Pin mismatch, missed heartbeats: the iterator recovers.
+			// Missed heartbeats and the like: the iterator recovers.
 			o.w.cfg.logger.DebugContext(o.work, "pulling a partition", "partition", p, "err", err)
 			continue
 		}
 		if pin := m.Headers().Get(headerPinID); pin != "" {
 			o.mu.Lock()
-			fresh := o.pins[p] != pin
-			o.pins[p] = pin
+			_, old := o.retired[pin]
+			fresh := !old && o.pins[p] != pin
+			if !old {
+				o.pins[p] = pin
+			}
 			o.mu.Unlock()
+			if old {
+				_ = m.Nak() // the partition's next owner applies it
+				continue
+			}
 			if fresh {
 				o.w.owned[p].Store(true)
 				o.w.forgetPartition(o.work, p)
@@ -266,10 +368,7 @@ func (o *ownership) stopAll() {
 // unpin gives partition p up at once, so that a waiting worker takes it
 // without waiting for the pinned TTL.
 func (o *ownership) unpin(ctx context.Context, p int) {
-	o.mu.Lock()
-	o.pins[p] = ""
-	o.mu.Unlock()
-	o.w.owned[p].Store(false)
+	o.retire(p)
 	if err := o.w.stream.UnpinConsumer(ctx, o.w.partitionConsumer(p), ownerGroup); err != nil {
 		o.w.cfg.logger.WarnContext(ctx, "unpinning a partition", "partition", p, "err", err)
 	}

@@ -21,8 +21,16 @@ func WorkerPermissions(s Subjects) Permissions {
 	p := s.Prefix()
 	stream, bucket := s.EventsStream(), s.SnapshotBucket()
 	kvStream := "KV_" + bucket
+	members := s.MembersBucket() // partitioned mode's live workers
 	return Permissions{
 		Publish: []string{
+			"$JS.API.STREAM.*.KV_" + members,
+			"$JS.API.STREAM.MSG.*.KV_" + members,
+			"$JS.API.DIRECT.GET.KV_" + members + ".>",
+			"$JS.API.CONSUMER.*.KV_" + members + ".>",
+			"$JS.API.CONSUMER.*.KV_" + members,
+			"$JS.FC.KV_" + members + ".>",
+			"$KV." + members + ".>",
 			p + ".>", // events (clients), snapshots, results, errors, inference requests
 			"$JS.API.INFO",
 			"$JS.API.STREAM.*." + stream, // create, update, info, delete
@@ -50,6 +58,7 @@ func WorkerPermissions(s Subjects) Permissions {
 			p + ".>",
 			"_INBOX.>",
 			"$KV." + bucket + ".>",
+			"$KV." + members + ".>",
 			"$SRV.>",
 		},
 	}

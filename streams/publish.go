@@ -47,7 +47,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
 
-	version := st.version + 1
+	version := d.seq // see convState.version
 	value := encodeDelta(st.id, version, st.version, d.seq, len(flat), delta)
 	id := "delta:" + st.id + ":" + strconv.FormatUint(version, 10)
 	ev, err := newEvent(id, TypeSnapshotDelta, w.cfg.source, st.id, json.RawMessage(value))

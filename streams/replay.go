@@ -15,41 +15,106 @@ import (
 const replayTimeout = time.Minute
 
 // rebuild replays the events of conversation id stored before sequence
-// before, through the same decode, validate and apply steps as live events.
-// Events that would be refused are skipped silently: they were reported
-// when they first arrived. Cost: one message lookup, plus for a
-// conversation with history one ordered consumer reading its events.
-func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, error) {
+// before, through the same decode, validate and apply steps as live events,
+// and returns the conversation and the sequence of the last event that
+// changed it (its version; 0 when none did). Events that would be refused
+// are skipped silently: they were reported when they first arrived. Cost:
+// one read from the stream's leader per event for the first replayDirect
+// events (one in all for a new conversation), then one ordered consumer.
+func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
 	if before <= 1 {
-		return conv, nil
+		return conv, 0, nil
 	}
-	subject := w.eventSubject(id)
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	// The first event of the subject tells whether there is anything to
-	// replay without creating a consumer (the common case of a new
-	// conversation).
-	first, err := w.stream.GetMsg(ctx, 1, jetstream.WithGetMsgSubject(subject))
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return conv, nil
+	// Short histories (most conversations a worker loads) are read from
+	// the leader one event at a time: no consumer to create, which on a
+	// cluster goes through the meta leader and is what made a failover's
+	// burst of rebuilds slow. Longer ones continue with an ordered consumer.
+	r := &replay{w: w, id: id, before: before, conv: conv}
+	done, err := r.direct(ctx, replayDirect)
+	for err == nil && !done {
+		from := r.seen + 1
+		if done, err = r.pass(ctx, from); err == nil && !done {
+			// The pass stalled (its consumer's server went away, or it
+			// lags): go on from where it stopped, with a new consumer.
+			w.cfg.logger.WarnContext(ctx, "rebuild stalled; resuming", "conversation", id, "after", r.seen)
+		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("streams: rebuild %s: %w", id, err)
+		return nil, 0, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
 	}
-	if first.Sequence >= before {
-		return conv, nil
+	n, last := r.n, r.last
+	w.metrics.rebuilt(ctx, time.Since(start))
+	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", n, "before", before, "elapsed", time.Since(start))
+	return conv, last, nil
+}
+
+// replayDirect is how many events a rebuild reads from the stream's leader
+// before it creates a consumer for the rest.
+const replayDirect = 32
+
+// replayStall is how long a rebuild waits for its next event before it
+// asks the leader whether one is due and, if so, starts a new consumer.
+const replayStall = 2 * time.Second
+
+// replay is one rebuild in progress.
+type replay struct {
+	w      *Worker
+	id     string
+	before uint64
+	conv   *conversation.Conversation
+	n      int    // events read
+	seen   uint64 // sequence of the last event read
+	last   uint64 // sequence of the last event that changed conv
+}
+
+// direct reads up to limit events of the conversation after r.seen from
+// the stream's leader and applies those before r.before. It returns true
+// when every such event has been read.
+func (r *replay) direct(ctx context.Context, limit int) (bool, error) {
+	for range limit {
+		m, err := r.w.nextEvent(ctx, r.id, r.seen+1)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return true, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if m.Sequence >= r.before {
+			return true, nil
+		}
+		r.apply(ctx, r.w.decodeStored(m), m.Sequence)
 	}
+	return false, nil
+}
+
+// apply applies one stored event to the conversation being rebuilt.
+func (r *replay) apply(ctx context.Context, d *delivery, seq uint64) {
+	if err := r.w.validate(ctx, d); err == nil && applyEvent(r.conv, d.event.Type(), d.data) == nil {
+		r.last = seq
+	}
+	r.n++
+	r.seen = seq
+}
+
+// pass reads the events of the conversation from sequence from on, with an
+// ordered consumer, and applies those before r.before. It returns true
+// when every such event has been read, false when the consumer stalled
+// with events left.
+func (r *replay) pass(ctx context.Context, from uint64) (bool, error) {
+	w := r.w
 	cons, err := w.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{subject},
+		FilterSubjects:    []string{w.eventSubject(r.id)},
 		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       first.Sequence,
+		OptStartSeq:       from,
 		InactiveThreshold: 10 * time.Second,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("streams: rebuild %s: %w", id, err)
+		return false, err
 	}
 	name := cons.CachedInfo().Name
 	defer func() {
@@ -61,32 +126,50 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	}()
 	it, err := cons.Messages(jetstream.PullMaxMessages(256))
 	if err != nil {
-		return nil, fmt.Errorf("streams: rebuild %s: %w", id, err)
+		return false, err
 	}
 	defer it.Stop()
-	n := 0
 	for {
-		m, err := it.Next(jetstream.NextContext(ctx))
+		next, cancel := context.WithTimeout(ctx, replayStall)
+		m, err := it.Next(jetstream.NextContext(next))
+		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("streams: rebuild %s after %d events: %w", id, n, err)
+			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+				return false, err
+			}
+			return r.complete(ctx)
 		}
 		meta, err := m.Metadata()
 		if err != nil {
-			return nil, fmt.Errorf("streams: rebuild %s: %w", id, err)
+			return false, err
 		}
-		if meta.Sequence.Stream >= before {
-			break
+		seq := meta.Sequence.Stream
+		if seq >= r.before {
+			return true, nil
 		}
-		d := w.decode(m)
-		if err := w.validate(ctx, d); err == nil {
-			_ = applyEvent(conv, d.event.Type(), d.data)
+		r.apply(ctx, w.decode(m), seq)
+		if seq == r.before-1 {
+			return true, nil
 		}
-		n++
 		if meta.NumPending == 0 {
-			break
+			// The consumer may live on a replica that has not caught up:
+			// only the leader can say that nothing is left.
+			if done, err := r.complete(ctx); done || err != nil {
+				return done, err
+			}
 		}
 	}
-	w.metrics.rebuilt(ctx, time.Since(start))
-	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", n, "before", before, "elapsed", time.Since(start))
-	return conv, nil
+}
+
+// complete asks the stream's leader whether an event of the conversation
+// before r.before follows the last one read.
+func (r *replay) complete(ctx context.Context) (bool, error) {
+	next, err := r.w.nextEvent(ctx, r.id, r.seen+1)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return next.Sequence >= r.before, nil
 }

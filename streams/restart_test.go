@@ -241,8 +241,8 @@ func TestRedeliveryIsIdempotent(t *testing.T) {
 	counts[caseID(0)]++
 	total++
 	before := map[string]*Snapshot{}
-	for conv, n := range counts {
-		before[conv] = waitVersion(t, c, conv, uint64(n), 20*time.Second)
+	for conv := range counts {
+		before[conv] = waitCaughtUp(t, c, conv, 20*time.Second)
 	}
 	a.stop(t)
 

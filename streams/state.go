@@ -3,7 +3,6 @@ package streams
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -19,9 +18,12 @@ type convState struct {
 	// seq: every event of the conversation with a stream sequence up to
 	// seq has been taken into account.
 	seq uint64
-	// version of the last delta published; flat is its flat list (nil
-	// when none was published since the state was loaded: the next delta
-	// then carries the whole list).
+	// version is the stream sequence of the last event that changed the
+	// conversation: the same events make the same conversation, so a
+	// version names one flat list whichever worker computed it, before or
+	// after a crash or a failover. flat is the flat list of the last delta
+	// published (nil when none was published since the state was loaded:
+	// the next delta then carries the whole list).
 	version uint64
 	flat    []*conversation.Message
 	// flatJSON[i] is the JSON of flat[i], so that a store does not encode
@@ -50,18 +52,15 @@ type convState struct {
 // readHead returns the version and sequence of the stored snapshot of id
 // and its revision; all zero when there is none.
 func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64, error) {
-	e, err := w.kv.Get(ctx, id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return snapshotHead{}, 0, nil
-	}
-	if err != nil {
-		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+	value, rev, err := w.readStored(ctx, id)
+	if err != nil || rev == 0 {
+		return snapshotHead{}, 0, err
 	}
 	var h snapshotHead
-	if err := json.Unmarshal(e.Value(), &h); err != nil {
+	if err := json.Unmarshal(value, &h); err != nil {
 		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
 	}
-	return h, e.Revision(), nil
+	return h, rev, nil
 }
 
 // stateForEvent returns the state an event at sequence seq applies to,
@@ -81,7 +80,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		if !st.unverified {
 			return st, false, nil
 		}
-		next, err := w.stream.GetMsg(ctx, st.seq+1, jetstream.WithGetMsgSubject(w.eventSubject(id)))
+		next, err := w.nextEvent(ctx, id, st.seq+1)
 		if err != nil {
 			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
 		}
@@ -99,11 +98,11 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 	if seq <= head.Sequence {
 		return nil, true, nil
 	}
-	conv, err := w.rebuild(ctx, id, seq)
+	conv, last, err := w.rebuild(ctx, id, seq)
 	if err != nil {
 		return nil, false, err
 	}
-	st = newState(l, id, conv, seq-1, head, rev)
+	st = newState(id, conv, seq-1, last, head, rev)
 	l.cache.put(st)
 	return st, false, nil
 }
@@ -127,11 +126,11 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	if rev == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)
 	}
-	conv, err := w.rebuild(ctx, id, head.Sequence+1)
+	conv, last, err := w.rebuild(ctx, id, head.Sequence+1)
 	if err != nil {
 		return nil, err
 	}
-	st := newState(l, id, conv, head.Sequence, head, rev)
+	st := newState(id, conv, head.Sequence, last, head, rev)
 	st.unverified = true
 	if cacheable {
 		l.cache.put(st)
@@ -139,11 +138,10 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	return st, nil
 }
 
-// newState returns the state of a conversation loaded from the stream,
-// with the stored snapshot head and revision. Its version follows every
-// version this lane published for it, stored or not, so a version never
-// names two flat lists.
-func newState(l *lane, id string, conv *conversation.Conversation, seq uint64, head snapshotHead, rev uint64) *convState {
-	return &convState{id: id, conv: conv, seq: seq, version: max(head.Version, l.cache.published(id)),
+// newState returns the state of a conversation loaded from the stream:
+// every event up to seq taken into account, the last that changed it at
+// version, with the stored snapshot head and revision.
+func newState(id string, conv *conversation.Conversation, seq, version uint64, head snapshotHead, rev uint64) *convState {
+	return &convState{id: id, conv: conv, seq: seq, version: version,
 		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev}
 }

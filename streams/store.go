@@ -161,6 +161,16 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
 		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
 		ackAll(ctx, w, b.msgs)
+	case errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
+		// Another writer stored an older point of the same history (a
+		// worker that lost this partition, finishing what it held): this
+		// state includes it, so it is written over at the new revision.
+		w.cfg.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
+			"conversation", st.id, "version", b.version, "revision", st.rev)
+		st.unstored = append(b.msgs, st.unstored...)
+		st.lastStore = time.Now().Add(-w.cfg.snapshotInterval) // due now
+		w.scheduleStore(ctx, l, st)
+		return
 	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st:
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
@@ -279,4 +289,17 @@ func (w *Worker) storeAll(ctx context.Context) {
 func tooLarge(err error) bool {
 	var re *RejectError
 	return errors.As(err, &re) && re.Code == CodeSnapshotTooLarge
+}
+
+// behind reports whether the stored snapshot that made a write of st fail
+// its compare-and-set is at or before the batch's sequence (versions are
+// event sequences, so the state in memory includes it), and takes its
+// revision for the next write. It reads the bucket's leader.
+func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
+	head, rev, err := w.readHead(ctx, st.id)
+	if err != nil || head.Sequence > b.seq {
+		return false
+	}
+	st.rev = rev
+	return true
 }

@@ -36,7 +36,7 @@ func TestTraceLinks(t *testing.T) {
 	if _, err := c.Send(ctx, "traced", TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "content": "yo", "parentId": "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "traced", 2, 10*time.Second)
+	waitCaughtUp(t, c, "traced", 10*time.Second)
 	reply, err := c.Infer(ctx, InferenceRequest{ConversationID: "traced"})
 	if err != nil {
 		t.Fatal(err)

@@ -61,10 +61,12 @@ const (
 // snapshot bucket under the conversation id.
 type Snapshot struct {
 	ConversationID string `json:"conversationId"`
-	// Version counts the snapshots of the conversation: it increases by one
-	// with every applied event.
+	// Version is the events-stream sequence of the last event that changed
+	// the conversation: it increases with every applied event, and names
+	// one flat list whichever worker computed it.
 	Version uint64 `json:"version"`
-	// Sequence is the events-stream sequence of the last event applied.
+	// Sequence is the events-stream sequence of the last event taken into
+	// account (applied, skipped or rejected).
 	Sequence uint64 `json:"sequence"`
 	// FlatList and ContextTree are those of conversation.Parse.
 	FlatList    json.RawMessage `json:"flatList"`

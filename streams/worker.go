@@ -28,6 +28,7 @@ type Worker struct {
 	kv     jetstream.KeyValue
 	lanes  *lanes
 	owned  []atomic.Bool // by partition, when partitioned
+	own    *ownership    // when partitioned
 	ready  atomic.Bool
 	runs   atomic.Bool
 
@@ -179,6 +180,10 @@ func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 
 // handle runs one message through the handler and settles it.
 func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
+	if w.own != nil && w.own.stale(m) {
+		_ = m.Nak() // queued before this worker lost the partition
+		return
+	}
 	d := w.decode(m)
 	d.lane = l
 	err := w.handler(ctx, d)

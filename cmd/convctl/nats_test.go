@@ -125,7 +125,8 @@ func TestSendWatchInfer(t *testing.T) {
 	}
 	select {
 	case r := <-watched:
-		if r.code != 0 || strings.Count(r.out, "\n") != 2 || !strings.Contains(r.out, `"version":6`) {
+		if r.code != 0 || strings.Count(r.out, "\n") != 2 || !strings.Contains(r.out, `"version":7`) {
+			// Versions are event sequences: 5 applied, the 6th rejected, the delete is 7.
 			t.Fatalf("watch: %d\n%s", r.code, r.out)
 		}
 	case <-time.After(10 * time.Second):
