@@ -19,6 +19,11 @@ type markSet struct {
 	stamp  []uint32
 	gen    uint32
 	sparse map[int32]struct{}
+	// journal lists the positions added to a dense set, in order, while
+	// journaling is set, so that a resumed walk can take them back (see
+	// flat_resume.go).
+	journal    []int32
+	journaling bool
 }
 
 func newDenseSet(n int) *markSet { return &markSet{stamp: make([]uint32, n), gen: 1} }
@@ -30,6 +35,7 @@ func (s *markSet) reset(n int) {
 	if n > len(s.stamp) {
 		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp)+n/4)...)
 	}
+	s.journal = s.journal[:0]
 	s.gen++
 	if s.gen == 0 {
 		clear(s.stamp)
@@ -50,7 +56,12 @@ func (s *markSet) add(i int32) {
 		s.sparse[i] = struct{}{}
 		return
 	}
-	s.stamp[i] = s.gen
+	if s.stamp[i] != s.gen {
+		s.stamp[i] = s.gen
+		if s.journaling {
+			s.journal = append(s.journal, i)
+		}
+	}
 }
 
 // hasTools reports whether an assistant carries tool calls.
