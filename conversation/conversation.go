@@ -42,6 +42,9 @@ type Conversation struct {
 	// from resumeAt, the first step (plus one) that looked.
 	walk     *flatWalker
 	resumeAt int32
+	// journalSteps is how many steps a walk keeps journaled: resumeKeep
+	// unless a test says otherwise.
+	journalSteps int
 	// processed is the walk's set of shown messages, kept for reuse.
 	processed *markSet
 }
@@ -53,7 +56,7 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}}
+	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}, journalSteps: resumeKeep}
 }
 
 // Len returns the number of messages.
@@ -314,7 +317,7 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	c.processed = w.processed
 	w.reads = ix.reads
 	if ix.simple {
-		w.journaled()
+		w.journaled(c.journalSteps)
 	}
 	if err := w.flatten(); err != nil {
 		return nil, err

@@ -18,58 +18,64 @@ package conversation
 // first: every frame below the top is restored by the later step that had
 // it on top, and a finished walk has had every frame on top.
 
-// resumeKeep is how many steps of a finished walk stay journaled: an append
-// that touches an older step walks again from the start. Appends at the end
-// of the active path rewind a few steps.
-const resumeKeep = 64
+// resumeKeep is how many steps of a finished walk stay journaled (a
+// conversation keeps them between appends): an append that touches an
+// older step walks again from the start. Appends at the end of the active
+// path rewind a few steps.
+const resumeKeep = 32
 
 // stepRecord is the state a step started from, for what the step may change.
 type stepRecord struct {
 	top    frame // the frame on top of the stack
 	height int32 // the stack's height
 	out    int32 // the flat list's length
-	marks  int   // processed journal length (absolute, see walkLog.markBase)
+	marks  int32 // the processed set's journal length
 	groups int32 // walkLog.groups length
-	// narrowed tells that the step changed ix.narrowed[narrowP], which was
-	// narrowPrev (narrowHad: present).
-	narrowed   bool
-	narrowHad  bool
-	narrowP    int32
-	narrowPrev []int32
+}
+
+// narrowUndo is what ix.narrowed[p] was (had: present) before step changed
+// it. A step changes at most one parent's override.
+type narrowUndo struct {
+	step int32
+	p    int32
+	had  bool
+	prev []int32
 }
 
 // walkLog is the journal of a walk's last steps.
 type walkLog struct {
-	recs     []stepRecord
-	base     int32 // the step of recs[0]
-	markBase int   // how many journaled marks were dropped from the front
-	groups   []string
+	keep    int // steps kept journaled after the walk (resumeKeep)
+	recs    []stepRecord
+	base    int32 // the step of recs[0]
+	narrows []narrowUndo
+	groups  []string // message groups shown, in order
 }
 
-// journaled prepares w, before its walk, to keep a journal.
-func (w *flatWalker) journaled() {
-	w.log = &walkLog{base: 1}
+// journaled prepares w, before its walk, to keep a journal of its last keep
+// steps.
+func (w *flatWalker) journaled(keep int) {
+	w.log = &walkLog{base: 1, keep: max(keep, 1)}
 	w.processed.journaling = true
 }
 
 // begin records the state the step under way starts from.
 func (l *walkLog) begin(w *flatWalker) {
-	if len(l.recs) >= 2*resumeKeep {
-		l.trim(w.processed, resumeKeep)
+	if len(l.recs) >= 2*l.keep {
+		l.trim(w.processed)
 	}
 	top := len(w.stack) - 1
 	l.recs = append(l.recs, stepRecord{
 		top:    w.stack[top],
 		height: int32(top + 1),
 		out:    int32(len(w.out)),
-		marks:  l.markBase + len(w.processed.journal),
+		marks:  int32(len(w.processed.journal)),
 		groups: int32(len(l.groups)),
 	})
 }
 
 // trim keeps the last keep steps' records and the marks they may undo.
-func (l *walkLog) trim(processed *markSet, keep int) {
-	drop := len(l.recs) - keep
+func (l *walkLog) trim(processed *markSet) {
+	drop := len(l.recs) - l.keep
 	if drop <= 0 {
 		return
 	}
@@ -77,21 +83,30 @@ func (l *walkLog) trim(processed *markSet, keep int) {
 	clear(l.recs[n:]) // the dropped frames' lists may go
 	l.recs = l.recs[:n]
 	l.base += int32(drop)
-	cut := l.recs[0].marks - l.markBase
+	// Marks made before the oldest step kept are never taken back.
+	cut := l.recs[0].marks
 	m := copy(processed.journal, processed.journal[cut:])
 	processed.journal = processed.journal[:m]
-	l.markBase += cut
+	for i := range l.recs {
+		l.recs[i].marks -= cut
+	}
+	k := 0
+	for k < len(l.narrows) && l.narrows[k].step < l.base {
+		k++
+	}
+	m = copy(l.narrows, l.narrows[k:])
+	clear(l.narrows[m:])
+	l.narrows = l.narrows[:m]
 }
 
 // noteNarrow records, before the step under way changes ix.narrowed[p],
 // what it was. A step changes at most one parent's override.
 func (w *flatWalker) noteNarrow(p int32) {
-	if w.log == nil || len(w.log.recs) == 0 {
+	if w.log == nil {
 		return
 	}
-	r := &w.log.recs[len(w.log.recs)-1]
-	r.narrowed, r.narrowP = true, p
-	r.narrowPrev, r.narrowHad = w.ix.narrowed[p]
+	prev, had := w.ix.narrowed[p]
+	w.log.narrows = append(w.log.narrows, narrowUndo{step: w.step, p: p, had: had, prev: prev})
 }
 
 // put appends m to the flat list. A resumed walk writes over the entries of
@@ -128,20 +143,24 @@ func (w *flatWalker) rewind(s int32) bool {
 		w.stack = w.stack[:h]
 		w.stack[h-1] = r.top
 		w.out = w.out[:r.out]
-		w.processed.unmarkTo(r.marks - l.markBase)
+		w.processed.unmarkTo(int(r.marks))
 		for len(l.groups) > int(r.groups) {
 			delete(w.groupDone, l.groups[len(l.groups)-1])
 			l.groups = l.groups[:len(l.groups)-1]
 		}
-		if r.narrowed {
-			if r.narrowHad {
+		step := l.base + int32(n-1)
+		for k := len(l.narrows) - 1; k >= 0 && l.narrows[k].step >= step; k-- {
+			u := l.narrows[k]
+			if u.had {
 				if w.ix.narrowed == nil {
 					w.ix.narrowed = make(map[int32][]int32)
 				}
-				w.ix.narrowed[r.narrowP] = r.narrowPrev
+				w.ix.narrowed[u.p] = u.prev
 			} else {
-				delete(w.ix.narrowed, r.narrowP)
+				delete(w.ix.narrowed, u.p)
 			}
+			l.narrows[k] = narrowUndo{}
+			l.narrows = l.narrows[:k]
 		}
 		*r = stepRecord{}
 		l.recs = l.recs[:n-1]
@@ -172,7 +191,7 @@ func (w *flatWalker) resume(s int32) (bool, error) {
 // last steps stay journaled.
 func (w *flatWalker) finish() {
 	w.shared = max(w.shared, len(w.out))
-	w.log.trim(w.processed, resumeKeep)
+	w.log.trim(w.processed)
 }
 
 // unmarkTo takes back the journaled marks after the first n.

@@ -109,8 +109,9 @@ func (g *convGen) next() *Message {
 		f["tools"] = tools
 	case r < 82:
 		f["role"] = "tool"
-		for a, calls := range g.calls {
-			if len(calls) > 0 && (a == p || g.rng.IntN(3) == 0) {
+		for _, a := range g.ids {
+			// In append order, so that a seed makes one conversation.
+			if calls := g.calls[a]; len(calls) > 0 && (a == p || g.rng.IntN(3) == 0) {
 				f["parentId"] = a
 				f["tool_call_id"] = calls[0]
 				g.calls[a] = calls[1:]
@@ -179,6 +180,11 @@ func TestResumeMatchesParse(t *testing.T) {
 	for c := range convs {
 		g := &convGen{rng: rng, conv: NewConversation(), calls: map[string][]string{}, at: 1000}
 		name := fmt.Sprintf("conv %d", c)
+		if c%4 != 0 {
+			// Every rewind within reach, however far back.
+			g.conv.journalSteps = 1 << 20
+			name += " (long journal)"
+		}
 		if c%5 == 0 {
 			grp, err := NewMessageGroup(map[string]any{"id": "cmp", "mode": "compare"})
 			if err != nil {
