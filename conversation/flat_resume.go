@@ -55,7 +55,7 @@ type walkLog struct {
 // steps.
 func (w *flatWalker) journaled(keep int) {
 	w.log = &walkLog{base: 1, keep: max(keep, 1)}
-	w.processed.journaling = true
+	w.processed.journal = &markJournal{}
 }
 
 // begin records the state the step under way starts from.
@@ -68,7 +68,7 @@ func (l *walkLog) begin(w *flatWalker) {
 		top:    w.stack[top],
 		height: int32(top + 1),
 		out:    int32(len(w.out)),
-		marks:  int32(len(w.processed.journal)),
+		marks:  int32(len(w.processed.journal.ids)),
 		groups: int32(len(l.groups)),
 	})
 }
@@ -84,9 +84,10 @@ func (l *walkLog) trim(processed *markSet) {
 	l.recs = l.recs[:n]
 	l.base += int32(drop)
 	// Marks made before the oldest step kept are never taken back.
+	j := processed.journal
 	cut := l.recs[0].marks
-	m := copy(processed.journal, processed.journal[cut:])
-	processed.journal = processed.journal[:m]
+	m := copy(j.ids, j.ids[cut:])
+	j.ids = j.ids[:m]
 	for i := range l.recs {
 		l.recs[i].marks -= cut
 	}
@@ -194,12 +195,18 @@ func (w *flatWalker) finish() {
 	w.log.trim(w.processed)
 }
 
+// markJournal lists the positions added to a dense markSet, in order. It
+// sits behind a pointer so that add, which appends to it, does not make
+// every set it is called on (a sparse set on the stack) escape.
+type markJournal struct{ ids []int32 }
+
 // unmarkTo takes back the journaled marks after the first n.
 func (s *markSet) unmarkTo(n int) {
-	for j := len(s.journal) - 1; j >= n; j-- {
-		s.stamp[s.journal[j]] = 0
+	ids := s.journal.ids
+	for k := len(ids) - 1; k >= n; k-- {
+		s.stamp[ids[k]] = 0
 	}
-	s.journal = s.journal[:n]
+	s.journal.ids = ids[:n]
 }
 
 // grow makes room in a dense set for n positions, keeping its marks.

@@ -69,7 +69,6 @@ func newFlatWalker(ix *index, col *collector, size int, processed *markSet) *fla
 	} else {
 		processed.reset(len(ix.msgs))
 	}
-	processed.journaling = false
 	return &flatWalker{
 		ix:        ix,
 		col:       col,
