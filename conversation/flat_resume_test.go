@@ -290,3 +290,48 @@ func TestResumeChain(t *testing.T) {
 		rc.check("chain", k, conv)
 	}
 }
+
+// FuzzConversationAppend appends the messages of an arbitrary document one
+// at a time, reading the flat list after each, and compares it with Parse
+// of the same messages byte for byte: resumed walks, kept lists and full
+// walks must all agree with it.
+func FuzzConversationAppend(f *testing.F) {
+	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u","tools":[{"id":"c"}]},{"id":"t","role":"tool","parentId":"a","tool_call_id":"c"},{"id":"b","role":"assistant","parentId":"t"},{"id":"v","role":"user","parentId":"b"}]`))
+	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u"},{"id":"b","role":"assistant","parentId":"a"},{"id":"c","role":"assistant","parentId":"b","tools":[{"id":"x"}]}]`))
+	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"t1","role":"task","parentId":"u"},{"id":"t2","role":"task","parentId":"u"},{"id":"s","role":"assistant","parentId":"t2"}]`))
+	if cases, err := filepath.Glob("testdata/conformance/reference-suite.jsonl.gz"); err == nil && len(cases) == 1 {
+		for i, c := range readCases(f, cases[0]) {
+			if i%5 == 0 {
+				f.Add([]byte(c.Input))
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		msgs, groups, err := DecodeInputBytes(data)
+		if err != nil || len(msgs) > 200 {
+			return
+		}
+		conv := NewConversation()
+		for _, g := range groups {
+			_ = conv.UpsertGroup(g)
+		}
+		for _, m := range msgs {
+			if conv.Append(m) != nil {
+				continue
+			}
+			flat, err := conv.FlatList()
+			want, werr := Parse(conv.Messages(), conv.Groups())
+			if (err != nil) != (werr != nil) {
+				t.Fatalf("FlatList error %v, Parse error %v", err, werr)
+			}
+			if err != nil {
+				return
+			}
+			got, _ := json.Marshal(flat)
+			exp, _ := json.Marshal(want.FlatList)
+			if !bytes.Equal(got, exp) {
+				t.Fatalf("after %s: flatList %s, Parse %s", m.ID(), got, exp)
+			}
+		}
+	})
+}
