@@ -32,11 +32,19 @@ type Conversation struct {
 	// by appends while the conversation is simple (see index.simple); nil
 	// when it must be rebuilt.
 	ix *index
-	// flat is the last flat list, valid while reads is set: reads records
-	// what the walk that built it looked at, so an append that touches none
-	// of that leaves it as it is.
-	flat  []*Message
-	reads *readSet
+	// flat is the last flat list, up to date while current is set.
+	flat    []*Message
+	current bool
+	// walk is the finished walk that built flat, journaled so that it can
+	// resume (see flat_resume.go); nil when there is none to resume. Its
+	// read set tells whether an append touches what it looked at: one that
+	// does not leaves flat as it is, one that does makes the walk resume
+	// from resumeAt, the first step (plus one) that looked.
+	walk     *flatWalker
+	resumeAt int32
+	// journalSteps is how many steps a walk keeps journaled: resumeKeep
+	// unless a test says otherwise.
+	journalSteps int
 	// processed is the walk's set of shown messages, kept for reuse.
 	processed *markSet
 }
@@ -48,7 +56,7 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}}
+	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}, journalSteps: resumeKeep}
 }
 
 // Len returns the number of messages.
@@ -111,7 +119,7 @@ func (c *Conversation) Append(m *Message) error {
 // invalidate drops the index and the flat list; the next read rebuilds them.
 func (c *Conversation) invalidate() {
 	c.ix = nil
-	c.flat, c.reads = nil, nil
+	c.flat, c.current, c.walk = nil, false, nil
 }
 
 // indexAppend adds m to the index in place, and drops the flat list if the
@@ -143,12 +151,13 @@ func (c *Conversation) indexAppend(m *Message) bool {
 	pos := int32(len(ix.ids.msgs) - 1)
 	ix.msgs = ix.ids.msgs
 	ix.appendChild(slot, pos, m.inThread)
-	if r := c.reads; r != nil {
-		// A parent appended after the walk cannot have been looked at.
-		read := slot >= 0 && int(slot) < len(r.kids) && r.kids[slot]
-		if read || (slot < 0 && r.roots) || r.misses[m.id] || r.all {
-			c.reads = nil // the old list stays only as a size hint
+	if w := c.walk; w != nil {
+		if at := w.reads.touched(slot, m.id); at != 0 {
+			c.current = false
+			c.resumeAt = earliest(c.resumeAt, at)
 		}
+	} else {
+		c.current = false
 	}
 	return true
 }
@@ -178,7 +187,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	c.ref(old, -1)
 	c.ref(m, 1)
 	c.msgs[id] = m
-	c.reads = nil
+	c.current, c.walk = false, nil // the old list stays only as a size hint
 	if c.ix != nil && !c.indexReplace(old, m) {
 		c.invalidate()
 	}
@@ -267,23 +276,37 @@ func (c *Conversation) Result() (*Result, error) {
 
 // FlatList returns the flat list of the conversation as it stands (the
 // FlatList of Result). After an append that lands outside what the last
-// walk looked at, it is returned again without a walk; otherwise only the
-// walk of the active path runs, on an index kept up to date in place. The
-// slice is shared: callers must not modify it.
+// walk looked at, it is returned again without a walk; after one that lands
+// where the walk looked, the walk resumes from the first step that looked
+// there (for an append at the end of the active path, a few steps from its
+// end); otherwise the walk of the active path runs, on an index kept up to
+// date in place. The slice is shared: callers must not modify it.
 func (c *Conversation) FlatList() ([]*Message, error) {
-	if c.reads != nil {
+	if c.current {
 		return c.flat, nil
 	}
 	if c.ix == nil {
+		c.walk = nil
 		c.ix = buildIndex(preprocess(c.Messages()), c.groups)
 		if c.ix.simple {
 			c.ix.toRows()
 			c.ix.runs = newRunCache()
 		}
 	}
+	if w := c.walk; w != nil && c.resumeAt > 1 {
+		ok, err := w.resume(c.resumeAt - 1)
+		if err != nil {
+			c.walk = nil
+			return nil, err
+		}
+		if ok {
+			c.flat, c.current, c.resumeAt = w.out, true, 0
+			return w.out, nil
+		}
+	}
+	c.walk, c.resumeAt = nil, 0
 	ix := c.ix
 	ix.reads = newReadSet(len(ix.msgs))
-	ix.reads.roots = true
 	defer func() { ix.reads = nil }()
 	// The last flat list is a better size hint than the message count.
 	size := len(ix.msgs)
@@ -292,14 +315,20 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	}
 	w := newFlatWalker(ix, &collector{ix: ix}, size, c.processed)
 	c.processed = w.processed
+	w.reads = ix.reads
+	if ix.simple {
+		w.journaled(c.journalSteps)
+	}
 	if err := w.flatten(); err != nil {
 		return nil, err
 	}
-	c.flat, c.reads = w.out, ix.reads
+	c.flat = w.out
 	if !ix.simple {
 		// A conversation of unusual shape is rebuilt on every change.
-		c.reads = nil
+		return w.out, nil
 	}
+	w.finish()
+	c.walk, c.current = w, true
 	return w.out, nil
 }
 

@@ -48,6 +48,17 @@ type flatWalker struct {
 	out       []*Message
 	stack     []frame
 	err       error
+
+	// step counts the steps of the walk from one; zero is the setup.
+	step int32
+	// log, when set, journals the walk so that it can resume after an
+	// append (see flat_resume.go); Parse walks without one.
+	log *walkLog
+	// reads records what the walk looked at (see readSet); nil for Parse.
+	reads *readSet
+	// shared is how many leading entries of out's array callers may hold
+	// (see put).
+	shared int
 }
 
 // newFlatWalker prepares a walk; size is the expected flat-list length, and
@@ -68,10 +79,10 @@ func newFlatWalker(ix *index, col *collector, size int, processed *markSet) *fla
 
 // emit appends an input message to the flat list, with the display rules of
 // finishOriginal applied.
-func (w *flatWalker) emit(i int32) { w.out = append(w.out, finishOriginal(w.ix.msg(i))) }
+func (w *flatWalker) emit(i int32) { w.put(finishOriginal(w.ix.msg(i))) }
 
 // emitFields appends a message built here, with the display rules applied.
-func (w *flatWalker) emitFields(f map[string]any) { w.out = append(w.out, finishVirtual(f)) }
+func (w *flatWalker) emitFields(f map[string]any) { w.put(finishVirtual(f)) }
 
 func (w *flatWalker) mark(ids ...int32) {
 	for _, i := range ids {
@@ -98,6 +109,9 @@ func (w *flatWalker) kidsOf(parent int32) []int32 {
 	case parent >= 0:
 		return w.ix.kidsOf(parent)
 	case parent == slotRoot:
+		if r := w.ix.reads; r != nil {
+			r.readRoots()
+		}
 		return w.ix.roots
 	case parent == slotEmpty:
 		return w.ix.emptyParent
@@ -108,6 +122,10 @@ func (w *flatWalker) kidsOf(parent int32) []int32 {
 // flatten walks from the roots, or, when every message has a parent (a
 // thread loaded on its own), from the first message's parent.
 func (w *flatWalker) flatten() error {
+	if r := w.ix.reads; r != nil {
+		r.step = 0
+		r.readRoots()
+	}
 	start := slotRoot
 	if len(w.ix.roots) == 0 && len(w.ix.msgs) > 0 {
 		start = slotNowhere
@@ -121,9 +139,23 @@ func (w *flatWalker) flatten() error {
 		}
 	}
 	w.pushVisit(start)
+	return w.run()
+}
+
+// run takes steps until the stack is empty: each step runs the frame on
+// top of the stack.
+func (w *flatWalker) run() error {
 	for len(w.stack) > 0 && w.err == nil {
+		w.step++
+		if r := w.ix.reads; r != nil {
+			r.step = w.step
+		}
+		if w.log != nil {
+			w.log.begin(w)
+		}
 		top := len(w.stack) - 1
-		switch w.stack[top].kind {
+		kind := w.stack[top].kind
+		switch kind {
 		case frameVisit:
 			f := w.stack[top]
 			w.stack = w.stack[:top]
@@ -139,10 +171,31 @@ func (w *flatWalker) flatten() error {
 		case frameRestore:
 			f := w.stack[top]
 			w.stack = w.stack[:top]
+			w.noteNarrow(f.parent)
 			w.ix.restore(f.parent, f.list, f.j != 0)
+		}
+		if kind == frameChildren || kind == frameTaskRest || kind == frameTaskGrand {
+			w.retire(top)
 		}
 	}
 	return w.err
+}
+
+// retire drops the loop frame at top, below what its step pushed, once
+// its list is done: it would only pop itself when back on top. Dropping it
+// now is a tail call; it keeps a long path from piling up finished frames,
+// which a resumed walk would otherwise have to rebuild. The loop frames
+// pop themselves only when they return without pushing, so a frame still
+// at top is the one that ran.
+func (w *flatWalker) retire(top int) {
+	if top >= len(w.stack) {
+		return
+	}
+	if f := &w.stack[top]; f.i < len(f.list) {
+		return
+	}
+	copy(w.stack[top:], w.stack[top+1:])
+	w.stack = w.stack[:len(w.stack)-1]
 }
 
 // visit starts on the children of parent: a fan of tasks first, else the
@@ -258,7 +311,7 @@ func (w *flatWalker) children(top int) {
 			if g := ix.groups[m.groupID]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
 				var members []int32
 				if ix.reads != nil {
-					ix.reads.all = true
+					ix.reads.readAll()
 				}
 				for j, gm := range ix.msgs {
 					if gm.groupID == m.groupID {
@@ -361,7 +414,12 @@ func (w *flatWalker) markGroup(id string) {
 	if w.groupDone == nil {
 		w.groupDone = map[string]bool{}
 	}
-	w.groupDone[id] = true
+	if !w.groupDone[id] {
+		w.groupDone[id] = true
+		if w.log != nil {
+			w.log.groups = append(w.log.groups, id)
+		}
+	}
 	if i, ok := w.ix.lookup(id); ok {
 		w.processed.add(i)
 	}
@@ -390,7 +448,7 @@ func (w *flatWalker) assistantRun(a int32, full bool) {
 	}
 	memberIDs, members := w.councilMembers(tools)
 	if cache := w.ix.runs; cache != nil && len(members) == 0 && len(chain) > 0 {
-		w.out = append(w.out, cache.get(w, chain, tools, blocks, completions).message())
+		w.put(cache.get(w, chain, tools, blocks, completions).message())
 	} else {
 		w.emitFields(w.assistantGroupMessage(chain, tools, blocks, completions, members))
 	}
@@ -428,8 +486,8 @@ func (w *flatWalker) continueRun(top int) {
 		w.err = errWalkDiverged
 		return
 	}
-	child, parent, ok := w.nextUnprocessedChild(f.list)
-	if !ok {
+	child, parent, left := w.nextUnprocessedChild(f.list)
+	if left == 0 {
 		w.stack = w.stack[:top]
 		return
 	}
@@ -438,8 +496,20 @@ func (w *flatWalker) continueRun(top int) {
 		w.pushVisit(parent)
 		return
 	}
+	if left == 1 {
+		// Once this child is walked the frame would find nothing left and
+		// pop: a tail call, as in retire. (Children lists do not change
+		// during a walk and processed only grows.)
+		w.stack = w.stack[:top]
+	}
+	if kids := w.ix.kidsOf(parent); len(kids) == 1 && kids[0] == child {
+		// Narrowing to the only child would change nothing.
+		w.pushVisit(parent)
+		return
+	}
 	// Walk only this child under its parent: narrow the parent's children
 	// for the duration of the visit, then restore them.
+	w.noteNarrow(parent)
 	prev, had := w.ix.narrow(parent, child)
 	hadPrev := 0
 	if had {
@@ -449,7 +519,10 @@ func (w *flatWalker) continueRun(top int) {
 	w.pushVisit(parent)
 }
 
-func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32, ok bool) {
+// nextUnprocessedChild returns the earliest unprocessed child under
+// parents, and how many unprocessed children there are (a child listed
+// twice counts twice).
+func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32, left int) {
 	best := 0.0
 	for _, p := range parents {
 		for _, c := range w.ix.kidsOf(p) {
@@ -457,12 +530,13 @@ func (w *flatWalker) nextUnprocessedChild(parents []int32) (child, parent int32,
 				continue
 			}
 			at := w.ix.msg(c).createdAt
-			if !ok || at < best {
-				child, parent, best, ok = c, p, at, true
+			if left == 0 || at < best {
+				child, parent, best = c, p, at
 			}
+			left++
 		}
 	}
-	return child, parent, ok
+	return child, parent, left
 }
 
 func (w *flatWalker) shouldDrain(p int32) bool {

@@ -72,3 +72,50 @@ func BenchmarkAppend(b *testing.B) {
 		})
 	}
 }
+
+// chainMessage is message k of a user/assistant chain: small contents, each
+// the reply to the one before, as the stream worker sees them.
+func chainMessage(k int) *Message {
+	f := map[string]any{"id": fmt.Sprintf("c%d", k), "role": []string{"user", "assistant"}[k%2],
+		"content": fmt.Sprintf("message %d", k), "createdAt": float64(1704067200000 + k), "parentId": nil}
+	if k > 0 {
+		f["parentId"] = fmt.Sprintf("c%d", k-1)
+	}
+	return MustMessage(f)
+}
+
+// BenchmarkAppendChain mimics the stream worker: a conversation that grew
+// one reply at a time to n messages gets one more at the tail of its active
+// path, and the flat list is read, per iteration. Every 64 appends the
+// conversation is rebuilt to n messages outside the timer.
+func BenchmarkAppendChain(b *testing.B) {
+	for _, n := range []int{100, 2000} {
+		b.Run(fmt.Sprintf("n-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var conv *Conversation
+			k := 0
+			for i := 0; b.Loop(); i++ {
+				if i%64 == 0 {
+					b.StopTimer()
+					conv = NewConversation()
+					for k = 0; k < n; k++ {
+						if err := conv.Append(chainMessage(k)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					if _, err := conv.FlatList(); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				if err := conv.Append(chainMessage(k)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conv.FlatList(); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+		})
+	}
+}

@@ -118,7 +118,7 @@ func TestIncrementalEveryStep(t *testing.T) {
 			if err := conv.Append(m); err != nil {
 				continue
 			}
-			if conv.reads != nil {
+			if conv.current {
 				kept++
 			}
 			checkAgainstParse(t, c.Name, step, conv)

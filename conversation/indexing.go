@@ -109,7 +109,7 @@ func newChildLists(parent []int32) childLists {
 // kidsOf returns the current children of message p.
 func (ix *index) kidsOf(p int32) []int32 {
 	if ix.reads != nil {
-		ix.reads.kids[p] = true
+		ix.reads.readKids(p)
 	}
 	if ix.narrowed != nil {
 		if l, ok := ix.narrowed[p]; ok {
@@ -133,7 +133,7 @@ func (ix *index) mainKidsOf(p int32) []int32 {
 // rawKidsOf returns the messages whose own parentId is p's id.
 func (ix *index) rawKidsOf(p int32) []int32 {
 	if ix.reads != nil {
-		ix.reads.kids[p] = true
+		ix.reads.readKids(p)
 	}
 	return ix.rawKids.of(p)
 }

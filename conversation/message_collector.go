@@ -19,6 +19,9 @@ type markSet struct {
 	stamp  []uint32
 	gen    uint32
 	sparse map[int32]struct{}
+	// journal, when set, lists the positions added to a dense set, in
+	// order, so that a resumed walk can take them back (see flat_resume.go).
+	journal *markJournal
 }
 
 func newDenseSet(n int) *markSet { return &markSet{stamp: make([]uint32, n), gen: 1} }
@@ -30,6 +33,7 @@ func (s *markSet) reset(n int) {
 	if n > len(s.stamp) {
 		s.stamp = append(s.stamp, make([]uint32, n-len(s.stamp)+n/4)...)
 	}
+	s.journal = nil
 	s.gen++
 	if s.gen == 0 {
 		clear(s.stamp)
@@ -50,7 +54,12 @@ func (s *markSet) add(i int32) {
 		s.sparse[i] = struct{}{}
 		return
 	}
-	s.stamp[i] = s.gen
+	if s.stamp[i] != s.gen {
+		s.stamp[i] = s.gen
+		if j := s.journal; j != nil {
+			j.ids = append(j.ids, i)
+		}
+	}
 }
 
 // hasTools reports whether an assistant carries tool calls.
