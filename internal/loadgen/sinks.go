@@ -31,7 +31,10 @@ func (s *workerSink) subject(conv int) string { return s.subjects.Events(s.conve
 
 func (s *workerSink) start(_ context.Context, got func(conv, k int)) error {
 	prefix := s.subjects.Snapshots(s.run + "-")
-	marker := []byte(`"id":"delta:`)
+	// Event k of a conversation appends message k to a user/assistant
+	// chain, so the flat list its delta leads to has k+1 entries (versions
+	// are stream sequences and say nothing of k).
+	marker := []byte(`"length":`)
 	sub, err := s.nc.Subscribe(s.subjects.Snapshots("*"), func(m *nats.Msg) {
 		if !strings.HasPrefix(m.Subject, prefix) {
 			return
@@ -40,22 +43,20 @@ func (s *workerSink) start(_ context.Context, got func(conv, k int)) error {
 		if err != nil {
 			return
 		}
-		// The event id is delta:<conversation>:<version>.
 		i := bytes.Index(m.Data, marker)
 		if i < 0 {
 			return
 		}
 		rest := m.Data[i+len(marker):]
-		end := bytes.IndexByte(rest, '"')
-		if end < 0 {
+		end := 0
+		for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+			end++
+		}
+		n, err := strconv.Atoi(string(rest[:end]))
+		if err != nil || n < 1 {
 			return
 		}
-		id := rest[:end]
-		v, err := strconv.Atoi(string(id[bytes.LastIndexByte(id, ':')+1:]))
-		if err != nil {
-			return
-		}
-		got(conv, v-1)
+		got(conv, n-1)
 	})
 	if err != nil {
 		return fmt.Errorf("loadgen: subscribe to deltas: %w", err)
