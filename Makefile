@@ -58,6 +58,12 @@ soak:
 	SOAK_EVENTS=$(SOAK_EVENTS) SOAK_CONVERSATIONS=$(SOAK_CONVERSATIONS) SOAK_KILLS=$(SOAK_KILLS) \
 		$(GO) test -tags soak -count=1 -timeout 60m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
 
+# scale: 1, 2 and 3 workers on a 3-node embedded JetStream cluster (R3, 6
+# partitions), flat out and at 1,000 events/s; prints a table (issue 5).
+.PHONY: scale
+scale:
+	CONVSTREAM_SCALEOUT=1 $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' -v ./internal/loadgen/ | grep -v '^=== '
+
 # load: the end-to-end load test (issue 6). A worker with an embedded NATS
 # server (as make run, store in a fresh temporary directory, on LOAD_PORT,
 # readiness on LOAD_HTTP) and `convctl load` against it: raw JetStream

@@ -3,83 +3,19 @@ package streams
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/url"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 )
-
-// startCluster starts n JetStream servers clustered over loopback on
-// random ports and waits until JetStream answers.
-func startCluster(t testing.TB, n int) []*server.Server {
-	t.Helper()
-	// Cluster ports are picked free by the OS, then given to every server
-	// as routes (a server cannot learn its peers' random ports otherwise).
-	ports := make([]int, n)
-	routes := make([]*url.URL, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
-	}
-	servers := make([]*server.Server, n)
-	for i := range n {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  routes,
-		}
-		ns, err := server.NewServer(opts)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		servers[i] = ns
-	}
-	for i, ns := range servers {
-		if !ns.ReadyForConnections(20 * time.Second) {
-			t.Fatalf("server %d not ready", i)
-		}
-	}
-	nc := connect(t, servers[0])
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 30*time.Second, "JetStream cluster", func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := js.AccountInfo(ctx)
-		return err == nil
-	})
-	return servers
-}
-
-// clusterURLs lists the client URLs of servers, starting with the first'th.
-func clusterURLs(servers []*server.Server, first int) string {
-	var urls []string
-	for i := range servers {
-		urls = append(urls, servers[(first+i)%len(servers)].ClientURL())
-	}
-	return strings.Join(urls, ",")
-}
 
 // clusterEvent is one event of the cluster scenario.
 type clusterEvent struct {
@@ -172,7 +108,7 @@ func TestClusterFailover(t *testing.T) {
 		convs = 150
 	}
 	start := time.Now()
-	servers := startCluster(t, 3)
+	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: 6}
 
 	recs := make([]*tracetest.SpanRecorder, 3)
@@ -183,7 +119,7 @@ func TestClusterFailover(t *testing.T) {
 		// some of the streams' and consumers' leaders but no worker's
 		// connection (a worker whose server vanishes mid-store is, for its
 		// unacknowledged events, a worker that died: see the check below).
-		nc, err := nats.Connect(clusterURLs(servers, i%2), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nc, err := nats.Connect(natstest.ClusterURLs(servers, i%2), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
 			nats.DontRandomize())
 		if err != nil {
 			t.Fatal(err)
@@ -194,7 +130,7 @@ func TestClusterFailover(t *testing.T) {
 		workers[i] = startWorker(t, nc, WithLogger(testLogger(t).With("worker", i)), WithStorage(storage), WithPinnedTTL(5*time.Second), WithAckWait(3*time.Second),
 			WithLanes(4), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]))))
 	}
-	pub, err := nats.Connect(clusterURLs(servers, 0), nats.MaxReconnects(-1), nats.DontRandomize())
+	pub, err := nats.Connect(natstest.ClusterURLs(servers, 0), nats.MaxReconnects(-1), nats.DontRandomize())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,7 +192,7 @@ func TestClusterFailover(t *testing.T) {
 	share := storage.Partitions / len(workers)
 	waitFor(t, 30*time.Second, "partitions handed off", func() bool {
 		for _, r := range workers {
-			if r.w.ownedPartitions() > share {
+			if len(r.w.OwnedPartitions()) > share {
 				return false
 			}
 		}
@@ -265,7 +201,7 @@ func TestClusterFailover(t *testing.T) {
 	send(rounds[1])
 	waitFor(t, 30*time.Second, "partitions spread over the workers", func() bool {
 		for _, r := range workers {
-			if n := r.w.ownedPartitions(); n < 1 || n > share {
+			if n := len(r.w.OwnedPartitions()); n < 1 || n > share {
 				return false
 			}
 		}
@@ -378,15 +314,4 @@ func TestClusterFailover(t *testing.T) {
 		"partitions spread %v after start; worker killed %v after start; converged %v after the last send; total %v",
 		convs, total, perWorker, len(perEvent), reapplied, spreadAt.Sub(start).Round(time.Millisecond), killedAt.Sub(start).Round(time.Millisecond),
 		converged.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-}
-
-// ownedPartitions counts the partitions the worker owns.
-func (w *Worker) ownedPartitions() int {
-	n := 0
-	for i := range w.owned {
-		if w.owned[i].Load() {
-			n++
-		}
-	}
-	return n
 }

@@ -115,8 +115,8 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		for i := range skip {
 			msg := &nats.Msg{Subject: s.subject(i % cfg.Conversations), Header: p.headers[i], Data: p.data[i]}
 			sent[i].Store(time.Now().UnixNano())
-			if _, err := js.PublishMsgAsync(msg); err != nil {
-				return res, fmt.Errorf("loadgen: publish: %w", err)
+			if err := publishAsync(ctx, js, msg); err != nil {
+				return res, err
 			}
 		}
 		select {
@@ -168,8 +168,8 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		conv := i % cfg.Conversations
 		msg := &nats.Msg{Subject: s.subject(conv), Header: p.headers[i], Data: p.data[i]}
 		sent[i].Store(time.Now().UnixNano())
-		if _, err := js.PublishMsgAsync(msg); err != nil {
-			return res, fmt.Errorf("loadgen: publish: %w", err)
+		if err := publishAsync(ctx, js, msg); err != nil {
+			return res, err
 		}
 		published.Add(1)
 		if ctx.Err() != nil {
@@ -202,4 +202,23 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		res.P50, res.P90, res.P99, res.Max = q(0.50), q(0.90), q(0.99), lat[len(lat)-1]
 	}
 	return res, err
+}
+
+// publishAsync publishes msg without waiting for its acknowledgement; when
+// too many are outstanding (a server slower to acknowledge than the
+// generator is to publish, e.g. a replicated stream), it waits for room:
+// back-pressure, not a failure.
+func publishAsync(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) error {
+	for {
+		_, err := js.PublishMsgAsync(msg)
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
+			if err != nil {
+				return fmt.Errorf("loadgen: publish: %w", err)
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
 }

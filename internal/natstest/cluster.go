@@ -1,0 +1,86 @@
+package natstest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// StartCluster starts n JetStream servers clustered over loopback on random
+// ports, stopped when the test ends, and waits until JetStream answers.
+func StartCluster(t testing.TB, n int) []*server.Server {
+	t.Helper()
+	// Cluster ports are picked free by the OS, then given to every server
+	// as routes (a server cannot learn its peers' random ports otherwise).
+	routes := make([]*url.URL, n)
+	ports := make([]int, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+	}
+	servers := make([]*server.Server, n)
+	for i := range n {
+		opts := &server.Options{
+			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
+			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  routes,
+		}
+		ns, err := server.NewServer(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		servers[i] = ns
+	}
+	for i, ns := range servers {
+		if !ns.ReadyForConnections(20 * time.Second) {
+			t.Fatalf("server %d not ready", i)
+		}
+	}
+	nc, err := nats.Connect(servers[0].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, err := js.AccountInfo(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream cluster not ready: %v", err)
+		}
+	}
+	return servers
+}
+
+// ClusterURLs lists the client URLs of servers, starting with the first'th
+// (for nats.Connect with nats.DontRandomize: the first is the one used).
+func ClusterURLs(servers []*server.Server, first int) string {
+	urls := make([]string, 0, len(servers))
+	for i := range servers {
+		urls = append(urls, servers[(first+i)%len(servers)].ClientURL())
+	}
+	return strings.Join(urls, ",")
+}
