@@ -17,8 +17,11 @@ type branchChoice struct {
 // explicitBranch reads metadata.activeBranchIndex against n siblings. It
 // reports decided=false when the index says nothing usable.
 func explicitBranch(m *Message, n int) (choice branchChoice, decided bool) {
-	v, ok := m.meta["activeBranchIndex"].(float64)
-	if !ok || !(v >= 0) {
+	if m.x == nil || !m.x.hasActiveBranch {
+		return branchChoice{}, false
+	}
+	v := m.x.activeBranch
+	if !(v >= 0) {
 		return branchChoice{}, false
 	}
 	if v < float64(n) {

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -124,7 +123,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 		return false
 	}
 	if m.flags&flagSubAgent != 0 {
-		m = m.With("agentId", m.meta["subAgentId"])
+		m = m.With("agentId", m.x.subAgentID)
 	}
 	slot := slotRoot
 	switch {
@@ -134,7 +133,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 		if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
 			slot = p
 		}
-	case !m.parentNull && !truthy(m.fields["parentId"]):
+	case !m.parentNull && !m.parentTruthy:
 		return false
 	}
 	if ix.ids.add(m) {
@@ -164,7 +163,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	if v, ok := patch["id"]; ok && v != id {
 		return fmt.Errorf("%w: the id cannot change", ErrInvalidPatch)
 	}
-	fields := MergePatch(old.fields, patch)
+	fields := MergePatch(old.view(), patch)
 	fields["id"] = id
 	m, err := NewMessage(fields)
 	if err != nil {
@@ -189,8 +188,8 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 // leaves the shape of the conversation as it was.
 func (c *Conversation) indexReplace(old, m *Message) bool {
 	same := old.parentID == m.parentID && old.hasParent == m.hasParent && old.parentNull == m.parentNull &&
-		old.role == m.role && old.inThread == m.inThread && old.groupID == m.groupID &&
-		old.agentID == m.agentID && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
+		old.role == m.role && old.inThread == m.inThread && old.groupID() == m.groupID() &&
+		old.agentID() == m.agentID() && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
 	if !same {
 		return false
 	}
@@ -371,8 +370,8 @@ func (c *Conversation) compact() {
 }
 
 func sameFields(a, b *Message) bool {
-	x, err1 := json.Marshal(a.fields)
-	y, err2 := json.Marshal(b.fields)
+	x, err1 := a.JSON()
+	y, err2 := b.JSON()
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 

@@ -162,7 +162,7 @@ func (w *flatWalker) visit(parent int32) {
 			role := "tasks"
 			agents := map[key]bool{}
 			for _, t := range tasks {
-				if a := w.ix.msg(t).agentID; a.truthy() {
+				if a := w.ix.msg(t).agentID(); a.truthy() {
 					agents[a] = true
 				}
 			}
@@ -254,14 +254,14 @@ func (w *flatWalker) children(top int) {
 		m := ix.msg(k)
 
 		// A compare group: its members become columns.
-		if m.groupID != "" {
-			if g := ix.groups[m.groupID]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
+		if m.groupID() != "" {
+			if g := ix.groups[m.groupID()]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
 				var members []int32
 				if ix.reads != nil {
 					ix.reads.all = true
 				}
 				for j, gm := range ix.msgs {
-					if gm.groupID == m.groupID {
+					if gm.groupID() == m.groupID() {
 						members = append(members, int32(j))
 					}
 				}
@@ -330,7 +330,7 @@ func (w *flatWalker) children(top int) {
 				w.pushContinue(chain, tools)
 				return
 			}
-			w.emitFields(withBranch(am.fields, len(nonTool), ch.pos))
+			w.emitFields(withBranch(am.view(), len(nonTool), ch.pos))
 			w.mark(a)
 			w.pushVisit(a)
 			return
@@ -542,7 +542,7 @@ func (w *flatWalker) columnsOf(ids []int32) []any {
 			w.mark(tools...)
 			continue
 		}
-		out = append(out, m.fields)
+		out = append(out, m.view())
 		w.mark(id)
 	}
 	return out

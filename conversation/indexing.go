@@ -155,7 +155,8 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 		if m.role != "compressedGroup" {
 			continue
 		}
-		if last, ok := lastCompressedID(m.fields); ok && last != "" {
+		if m.x != nil && m.x.hasLastCompressed && m.x.lastCompressed != "" {
+			last := m.x.lastCompressed
 			if redirect == nil {
 				redirect = make(map[string]int32)
 			}
@@ -244,7 +245,7 @@ const (
 // position of the message its parentId names (noParent when none).
 func parentSlot(m *Message, named int32, redirect map[string]int32) int32 {
 	if !m.hasParent {
-		if m.parentNull || truthy(m.fields["parentId"]) {
+		if m.parentNull || m.parentTruthy {
 			// null, absent, or a truthy non-string (never a known id).
 			return slotRoot
 		}

@@ -15,7 +15,6 @@ package conversation
 import (
 	"errors"
 	"fmt"
-	"maps"
 )
 
 // ErrTooManyMessages is returned when a conversation exceeds the message
@@ -112,7 +111,7 @@ func preprocess(messages []*Message) idIndex {
 			continue
 		}
 		if m.flags&flagSubAgent != 0 {
-			m = m.With("agentId", m.meta["subAgentId"])
+			m = m.With("agentId", m.x.subAgentID)
 		}
 		if x.add(m) {
 			dups = true
@@ -154,8 +153,8 @@ func finishOriginal(m *Message) *Message {
 	if !supervisor && !lift {
 		return m
 	}
-	u := m.meta["usage"]
-	f := maps.Clone(m.fields)
+	f := m.object()
+	u := metadataUsage(f["metadata"])
 	if supervisor {
 		f["role"] = "supervisor"
 	}

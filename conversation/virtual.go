@@ -67,7 +67,7 @@ func jsMax(xs []float64) float64 {
 // contentBlock builds the content block of one assistant step: its text,
 // attachments, reasoning, usage and the metadata that is not usage.
 func contentBlock(m *Message) map[string]any {
-	f := m.fields
+	f := m.view()
 	metaUsage, metaPerf := splitMetadata(f["metadata"])
 	b := map[string]any{"content": orEmpty(f["content"]), "id": m.id}
 	copyAttachments(b, f)
@@ -103,7 +103,7 @@ func copyAttachments(b, f map[string]any) {
 
 // toolsWithResults attaches each tool call of an assistant to its result.
 func toolsWithResults(m *Message, results map[key]*Message) []any {
-	calls, _ := m.fields["tools"].([]any)
+	calls, _ := m.field("tools").([]any)
 	out := make([]any, 0, len(calls))
 	for _, call := range calls {
 		obj, ok := call.(map[string]any)
@@ -116,7 +116,7 @@ func toolsWithResults(m *Message, results map[key]*Message) []any {
 			out = append(out, call)
 			continue
 		}
-		tf := tm.fields
+		tf := tm.view()
 		result := map[string]any{"content": orEmpty(tf["content"]), "id": tm.id}
 		if truthy(tf["error"]) {
 			result["error"] = tf["error"]
@@ -151,8 +151,8 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 	results := make(map[key]*Message, len(tools))
 	for _, t := range tools {
 		tm := ix.msg(t)
-		if tm.toolCallID.truthy() {
-			results[tm.toolCallID] = tm
+		if tm.toolCallID().truthy() {
+			results[tm.toolCallID()] = tm
 		}
 	}
 
@@ -188,7 +188,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 		}
 	}
 
-	out := maps.Clone(first.fields)
+	out := first.object()
 	childList := make([]any, len(children))
 	for i, c := range children {
 		childList[i] = c
@@ -227,16 +227,16 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 			cbs := make([]any, 0, len(bl.callbacks))
 			for _, c := range bl.callbacks {
 				cm := ix.msg(c)
-				content, has := cm.fields["content"]
+				content, has := cm.Get("content")
 				cb := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
-				if v := cm.fields["model"]; v != nil {
+				if v := cm.field("model"); v != nil {
 					cb["model"] = v
 				}
-				if v := cm.fields["provider"]; v != nil {
+				if v := cm.field("provider"); v != nil {
 					cb["provider"] = v
 				}
-				if cm.signal != nil && cm.signal.hasSequenceRaw {
-					cb["sequence"] = cm.signal.sequenceRaw
+				if s := cm.signal(); s != nil && s.hasSequenceRaw {
+					cb["sequence"] = s.sequenceRaw
 				}
 				cbs = append(cbs, cb)
 			}
@@ -256,7 +256,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 		list := make([]any, 0, len(completions))
 		for _, c := range completions {
 			cm := ix.msg(c)
-			f := cm.fields
+			f := cm.view()
 			content, has := f["content"]
 			b := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
 			copyAttachments(b, f)
@@ -271,7 +271,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 // without tools: its content moves into a single child block.
 func supervisorMessage(m *Message) map[string]any {
 	b := contentBlock(m)
-	out := maps.Clone(m.fields)
+	out := m.object()
 	out["children"] = []any{b}
 	out["content"] = ""
 	out["role"] = "supervisor"
@@ -286,8 +286,8 @@ func supervisorMessage(m *Message) map[string]any {
 		out["usage"] = u
 	}
 	md := map[string]any{"isSupervisor": true, "orchestrationRole": "supervisor"}
-	if truthy(m.fields["metadata"]) {
-		maps.Copy(md, otherMetadata(m.fields["metadata"]))
+	if meta := m.field("metadata"); truthy(meta) {
+		maps.Copy(md, otherMetadata(meta))
 	}
 	out["metadata"] = md
 	return out
@@ -318,7 +318,7 @@ func (w *flatWalker) compareFromGroup(g *MessageGroup, members []int32) map[stri
 	out := map[string]any{"content": "", "role": "compare"}
 	for i, m := range members {
 		mm := w.ix.msg(m)
-		cols[i] = []any{mm.fields}
+		cols[i] = []any{mm.view()}
 		if _, set := out["activeColumnId"]; !set && mm.flags&flagActiveColumn != 0 {
 			out["activeColumnId"] = mm.id
 		}
@@ -349,7 +349,7 @@ func (w *flatWalker) tasksMessage(p int32, tasks []int32, role string) map[strin
 	for i, t := range sorted {
 		w.processed.add(t)
 		ids[i] = w.ix.msg(t).id
-		list[i] = w.ix.msg(t).fields
+		list[i] = w.ix.msg(t).view()
 	}
 	parentID := w.ix.msg(p).id
 	out := map[string]any{
