@@ -123,7 +123,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 		return false
 	}
 	if m.flags&flagSubAgent != 0 {
-		m = m.With("agentId", m.x.subAgentID)
+		m = m.withSubAgent()
 	}
 	slot := slotRoot
 	switch {
@@ -294,6 +294,7 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	if err := w.flatten(); err != nil {
 		return nil, err
 	}
+	ix.views.sweep()
 	c.flat, c.reads = w.out, ix.reads
 	if !ix.simple {
 		// A conversation of unusual shape is rebuilt on every change.

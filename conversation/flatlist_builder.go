@@ -68,7 +68,7 @@ func newFlatWalker(ix *index, col *collector, size int, processed *markSet) *fla
 
 // emit appends an input message to the flat list, with the display rules of
 // finishOriginal applied.
-func (w *flatWalker) emit(i int32) { w.out = append(w.out, finishOriginal(w.ix.msg(i))) }
+func (w *flatWalker) emit(i int32) { w.out = append(w.out, finishOriginal(w.ix.views, w.ix.msg(i))) }
 
 // emitFields appends a message built here, with the display rules applied.
 func (w *flatWalker) emitFields(f map[string]any) { w.out = append(w.out, finishVirtual(f)) }
@@ -224,7 +224,7 @@ func (w *flatWalker) taskGrand(top int) {
 		case m.role == "assistant" && m.hasTools():
 			w.assistantRun(k, false)
 		case m.role == "assistant" && m.flags&flagSupervisor != 0:
-			w.emitFields(supervisorMessage(m))
+			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
 		default:
@@ -285,7 +285,7 @@ func (w *flatWalker) children(top int) {
 
 		// A supervisor's reply without tools.
 		if m.role == "assistant" && m.flags&flagSupervisor != 0 {
-			w.emitFields(supervisorMessage(m))
+			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
 			return
@@ -330,7 +330,7 @@ func (w *flatWalker) children(top int) {
 				w.pushContinue(chain, tools)
 				return
 			}
-			w.emitFields(withBranch(am.view(), len(nonTool), ch.pos))
+			w.emitFields(withBranch(w.ix.views.view(am), len(nonTool), ch.pos))
 			w.mark(a)
 			w.pushVisit(a)
 			return
@@ -542,7 +542,7 @@ func (w *flatWalker) columnsOf(ids []int32) []any {
 			w.mark(tools...)
 			continue
 		}
-		out = append(out, m.view())
+		out = append(out, w.ix.views.view(m))
 		w.mark(id)
 	}
 	return out

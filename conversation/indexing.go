@@ -39,6 +39,8 @@ type index struct {
 	// runs, when set, keeps the assistant-group messages of earlier walks
 	// (see runCache).
 	runs *runCache
+	// views holds the decoded objects the flat-list walks read.
+	views *viewCache
 	// simple tells that no compressed group or empty id shapes this
 	// conversation, so an append can update the index in place (see
 	// Conversation.indexAppend).
@@ -143,7 +145,7 @@ func (ix *index) rawKidsOf(p int32) []int32 {
 func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 	msgs := ids.msgs
 	n := len(msgs)
-	ix := &index{msgs: msgs, ids: ids, emptyID: -1}
+	ix := &index{msgs: msgs, ids: ids, emptyID: -1, views: newViewCache()}
 	if p, ok := ids.lookup(""); ok {
 		ix.emptyID = p
 	}

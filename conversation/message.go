@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -375,12 +376,6 @@ func (m *Message) object() map[string]any {
 	return m.view()
 }
 
-// field returns one field, as Get does.
-func (m *Message) field(name string) any {
-	v, _ := m.Get(name)
-	return v
-}
-
 // With returns a copy of the message with field name set to value.
 func (m *Message) With(name string, value any) *Message {
 	f := m.object()
@@ -395,6 +390,31 @@ func (m *Message) Without(names ...string) *Message {
 		delete(f, n)
 	}
 	return rebuild(f, m.id)
+}
+
+// withSubAgent returns the message with agentId set to its sub-agent's
+// id (metadata.subAgentId), so that its run never merges with another
+// agent's; it must carry flagSubAgent. A stored message stays stored: the
+// field is set in its JSON, which is cheaper than decoding it.
+func (m *Message) withSubAgent() *Message {
+	v := m.x.subAgentID
+	if m.raw == "" {
+		return m.With("agentId", v)
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return m.With("agentId", v)
+	}
+	raw, ok := setRawField(m.raw, "agentId", enc)
+	if !ok {
+		return m.With("agentId", v)
+	}
+	n, x := *m, *m.x
+	n.raw, n.x = raw, &x
+	x.agentID = keyOfValue(v, true)
+	x.tools = slices.Clone(x.tools) // share rewrites its strings
+	n.share()
+	return &n
 }
 
 // rebuild makes a derived Message, which keeps f, from fields that are

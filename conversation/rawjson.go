@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -9,8 +10,8 @@ import (
 	"unicode/utf8"
 )
 
-// A message keeps its fields as compact JSON (see Message). The decoder
-// here reads that JSON back into the values encoding/json decodes to (nil,
+// A message keeps its fields as compact JSON (see Message). The code here
+// reads and edits that JSON. The decoder reads it back into the values encoding/json decodes to (nil,
 // bool, float64, string, []any, map[string]any), faster than encoding/json
 // does and without copying: a string without escapes is a substring of the
 // source. It accepts any valid JSON but is meant for the canonical form the
@@ -32,7 +33,7 @@ func decodeObject(s string) (map[string]any, error) {
 	if d.peek() != '{' {
 		return nil, errBadJSON
 	}
-	obj := d.object(true)
+	obj := d.object()
 	d.space()
 	if d.bad || d.i != len(d.s) {
 		return nil, errBadJSON
@@ -120,7 +121,7 @@ func (d *jsonDecoder) space() {
 func (d *jsonDecoder) value() any {
 	switch c := d.peek(); {
 	case c == '{':
-		return d.object(false)
+		return d.object()
 	case c == '[':
 		return d.array()
 	case c == '"':
@@ -142,19 +143,12 @@ func (d *jsonDecoder) value() any {
 	return nil
 }
 
-// object reads an object; with sized set it counts the fields first, so
-// that the map is allocated once.
-func (d *jsonDecoder) object(sized bool) map[string]any {
+func (d *jsonDecoder) object() map[string]any {
 	d.i++ // '{'
 	d.space()
+	obj := map[string]any{}
 	if d.consume('}') {
-		return map[string]any{}
-	}
-	var obj map[string]any
-	if sized {
-		obj = make(map[string]any, d.countFields())
-	} else {
-		obj = map[string]any{}
+		return obj
 	}
 	for !d.bad {
 		d.space()
@@ -199,6 +193,53 @@ func (d *jsonDecoder) array() []any {
 		}
 	}
 	return arr
+}
+
+// setRawField returns the JSON object s with field name set to the JSON
+// value enc, as encoding/json would encode the object's map with that
+// change: the field keeps its place in key order.
+func setRawField(s, name string, enc []byte) (string, bool) {
+	keyEnc, err := json.Marshal(name)
+	if err != nil {
+		return "", false
+	}
+	field := string(keyEnc) + ":" + string(enc)
+	d := jsonDecoder{s: s}
+	if !d.consume('{') {
+		return "", false
+	}
+	if d.consume('}') {
+		return "{" + field + "}", d.i == len(s)
+	}
+	for !d.bad {
+		start := d.i
+		k, escaped := d.rawString()
+		if escaped {
+			k = unquoteJSON(k)
+		}
+		if !d.consume(':') {
+			return "", false
+		}
+		valStart := d.i
+		d.skip()
+		if d.bad {
+			return "", false
+		}
+		switch strings.Compare(k, name) {
+		case 0:
+			return s[:valStart] + string(enc) + s[d.i:], true
+		case 1:
+			return s[:start] + field + "," + s[start:], true
+		}
+		if d.consume(',') {
+			continue
+		}
+		if d.peek() != '}' {
+			return "", false
+		}
+		return s[:d.i] + "," + field + s[d.i:], true
+	}
+	return "", false
 }
 
 // countFields counts the fields of the object whose contents start at d.i,
@@ -264,21 +305,29 @@ func (d *jsonDecoder) rawString() (string, bool) {
 	}
 	start := d.i
 	escaped := false
-	for d.i < len(d.s) {
-		switch d.s[d.i] {
-		case '"':
-			s := d.s[start:d.i]
-			d.i++
-			return s, escaped
-		case '\\':
-			escaped = true
-			d.i += 2
-		default:
-			d.i++
+	for {
+		j := strings.IndexByte(d.s[d.i:], '"')
+		if j < 0 {
+			d.i = len(d.s)
+			d.bad = true
+			return "", false
+		}
+		end := d.i + j
+		if strings.IndexByte(d.s[d.i:end], '\\') < 0 {
+			d.i = end + 1
+			return d.s[start:end], escaped
+		}
+		escaped = true
+		// The quote is escaped when an odd number of backslashes precede it.
+		n := 0
+		for k := end - 1; k >= start && d.s[k] == '\\'; k-- {
+			n++
+		}
+		d.i = end + 1
+		if n%2 == 0 {
+			return d.s[start:end], escaped
 		}
 	}
-	d.bad = true
-	return "", false
 }
 
 func (d *jsonDecoder) literal(word string, v any) any {
