@@ -18,14 +18,13 @@ var (
 // order and its message groups. It is not safe for concurrent use.
 type Conversation struct {
 	opts   options
-	order  []string // ids in append order
-	msgs   map[string]*Message
-	pos    map[string]int // id → index in order (rebuilt lazily after deletes)
-	stale  bool
+	msgs   msgTable
 	groups []*MessageGroup
 	// refs counts the messages naming each id as their parent, present or
-	// not: a new message can close a loop only if something points at it.
-	refs map[string]int
+	// not, by the id's hash: a new message can close a loop only if
+	// something points at it. Two ids with one hash only make a check run
+	// that was not needed.
+	refs map[uint64]int32
 
 	// ix is the index of the preprocessed messages, kept up to date in place
 	// by appends while the conversation is simple (see index.simple); nil
@@ -47,27 +46,20 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}}
+	return &Conversation{opts: o, msgs: newMsgTable(), refs: map[uint64]int32{}}
 }
 
 // Len returns the number of messages.
-func (c *Conversation) Len() int { return len(c.msgs) }
+func (c *Conversation) Len() int { return c.msgs.len() }
 
 // Get returns the message with the given id.
 func (c *Conversation) Get(id string) (*Message, bool) {
-	m, ok := c.msgs[id]
-	return m, ok
+	return c.msgs.get(id)
 }
 
 // Messages returns the messages in append order.
 func (c *Conversation) Messages() []*Message {
-	out := make([]*Message, 0, len(c.msgs))
-	for _, id := range c.order {
-		if m, ok := c.msgs[id]; ok {
-			out = append(out, m)
-		}
-	}
-	return out
+	return c.msgs.messages()
 }
 
 // Groups returns the message groups in the order they were first upserted.
@@ -81,26 +73,24 @@ func (c *Conversation) Append(m *Message) error {
 	if m == nil {
 		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
-	if old, ok := c.msgs[m.id]; ok {
+	if old, ok := c.msgs.getHashed(m.id, m.idHash); ok {
 		if sameFields(old, m) {
 			return nil
 		}
 		return fmt.Errorf("%w: %q", ErrMessageExists, m.id)
 	}
-	if c.opts.maxMessages > 0 && len(c.msgs) >= c.opts.maxMessages {
+	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
 		return fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
-	if c.refs[m.id] > 0 || (m.hasParent && m.parentID == m.id) {
+	if c.refs[m.idHash] > 0 || (m.hasParent && m.parentID == m.id) {
 		if err := c.checkCycle(m.id, m); err != nil {
 			return err
 		}
 	}
-	simple := c.refs[m.id] == 0 // nothing waits for m as its parent
-	c.compact()
+	simple := c.refs[m.idHash] == 0 // nothing waits for m as its parent
+	c.msgs.compact()
 	c.ref(m, 1)
-	c.pos[m.id] = len(c.order)
-	c.order = append(c.order, m.id)
-	c.msgs[m.id] = m
+	c.msgs.add(m)
 	if c.ix != nil && !(simple && c.indexAppend(m)) {
 		c.invalidate()
 	}
@@ -156,7 +146,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 // id: fields set to null are removed, objects merge recursively. The id
 // cannot change.
 func (c *Conversation) Update(id string, patch map[string]any) error {
-	old, ok := c.msgs[id]
+	old, ok := c.msgs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
@@ -176,7 +166,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	}
 	c.ref(old, -1)
 	c.ref(m, 1)
-	c.msgs[id] = m
+	c.msgs.replace(m)
 	c.reads = nil
 	if c.ix != nil && !c.indexReplace(old, m) {
 		c.invalidate()
@@ -206,25 +196,23 @@ func (c *Conversation) ref(m *Message, d int) {
 	if !m.hasParent {
 		return
 	}
-	if n := c.refs[m.parentID] + d; n > 0 {
-		c.refs[m.parentID] = n
+	if n := c.refs[m.parentHash] + int32(d); n > 0 {
+		c.refs[m.parentHash] = n
 	} else {
-		delete(c.refs, m.parentID)
+		delete(c.refs, m.parentHash)
 	}
 }
 
 // Delete removes a message. Its children stay and become roots, as messages
 // whose parent is missing do.
 func (c *Conversation) Delete(id string) error {
-	m, ok := c.msgs[id]
+	m, ok := c.msgs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
 	c.ref(m, -1)
 	c.invalidate()
-	delete(c.msgs, id)
-	delete(c.pos, id)
-	c.stale = true
+	c.msgs.remove(m.id, m.idHash)
 	return nil
 }
 
@@ -307,12 +295,12 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 // order, together with the tool results of the assistants on it: the linear
 // context that ends at leaf.
 func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
-	if _, ok := c.msgs[leaf]; !ok {
+	if _, ok := c.msgs.get(leaf); !ok {
 		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, leaf)
 	}
 	on := map[string]bool{}
-	for id, steps := leaf, 0; id != "" && steps <= len(c.msgs); steps++ {
-		m, ok := c.msgs[id]
+	for id, steps := leaf, 0; id != "" && steps <= c.msgs.len(); steps++ {
+		m, ok := c.msgs.get(id)
 		if !ok || on[id] {
 			break
 		}
@@ -336,38 +324,22 @@ func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
 // id its own ancestor.
 func (c *Conversation) checkCycle(id string, m *Message) error {
 	seen := 0
-	for p, ok := m.parentID, m.hasParent; ok; {
+	for p, h, ok := m.parentID, m.parentHash, m.hasParent; ok; {
 		if p == id {
 			return fmt.Errorf("%w: %q would be its own ancestor", ErrCycle, id)
 		}
-		parent, found := c.msgs[p]
+		parent, found := c.msgs.getHashed(p, h)
 		if !found {
 			return nil
 		}
 		seen++
-		if seen > len(c.msgs) {
+		if seen > c.msgs.len() {
 			// An existing loop not through id; not this message's doing.
 			return nil
 		}
-		p, ok = parent.parentID, parent.hasParent
+		p, h, ok = parent.parentID, parent.parentHash, parent.hasParent
 	}
 	return nil
-}
-
-// compact drops deleted ids from the append order.
-func (c *Conversation) compact() {
-	if !c.stale {
-		return
-	}
-	kept := c.order[:0]
-	for _, id := range c.order {
-		if _, ok := c.msgs[id]; ok {
-			c.pos[id] = len(kept)
-			kept = append(kept, id)
-		}
-	}
-	c.order = kept
-	c.stale = false
 }
 
 func sameFields(a, b *Message) bool {
