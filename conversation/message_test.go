@@ -1,0 +1,89 @@
+package conversation
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"unsafe"
+)
+
+func TestMessageKeepsJSON(t *testing.T) {
+	src := `{"id":"m1","role":"assistant","parentId":"u1","agentId":"agent-a","content":"<b>hi</b>\n","createdAt":1700000000000,"extra":{"z":1,"a":[true,null]},"tools":[{"id":"c1","result_msg_id":"t1"}]}`
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(src), &fields); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(fields)
+	var decoded map[string]any
+	_ = json.Unmarshal(want, &decoded)
+
+	m, err := NewMessage(fields)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON, err := NewMessageJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The caller's map is not the message's.
+	fields["content"] = "changed"
+	delete(fields, "extra")
+
+	for _, x := range []*Message{m, fromJSON} {
+		got, err := x.JSON()
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("JSON: %s, %v; want %s", got, err, want)
+		}
+		if got, _ := x.MarshalJSON(); string(got) != string(want) {
+			t.Fatalf("MarshalJSON: %s", got)
+		}
+		if !reflect.DeepEqual(x.Fields(), decoded) {
+			t.Fatalf("Fields: %#v", x.Fields())
+		}
+		if v, ok := x.Get("extra"); !ok || !reflect.DeepEqual(v, decoded["extra"]) {
+			t.Fatalf("Get extra: %#v, %v", v, ok)
+		}
+		if _, ok := x.Get("missing"); ok {
+			t.Fatal("Get missing: present")
+		}
+		if x.Len() != len(decoded) {
+			t.Fatalf("Len %d", x.Len())
+		}
+	}
+
+	// The decoded strings cost nothing beyond the stored JSON.
+	inRaw := func(s string) bool {
+		p, r := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(m.raw)))
+		return p >= r && p+uintptr(len(s)) <= r+uintptr(len(m.raw))
+	}
+	for _, s := range []string{m.id, m.role, m.parentID, m.agentID().s, m.tools()[0].id.s, m.tools()[0].resultMsgID} {
+		if !inRaw(s) {
+			t.Errorf("%q is a copy, not part of the stored JSON", s)
+		}
+	}
+}
+
+func TestWithSubAgentMatchesWith(t *testing.T) {
+	for _, sub := range []string{`"sub-1"`, `{"k":[1,"<"]}`, `7`} {
+		src := `{"id":"a","role":"assistant","agentId":"parent","metadata":{"scope":"sub_agent","subAgentId":` + sub + `},"tools":[{"id":"c"}]}`
+		m, err := NewMessageJSON([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.flags&flagSubAgent == 0 {
+			t.Fatalf("%s: not a sub-agent message", src)
+		}
+		got, want := m.withSubAgent(), m.With("agentId", m.x.subAgentID)
+		gj, _ := got.JSON()
+		wj, _ := want.JSON()
+		if string(gj) != string(wj) {
+			t.Fatalf("withSubAgent: %s; With: %s", gj, wj)
+		}
+		if got.agentID().kind != want.agentID().kind || got.agentID().s != want.agentID().s || got.raw == "" {
+			t.Fatalf("agentID %+v, want %+v", got.agentID(), want.agentID())
+		}
+		if m.agentID().s != "parent" {
+			t.Fatal("the original changed")
+		}
+	}
+}
