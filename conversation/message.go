@@ -158,6 +158,14 @@ func NewMessage(fields map[string]any) (*Message, error) {
 	// enc is not kept anywhere else: the message takes it over as its
 	// immutable string, instead of copying it.
 	raw := unsafe.String(unsafe.SliceData(enc), len(enc))
+	if !plainJSON(fields) {
+		// Index what the JSON says, as later reads decode it: a Go value
+		// of another type or a string of invalid UTF-8 reads back changed.
+		if fields, err = decodeObject(raw); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		}
+		id, _ = fields["id"].(string)
+	}
 	m := &Message{raw: raw, id: id}
 	m.index(fields)
 	m.share()

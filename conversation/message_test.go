@@ -87,3 +87,23 @@ func TestWithSubAgentMatchesWith(t *testing.T) {
 		}
 	}
 }
+
+// TestNewMessageReadsGoValuesAsJSON: a map with Go values that JSON does
+// not decode to is indexed as its JSON reads, as every later read sees it.
+func TestNewMessageReadsGoValuesAsJSON(t *testing.T) {
+	m, err := NewMessage(map[string]any{
+		"id":        "a",
+		"role":      "assistant",
+		"createdAt": 5,
+		"tools":     []map[string]any{{"id": "c", "result_msg_id": "t"}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.tools()) != 1 || m.tools()[0].resultMsgID != "t" || m.createdAt != 5 {
+		t.Fatalf("tools %+v, createdAt %v", m.tools(), m.createdAt)
+	}
+	if _, err := NewMessage(map[string]any{"id": "a", "bad": func() {}}); err == nil {
+		t.Fatal("a value JSON cannot encode was accepted")
+	}
+}

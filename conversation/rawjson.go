@@ -195,6 +195,33 @@ func (d *jsonDecoder) array() []any {
 	return arr
 }
 
+// plainJSON reports whether v holds only what decoding JSON yields (nil,
+// bool, float64, valid UTF-8 strings, []any, map[string]any), so that it
+// reads back from its encoding unchanged.
+func plainJSON(v any) bool {
+	switch t := v.(type) {
+	case nil, bool, float64: // json.Marshal refuses NaN and infinities
+		return true
+	case string:
+		return utf8.ValidString(t)
+	case []any:
+		for _, e := range t {
+			if !plainJSON(e) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for k, e := range t {
+			if !utf8.ValidString(k) || !plainJSON(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
+
 // setRawField returns the JSON object s with field name set to the JSON
 // value enc, as encoding/json would encode the object's map with that
 // change: the field keeps its place in key order.
