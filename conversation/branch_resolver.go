@@ -17,10 +17,11 @@ type branchChoice struct {
 // explicitBranch reads metadata.activeBranchIndex against n siblings. It
 // reports decided=false when the index says nothing usable.
 func explicitBranch(m *Message, n int) (choice branchChoice, decided bool) {
-	if m.x == nil || !m.x.hasActiveBranch {
+	r := m.rare()
+	if r == nil || !r.hasActiveBranch {
 		return branchChoice{}, false
 	}
-	v := m.x.activeBranch
+	v := r.activeBranch
 	if !(v >= 0) {
 		return branchChoice{}, false
 	}

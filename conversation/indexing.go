@@ -157,8 +157,8 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 		if m.role != "compressedGroup" {
 			continue
 		}
-		if m.x != nil && m.x.hasLastCompressed && m.x.lastCompressed != "" {
-			last := m.x.lastCompressed
+		if r := m.rare(); r != nil && r.hasLastCompressed && r.lastCompressed != "" {
+			last := r.lastCompressed
 			if redirect == nil {
 				redirect = make(map[string]int32)
 			}

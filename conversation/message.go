@@ -46,14 +46,19 @@ type Message struct {
 	x            *msgExtra
 }
 
-// msgExtra holds what only some messages have, so that a plain message
-// does not pay for it.
+// msgExtra holds what only some messages have (assistants and tool
+// results, mostly), so that a plain message does not pay for it.
 type msgExtra struct {
-	fields     map[string]any // the object of a derived message
-	groupID    string
 	agentID    key
 	toolCallID key
 	tools      []toolRef
+	rare       *msgRare
+}
+
+// msgRare holds what few messages have.
+type msgRare struct {
+	fields     map[string]any // the object of a derived message
+	groupID    string
 	signal     *signal
 	subAgentID any // metadata.subAgentId, when flagSubAgent
 	// metadata.activeBranchIndex, when it is a number.
@@ -66,17 +71,29 @@ type msgExtra struct {
 
 // empty reports whether x holds nothing, so that a message needs none.
 func (x *msgExtra) empty() bool {
-	return x.fields == nil && x.groupID == "" && x.agentID.kind == keyAbsent && x.toolCallID.kind == keyAbsent &&
-		x.tools == nil && x.signal == nil && x.subAgentID == nil && !x.hasActiveBranch && !x.hasLastCompressed
+	return x.agentID.kind == keyAbsent && x.toolCallID.kind == keyAbsent && x.tools == nil && x.rare == nil
 }
 
-// Readers of msgExtra that need no nil check.
+// empty reports whether r holds nothing, so that a message needs none.
+func (r *msgRare) empty() bool {
+	return r.fields == nil && r.groupID == "" && r.signal == nil && r.subAgentID == nil &&
+		!r.hasActiveBranch && !r.hasLastCompressed
+}
+
+// Readers of msgExtra and msgRare that need no nil check.
+
+func (m *Message) rare() *msgRare {
+	if m.x == nil {
+		return nil
+	}
+	return m.x.rare
+}
 
 func (m *Message) groupID() string {
-	if m.x == nil {
-		return ""
+	if r := m.rare(); r != nil {
+		return r.groupID
 	}
-	return m.x.groupID
+	return ""
 }
 
 func (m *Message) agentID() key {
@@ -101,10 +118,10 @@ func (m *Message) tools() []toolRef {
 }
 
 func (m *Message) signal() *signal {
-	if m.x == nil {
-		return nil
+	if r := m.rare(); r != nil {
+		return r.signal
 	}
-	return m.x.signal
+	return nil
 }
 
 // msgFlags caches metadata switches that the parser tests often.
@@ -210,6 +227,7 @@ func MustMessage(fields map[string]any) *Message {
 // index decodes the fields the parser reads from f, the message's object.
 func (m *Message) index(f map[string]any) {
 	var x msgExtra
+	var r msgRare
 	m.role, _ = f["role"].(string)
 	m.idHash = hashID(m.id)
 	switch p := f["parentId"].(type) {
@@ -222,7 +240,7 @@ func (m *Message) index(f map[string]any) {
 		m.parentTruthy = truthy(p)
 	}
 	m.inThread = truthy(f["threadId"])
-	x.groupID = truthyString(f["groupId"])
+	r.groupID = truthyString(f["groupId"])
 	x.agentID = keyOf(f, "agentId")
 	x.toolCallID = keyOf(f, "tool_call_id")
 	if tools, ok := f["tools"].([]any); ok && len(tools) > 0 {
@@ -236,7 +254,7 @@ func (m *Message) index(f map[string]any) {
 		}
 	}
 	if m.role == "compressedGroup" {
-		x.lastCompressed, x.hasLastCompressed = lastCompressedID(f)
+		r.lastCompressed, r.hasLastCompressed = lastCompressedID(f)
 	}
 	m.createdAt = toNumber(f["createdAt"], hasKey(f, "createdAt"))
 	m.updatedAt = toNumber(f["updatedAt"], hasKey(f, "updatedAt"))
@@ -245,7 +263,10 @@ func (m *Message) index(f map[string]any) {
 		m.flags |= flagTrimMeta
 	}
 	if md != nil {
-		m.indexMetadata(f, md, &x)
+		m.indexMetadata(f, md, &r)
+	}
+	if !r.empty() {
+		x.rare = &r
 	}
 	if !x.empty() {
 		m.x = &x
@@ -254,11 +275,11 @@ func (m *Message) index(f map[string]any) {
 
 // indexMetadata decodes the metadata switches of a message with object f
 // and metadata md.
-func (m *Message) indexMetadata(f, md map[string]any, x *msgExtra) {
-	x.activeBranch, x.hasActiveBranch = md["activeBranchIndex"].(float64)
+func (m *Message) indexMetadata(f, md map[string]any, r *msgRare) {
+	r.activeBranch, r.hasActiveBranch = md["activeBranchIndex"].(float64)
 	if md["scope"] == "sub_agent" && truthy(md["subAgentId"]) {
 		m.flags |= flagSubAgent
-		x.subAgentID = md["subAgentId"]
+		r.subAgentID = md["subAgentId"]
 	}
 	if truthy(md["usage"]) && !truthy(f["usage"]) {
 		m.flags |= flagLiftUsage
@@ -292,7 +313,7 @@ func (m *Message) indexMetadata(f, md map[string]any, x *msgExtra) {
 		sig.isCallback = sig.kind == "tool-stdout" || sig.kind == "tool-callback"
 		sig.isTaskCompleted = sig.kind == "task-completion"
 		if truthy(s) {
-			x.signal = sig
+			r.signal = sig
 		}
 	}
 }
@@ -308,16 +329,18 @@ func (m *Message) share() {
 	if x == nil {
 		return
 	}
-	x.groupID = m.sub(x.groupID)
 	x.agentID.s = m.sub(x.agentID.s)
 	x.toolCallID.s = m.sub(x.toolCallID.s)
-	x.lastCompressed = m.sub(x.lastCompressed)
 	for i := range x.tools {
 		x.tools[i].id.s = m.sub(x.tools[i].id.s)
 		x.tools[i].resultMsgID = m.sub(x.tools[i].resultMsgID)
 	}
-	if s, ok := x.subAgentID.(string); ok {
-		x.subAgentID = m.sub(s)
+	if r := x.rare; r != nil {
+		r.groupID = m.sub(r.groupID)
+		r.lastCompressed = m.sub(r.lastCompressed)
+		if s, ok := r.subAgentID.(string); ok {
+			r.subAgentID = m.sub(s)
+		}
 	}
 }
 
@@ -344,7 +367,7 @@ func (m *Message) ParentID() (string, bool) { return m.parentID, m.hasParent }
 // Get returns one field of the message and whether it is present.
 func (m *Message) Get(name string) (any, bool) {
 	if m.raw == "" {
-		v, ok := m.x.fields[name]
+		v, ok := m.x.rare.fields[name]
 		return v, ok
 	}
 	return lookupField(m.raw, name)
@@ -357,7 +380,7 @@ func (m *Message) Fields() map[string]any { return m.view() }
 // Len returns the number of fields.
 func (m *Message) Len() int {
 	if m.raw == "" {
-		return len(m.x.fields)
+		return len(m.x.rare.fields)
 	}
 	return fieldCount(m.raw)
 }
@@ -366,7 +389,7 @@ func (m *Message) Len() int {
 // result may be the message's own map: it must not be changed.
 func (m *Message) view() map[string]any {
 	if m.raw == "" {
-		return m.x.fields
+		return m.x.rare.fields
 	}
 	f, err := decodeObject(m.raw)
 	if err != nil {
@@ -379,7 +402,7 @@ func (m *Message) view() map[string]any {
 // object returns a copy of the message's object that the caller owns.
 func (m *Message) object() map[string]any {
 	if m.raw == "" {
-		return maps.Clone(m.x.fields)
+		return maps.Clone(m.x.rare.fields)
 	}
 	return m.view()
 }
@@ -405,7 +428,7 @@ func (m *Message) Without(names ...string) *Message {
 // agent's; it must carry flagSubAgent. A stored message stays stored: the
 // field is set in its JSON, which is cheaper than decoding it.
 func (m *Message) withSubAgent() *Message {
-	v := m.x.subAgentID
+	v := m.x.rare.subAgentID
 	if m.raw == "" {
 		return m.With("agentId", v)
 	}
@@ -417,10 +440,11 @@ func (m *Message) withSubAgent() *Message {
 	if !ok {
 		return m.With("agentId", v)
 	}
-	n, x := *m, *m.x
-	n.raw, n.x = raw, &x
+	// share rewrites the strings of the copy: it needs its own extras.
+	n, x, r := *m, *m.x, *m.x.rare
+	n.raw, n.x, x.rare = raw, &x, &r
 	x.agentID = keyOfValue(v, true)
-	x.tools = slices.Clone(x.tools) // share rewrites its strings
+	x.tools = slices.Clone(x.tools)
 	n.share()
 	return &n
 }
@@ -436,7 +460,10 @@ func rebuild(f map[string]any, id string) *Message {
 	if n.x == nil {
 		n.x = &msgExtra{}
 	}
-	n.x.fields = f
+	if n.x.rare == nil {
+		n.x.rare = &msgRare{}
+	}
+	n.x.rare.fields = f
 	return n
 }
 
@@ -445,7 +472,7 @@ func rebuild(f map[string]any, id string) *Message {
 // without a copy: the caller must not modify it.
 func (m *Message) JSON() ([]byte, error) {
 	if m.raw == "" {
-		return json.Marshal(m.x.fields)
+		return json.Marshal(m.x.rare.fields)
 	}
 	return unsafe.Slice(unsafe.StringData(m.raw), len(m.raw)), nil
 }
@@ -453,7 +480,7 @@ func (m *Message) JSON() ([]byte, error) {
 // MarshalJSON encodes the message as its JSON object.
 func (m *Message) MarshalJSON() ([]byte, error) {
 	if m.raw == "" {
-		return json.Marshal(m.x.fields)
+		return json.Marshal(m.x.rare.fields)
 	}
 	return []byte(m.raw), nil
 }

@@ -73,7 +73,7 @@ func TestWithSubAgentMatchesWith(t *testing.T) {
 		if m.flags&flagSubAgent == 0 {
 			t.Fatalf("%s: not a sub-agent message", src)
 		}
-		got, want := m.withSubAgent(), m.With("agentId", m.x.subAgentID)
+		got, want := m.withSubAgent(), m.With("agentId", m.x.rare.subAgentID)
 		gj, _ := got.JSON()
 		wj, _ := want.JSON()
 		if string(gj) != string(wj) {
