@@ -319,8 +319,9 @@ func (m *Message) indexMetadata(f, md map[string]any, r *msgRare) {
 }
 
 // share points the decoded strings of a message built from raw at raw's
-// memory, so that they cost nothing beyond it. A string whose JSON form
-// differs (it has escapes) keeps its own copy.
+// memory, so that they cost nothing beyond it and keep no other memory
+// alive (an update's fields come from the old message's JSON). A string
+// whose JSON form differs (it has escapes) keeps its own copy.
 func (m *Message) share() {
 	m.id = m.sub(m.id)
 	m.role = m.sub(m.role)
@@ -338,10 +339,26 @@ func (m *Message) share() {
 	if r := x.rare; r != nil {
 		r.groupID = m.sub(r.groupID)
 		r.lastCompressed = m.sub(r.lastCompressed)
-		if s, ok := r.subAgentID.(string); ok {
-			r.subAgentID = m.sub(s)
+		r.subAgentID = m.subAny(r.subAgentID)
+		if r.signal != nil {
+			// A copy: the signal may be shared with the message this one
+			// was made from.
+			sig := *r.signal
+			sig.kind = m.sub(sig.kind)
+			sig.sourceToolCall = m.subAny(sig.sourceToolCall)
+			sig.sourceToolName = m.subAny(sig.sourceToolName)
+			sig.sequenceRaw = m.subAny(sig.sequenceRaw)
+			r.signal = &sig
 		}
 	}
+}
+
+// subAny is sub for a decoded value that may be a string.
+func (m *Message) subAny(v any) any {
+	if s, ok := v.(string); ok {
+		return m.sub(s)
+	}
+	return v
 }
 
 // sub returns s as a substring of m.raw when raw holds its bytes.

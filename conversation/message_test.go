@@ -51,16 +51,56 @@ func TestMessageKeepsJSON(t *testing.T) {
 		}
 	}
 
-	// The decoded strings cost nothing beyond the stored JSON.
+	checkShared(t, m)
+}
+
+// checkShared checks that the decoded strings of m cost nothing beyond
+// its stored JSON.
+func checkShared(t *testing.T, m *Message) {
+	t.Helper()
 	inRaw := func(s string) bool {
 		p, r := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(m.raw)))
 		return p >= r && p+uintptr(len(s)) <= r+uintptr(len(m.raw))
 	}
-	for _, s := range []string{m.id, m.role, m.parentID, m.agentID().s, m.tools()[0].id.s, m.tools()[0].resultMsgID} {
-		if !inRaw(s) {
+	strs := []string{m.id, m.role, m.parentID, m.agentID().s}
+	for _, tr := range m.tools() {
+		strs = append(strs, tr.id.s, tr.resultMsgID)
+	}
+	if sig := m.signal(); sig != nil {
+		s, _ := sig.sourceToolCall.(string)
+		strs = append(strs, sig.kind, s)
+	}
+	for _, s := range strs {
+		if s != "" && !inRaw(s) {
 			t.Errorf("%q is a copy, not part of the stored JSON", s)
 		}
 	}
+}
+
+// TestUpdateKeepsNothingOfTheOldJSON: an updated message's strings point
+// into its own JSON, not into the old version's.
+func TestUpdateKeepsNothingOfTheOldJSON(t *testing.T) {
+	conv := NewConversation()
+	for _, src := range []string{
+		`{"id":"u","role":"user"}`,
+		`{"id":"a","role":"assistant","parentId":"u","agentId":"ag","metadata":{"signal":{"type":"tool-callback","sourceToolCallId":"c9"}}}`,
+	} {
+		m, err := NewMessageJSON([]byte(src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := conv.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := conv.Update("a", map[string]any{"content": "more"}); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := conv.Get("a")
+	if m.signal() == nil || m.agentID().s != "ag" {
+		t.Fatalf("update lost fields: %+v", m)
+	}
+	checkShared(t, m)
 }
 
 func TestWithSubAgentMatchesWith(t *testing.T) {
