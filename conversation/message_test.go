@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -145,5 +146,17 @@ func TestNewMessageReadsGoValuesAsJSON(t *testing.T) {
 	}
 	if _, err := NewMessage(map[string]any{"id": "a", "bad": func() {}}); err == nil {
 		t.Fatal("a value JSON cannot encode was accepted")
+	}
+}
+
+// TestNewMessageRefusesWhatCannotReadBack: fields nested deeper than
+// decoding reads would read back wrong, so the message is refused.
+func TestNewMessageRefusesWhatCannotReadBack(t *testing.T) {
+	var v any = "leaf"
+	for range maxJSONDepth + 2 {
+		v = []any{v}
+	}
+	if _, err := NewMessage(map[string]any{"id": "a", "deep": v}); !errors.Is(err, ErrInvalidMessage) {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -11,19 +11,26 @@ import (
 )
 
 // A message keeps its fields as compact JSON (see Message). The code here
-// reads and edits that JSON. The decoder reads it back into the values encoding/json decodes to (nil,
-// bool, float64, string, []any, map[string]any), faster than encoding/json
-// does and without copying: a string without escapes is a substring of the
-// source. It accepts any valid JSON but is meant for the canonical form the
-// package wrote itself; on anything else it reports an error, never panics.
+// reads and edits that JSON. The decoder reads it back into the values
+// encoding/json decodes to (nil, bool, float64, string, []any,
+// map[string]any), faster than encoding/json does and without copying: a
+// string without escapes is a substring of the source. It reads any valid
+// JSON (and is lenient with some invalid JSON), but it is meant for what
+// json.Marshal wrote; on input it cannot read it reports an error, never
+// panics.
 
 var errBadJSON = errors.New("conversation: malformed stored JSON")
 
+// maxJSONDepth bounds the nesting the decoder follows, as encoding/json's
+// does, so that no input exhausts the stack.
+const maxJSONDepth = 10000
+
 // jsonDecoder reads one JSON text from s.
 type jsonDecoder struct {
-	s   string
-	i   int
-	bad bool
+	s     string
+	i     int
+	depth int
+	bad   bool
 }
 
 // decodeObject decodes s, which must hold one JSON object.
@@ -120,9 +127,15 @@ func (d *jsonDecoder) space() {
 
 func (d *jsonDecoder) value() any {
 	switch c := d.peek(); {
-	case c == '{':
-		return d.object()
-	case c == '[':
+	case c == '{' || c == '[':
+		if d.depth++; d.depth > maxJSONDepth {
+			d.bad = true
+			return nil
+		}
+		defer func() { d.depth-- }()
+		if c == '{' {
+			return d.object()
+		}
 		return d.array()
 	case c == '"':
 		s, escaped := d.rawString()
@@ -195,25 +208,34 @@ func (d *jsonDecoder) array() []any {
 	return arr
 }
 
-// plainJSON reports whether v holds only what decoding JSON yields (nil,
-// bool, float64, valid UTF-8 strings, []any, map[string]any), so that it
-// reads back from its encoding unchanged.
-func plainJSON(v any) bool {
+// plainJSON reports whether object v holds only what decoding JSON yields
+// (nil, bool, float64, valid UTF-8 strings, []any, map[string]any) no
+// deeper than the decoder reads, so that it reads back from its encoding
+// unchanged.
+func plainJSON(v map[string]any) bool { return plainValue(v, 0) }
+
+func plainValue(v any, depth int) bool {
 	switch t := v.(type) {
 	case nil, bool, float64: // json.Marshal refuses NaN and infinities
 		return true
 	case string:
 		return utf8.ValidString(t)
 	case []any:
+		if depth > maxJSONDepth {
+			return false
+		}
 		for _, e := range t {
-			if !plainJSON(e) {
+			if !plainValue(e, depth+1) {
 				return false
 			}
 		}
 		return true
 	case map[string]any:
+		if depth > maxJSONDepth {
+			return false
+		}
 		for k, e := range t {
-			if !utf8.ValidString(k) || !plainJSON(e) {
+			if !utf8.ValidString(k) || !plainValue(e, depth+1) {
 				return false
 			}
 		}

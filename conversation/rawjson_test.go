@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -147,4 +148,15 @@ func FuzzRawJSON(f *testing.F) {
 		// reader need not do).
 		checkRawJSON(t, obj, true)
 	})
+}
+
+func TestDecodeObjectDepthLimit(t *testing.T) {
+	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
+	if _, err := decodeObject(`{"a":` + deep + `}`); err == nil {
+		t.Error("no error past the depth limit")
+	}
+	ok := strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1)
+	if _, err := decodeObject(`{"a":` + ok + `}`); err != nil {
+		t.Errorf("within the depth limit: %v", err)
+	}
 }
