@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"unsafe"
@@ -37,8 +38,9 @@ type Message struct {
 	createdAt  float64
 	updatedAt  float64
 	flags      msgFlags
-	hasParent  bool // parentId is a string (an empty string counts)
-	parentNull bool // parentId is absent or null
+	nfields    uint16 // the number of fields, capped: a size for decoding
+	hasParent  bool   // parentId is a string (an empty string counts)
+	parentNull bool   // parentId is absent or null
 	// parentTruthy: parentId is a truthy non-string (it names no message,
 	// yet the message is a root rather than unreachable).
 	parentTruthy bool
@@ -178,12 +180,12 @@ func NewMessage(fields map[string]any) (*Message, error) {
 	if !plainJSON(fields) {
 		// Index what the JSON says, as later reads decode it: a Go value
 		// of another type or a string of invalid UTF-8 reads back changed.
-		if fields, err = decodeObject(raw); err != nil {
+		if fields, err = decodeObject(raw, len(fields)); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 		}
 		id, _ = fields["id"].(string)
 	}
-	m := &Message{raw: raw, id: id}
+	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
 	m.index(fields)
 	m.share()
 	return m, nil
@@ -408,7 +410,7 @@ func (m *Message) view() map[string]any {
 	if m.raw == "" {
 		return m.x.rare.fields
 	}
-	f, err := decodeObject(m.raw)
+	f, err := decodeObject(m.raw, int(m.nfields))
 	if err != nil {
 		// raw is what json.Marshal wrote; this cannot happen.
 		return map[string]any{"id": m.id}

@@ -33,14 +33,15 @@ type jsonDecoder struct {
 	bad   bool
 }
 
-// decodeObject decodes s, which must hold one JSON object.
-func decodeObject(s string) (map[string]any, error) {
+// decodeObject decodes s, which must hold one JSON object of about n
+// fields.
+func decodeObject(s string, n int) (map[string]any, error) {
 	d := jsonDecoder{s: s}
 	d.space()
 	if d.peek() != '{' {
 		return nil, errBadJSON
 	}
-	obj := d.object()
+	obj := d.object(n)
 	d.space()
 	if d.bad || d.i != len(d.s) {
 		return nil, errBadJSON
@@ -134,7 +135,7 @@ func (d *jsonDecoder) value() any {
 		}
 		defer func() { d.depth-- }()
 		if c == '{' {
-			return d.object()
+			return d.object(0)
 		}
 		return d.array()
 	case c == '"':
@@ -156,10 +157,11 @@ func (d *jsonDecoder) value() any {
 	return nil
 }
 
-func (d *jsonDecoder) object() map[string]any {
+// object reads an object of about n fields.
+func (d *jsonDecoder) object(n int) map[string]any {
 	d.i++ // '{'
 	d.space()
-	obj := map[string]any{}
+	obj := make(map[string]any, n)
 	if d.consume('}') {
 		return obj
 	}

@@ -71,7 +71,7 @@ func checkRawJSON(t *testing.T, f map[string]any, set bool) {
 		return
 	}
 	raw := string(enc)
-	got, err := decodeObject(raw)
+	got, err := decodeObject(raw, len(f))
 	if err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
@@ -117,7 +117,7 @@ func checkRawJSON(t *testing.T, f map[string]any, set bool) {
 
 func TestDecodeObjectRejectsMalformed(t *testing.T) {
 	for _, s := range []string{``, `[]`, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `{"a":"x}`, `{"a":tru}`, `{"a":1}x`, `{"a":[1,2}`, `{"a":-}`, `{"a":"\`, `{"a":{"b":1}`} {
-		if _, err := decodeObject(s); err == nil {
+		if _, err := decodeObject(s, 0); err == nil {
 			t.Errorf("%q: no error", s)
 		}
 		// Neither may the other readers panic.
@@ -135,7 +135,7 @@ func FuzzRawJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s := string(data)
-		decodeObject(s)
+		decodeObject(s, 0)
 		lookupField(s, "id")
 		fieldCount(s)
 		setRawField(s, "agentId", []byte(`"x"`))
@@ -152,11 +152,11 @@ func FuzzRawJSON(f *testing.F) {
 
 func TestDecodeObjectDepthLimit(t *testing.T) {
 	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
-	if _, err := decodeObject(`{"a":` + deep + `}`); err == nil {
+	if _, err := decodeObject(`{"a":` + deep + `}`, 1); err == nil {
 		t.Error("no error past the depth limit")
 	}
 	ok := strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1)
-	if _, err := decodeObject(`{"a":` + ok + `}`); err != nil {
+	if _, err := decodeObject(`{"a":` + ok + `}`, 1); err != nil {
 		t.Errorf("within the depth limit: %v", err)
 	}
 }
