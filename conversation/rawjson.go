@@ -210,42 +210,6 @@ func (d *jsonDecoder) array() []any {
 	return arr
 }
 
-// plainJSON reports whether object v holds only what decoding JSON yields
-// (nil, bool, float64, valid UTF-8 strings, []any, map[string]any) no
-// deeper than the decoder reads, so that it reads back from its encoding
-// unchanged.
-func plainJSON(v map[string]any) bool { return plainValue(v, 0) }
-
-func plainValue(v any, depth int) bool {
-	switch t := v.(type) {
-	case nil, bool, float64: // json.Marshal refuses NaN and infinities
-		return true
-	case string:
-		return utf8.ValidString(t)
-	case []any:
-		if depth > maxJSONDepth {
-			return false
-		}
-		for _, e := range t {
-			if !plainValue(e, depth+1) {
-				return false
-			}
-		}
-		return true
-	case map[string]any:
-		if depth > maxJSONDepth {
-			return false
-		}
-		for k, e := range t {
-			if !utf8.ValidString(k) || !plainValue(e, depth+1) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
-
 // setRawField returns the JSON object s with field name set to the JSON
 // value enc, as encoding/json would encode the object's map with that
 // change: the field keeps its place in key order.

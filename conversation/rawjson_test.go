@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // rawjsonSeeds are objects whose encoding exercises the decoder: escapes,
@@ -19,6 +20,8 @@ var rawjsonSeeds = []string{
 	`{"b":[true,false,null],"e":[],"o":{},"deep":{"a":[{"b":{"c":[[],[{}]]}}]}}`,
 	`{"k\"ey":"v","k\\ey":{"k\u00e9":"x"},"":"empty key"}`,
 	`{"id":"a","metadata":{"scope":"sub_agent","subAgentId":{"x":[1,"2"]}},"tools":[{"id":"c","result_msg_id":"t"}]}`,
+	" { \"id\" : \"w\" , \"a\" : [ 1 , { } ] , \"b\":\"\\ud800\\u0041\", \"a\": 2 } ",
+	"{\"id\":\"bad \xff utf8\",\"k\xfe\":1}",
 }
 
 // rawjsonCorpus returns objects to test with: the seeds and every message
@@ -71,6 +74,9 @@ func checkRawJSON(t *testing.T, f map[string]any, set bool) {
 		return
 	}
 	raw := string(enc)
+	if mine, ok := appendPlain(nil, f, 0); ok && string(mine) != raw {
+		t.Fatalf("appendPlain wrote %s; json.Marshal %s", mine, raw)
+	}
 	got, err := decodeObject(raw, len(f))
 	if err != nil {
 		t.Fatalf("%s: %v", raw, err)
@@ -139,9 +145,23 @@ func FuzzRawJSON(f *testing.F) {
 		lookupField(s, "id")
 		fieldCount(s)
 		setRawField(s, "agentId", []byte(`"x"`))
+		// NewMessageJSON stores what encoding/json's decoding and encoding
+		// give, whatever the input.
 		var obj map[string]any
-		if json.Unmarshal(data, &obj) != nil || obj == nil {
+		err := json.Unmarshal(data, &obj)
+		m, merr := NewMessageJSON(data)
+		if want, _ := json.Marshal(obj); err == nil && obj != nil && obj["id"] != nil && merr == nil {
+			if got, _ := m.JSON(); string(got) != string(want) {
+				t.Fatalf("%q: NewMessageJSON stored %s; encoding/json gives %s", data, got, want)
+			}
+		}
+		if err != nil || obj == nil {
 			return
+		}
+		if utf8.Valid(data) {
+			if got, err := decodeObject(s, 0); err != nil || !reflect.DeepEqual(got, obj) {
+				t.Fatalf("%q: decoded as %#v, %v; encoding/json: %#v", data, got, err, obj)
+			}
 		}
 		// The reader sees only encoding/json's output, so that is what it
 		// must agree on (encoding/json also mends invalid UTF-8, which the
@@ -152,11 +172,11 @@ func FuzzRawJSON(f *testing.F) {
 
 func TestDecodeObjectDepthLimit(t *testing.T) {
 	deep := strings.Repeat("[", maxJSONDepth+1) + strings.Repeat("]", maxJSONDepth+1)
-	if _, err := decodeObject(`{"a":` + deep + `}`, 1); err == nil {
+	if _, err := decodeObject(`{"a":`+deep+`}`, 1); err == nil {
 		t.Error("no error past the depth limit")
 	}
 	ok := strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1)
-	if _, err := decodeObject(`{"a":` + ok + `}`, 1); err != nil {
+	if _, err := decodeObject(`{"a":`+ok+`}`, 1); err != nil {
 		t.Errorf("within the depth limit: %v", err)
 	}
 }
