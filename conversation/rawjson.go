@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -83,6 +84,43 @@ func lookupField(s, name string) (any, bool) {
 		}
 	}
 	return nil, false
+}
+
+// pickFields decodes the fields of the JSON object s that names lists into
+// a map, skipping the others without decoding them.
+func pickFields(s string, names []string) map[string]any {
+	out := make(map[string]any, len(names))
+	d := jsonDecoder{s: s}
+	d.space()
+	if !d.consume('{') {
+		return out
+	}
+	d.space()
+	if d.consume('}') {
+		return out
+	}
+	for !d.bad {
+		d.space()
+		k, escaped := d.rawString()
+		if escaped {
+			k = unquoteJSON(k)
+		}
+		d.space()
+		if !d.consume(':') {
+			return out
+		}
+		d.space()
+		if slices.Contains(names, k) {
+			out[k] = d.value()
+		} else {
+			d.skip()
+		}
+		d.space()
+		if !d.consume(',') {
+			return out
+		}
+	}
+	return out
 }
 
 // fieldCount returns the number of fields of the JSON object s.

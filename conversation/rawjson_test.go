@@ -91,6 +91,9 @@ func checkRawJSON(t *testing.T, f map[string]any, set bool) {
 		if got, ok := lookupField(raw, k); !ok || !reflect.DeepEqual(got, v) {
 			t.Fatalf("%s: field %q read as %#v, %v", raw, k, got, ok)
 		}
+		if got := pickFields(raw, []string{"no such field \x00", k}); !reflect.DeepEqual(got, map[string]any{k: v}) {
+			t.Fatalf("%s: picked %q as %#v", raw, k, got)
+		}
 	}
 	if _, ok := lookupField(raw, "no such field \x00"); ok {
 		t.Fatalf("%s: found a missing field", raw)
@@ -143,6 +146,7 @@ func FuzzRawJSON(f *testing.F) {
 		s := string(data)
 		decodeObject(s, 0)
 		lookupField(s, "id")
+		pickFields(s, []string{"id", "tools"})
 		fieldCount(s)
 		setRawField(s, "agentId", []byte(`"x"`))
 		// NewMessageJSON stores what encoding/json's decoding and encoding
@@ -178,5 +182,17 @@ func TestDecodeObjectDepthLimit(t *testing.T) {
 	ok := strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1)
 	if _, err := decodeObject(`{"a":`+ok+`}`, 1); err != nil {
 		t.Errorf("within the depth limit: %v", err)
+	}
+}
+
+func TestPickFields(t *testing.T) {
+	raw := `{"a":{"x":[1,"}"]},"b":"s\"q","c":null,"d":[{"e":1}],"f":2}`
+	got := pickFields(raw, []string{"b", "c", "f", "z"})
+	want := map[string]any{"b": `s"q`, "c": nil, "f": 2.0}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %#v, want %#v", got, want)
+	}
+	for _, s := range []string{``, `{`, `{"a"`, `{"a":[1,`, `{"a":"x`} {
+		pickFields(s, []string{"a"}) // must not panic
 	}
 }

@@ -35,6 +35,21 @@ func (c *viewCache) view(m *Message) map[string]any {
 	return e.fields
 }
 
+// pick returns m's fields that names lists, and maybe others; the map
+// must not be changed. Unless the walk already decoded all of m, only
+// those fields are decoded: cheaper when m has large ones besides.
+func (c *viewCache) pick(m *Message, names []string) map[string]any {
+	if c != nil && m.raw != "" {
+		if e, ok := c.views[m]; ok {
+			return e.fields
+		}
+	}
+	if m.raw == "" {
+		return m.x.rare.fields
+	}
+	return pickFields(m.raw, names)
+}
+
 // object returns a copy of m's object that the caller owns.
 func (c *viewCache) object(m *Message) map[string]any {
 	if c == nil {

@@ -67,7 +67,8 @@ func jsMax(xs []float64) float64 {
 // contentBlock builds the content block of one assistant step: its text,
 // attachments, reasoning, usage and the metadata that is not usage.
 func contentBlock(vc *viewCache, m *Message) map[string]any {
-	f := vc.view(m)
+	names := [...]string{"content", "error", "fileList", "imageList", "metadata", "performance", "reasoning", "usage"}
+	f := vc.pick(m, names[:])
 	metaUsage, metaPerf := splitMetadata(f["metadata"])
 	b := map[string]any{"content": orEmpty(f["content"]), "id": m.id}
 	copyAttachments(b, f)
@@ -103,7 +104,9 @@ func copyAttachments(b, f map[string]any) {
 
 // toolsWithResults attaches each tool call of an assistant to its result.
 func toolsWithResults(vc *viewCache, m *Message, results map[key]*Message) []any {
-	calls, _ := vc.view(m)["tools"].([]any)
+	calls, _ := vc.pick(m, []string{"tools"})["tools"].([]any)
+	// The fields of a tool result read below.
+	resultFields := [...]string{"content", "error", "pluginError", "pluginIntervention", "pluginState"}
 	out := make([]any, 0, len(calls))
 	for _, call := range calls {
 		obj, ok := call.(map[string]any)
@@ -116,7 +119,7 @@ func toolsWithResults(vc *viewCache, m *Message, results map[key]*Message) []any
 			out = append(out, call)
 			continue
 		}
-		tf := vc.view(tm)
+		tf := vc.pick(tm, resultFields[:])
 		result := map[string]any{"content": orEmpty(tf["content"]), "id": tm.id}
 		if truthy(tf["error"]) {
 			result["error"] = tf["error"]
