@@ -17,8 +17,12 @@ type branchChoice struct {
 // explicitBranch reads metadata.activeBranchIndex against n siblings. It
 // reports decided=false when the index says nothing usable.
 func explicitBranch(m *Message, n int) (choice branchChoice, decided bool) {
-	v, ok := m.meta["activeBranchIndex"].(float64)
-	if !ok || !(v >= 0) {
+	r := m.rare()
+	if r == nil || !r.hasActiveBranch {
+		return branchChoice{}, false
+	}
+	v := r.activeBranch
+	if !(v >= 0) {
 		return branchChoice{}, false
 	}
 	if v < float64(n) {

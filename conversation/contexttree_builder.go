@@ -204,10 +204,10 @@ func (t *treeBuilder) activeColumnFollower(kids []int32, cmp Node) (int32, bool)
 }
 
 func (t *treeBuilder) compareGroup(m *Message) *MessageGroup {
-	if m.groupID == "" {
+	if m.groupID() == "" {
 		return nil
 	}
-	if g := t.ix.groups[m.groupID]; g != nil && g.mode == "compare" {
+	if g := t.ix.groups[m.groupID()]; g != nil && g.mode == "compare" {
 		return g
 	}
 	return nil
@@ -308,7 +308,7 @@ func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) Node {
 	c := &NodeInfo{Columns: [][]Node{}}
 	n := Node{Type: NodeCompare, Info: c}
 	for _, gm := range t.ix.msgs {
-		if gm.groupID != g.id.s {
+		if gm.groupID() != g.id.s {
 			continue
 		}
 		if gm.flags&flagActiveColumn != 0 && !c.HasActiveColumn {
@@ -349,7 +349,7 @@ func (t *treeBuilder) councilNode(i int32) Node {
 // summaries.
 func (t *treeBuilder) assistantGroupNode(i int32) Node {
 	ix := t.ix
-	agent := ix.msg(i).agentID
+	agent := ix.msg(i).agentID()
 	n := Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
 	for cur, ok := i, true; ok; cur, ok = t.chainContinuation(cur, agent) {
 		step := msgNode(ix.msg(cur).id)
@@ -403,7 +403,7 @@ func (t *treeBuilder) chainContinuation(i int32, agent key) (int32, bool) {
 // assistant i, depth first, calling visit for each tool result.
 func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
 	ix := t.ix
-	agent := ix.msg(i).agentID
+	agent := ix.msg(i).agentID()
 	type frame struct {
 		node int32
 		next int // index into mainKids[node]
@@ -472,12 +472,12 @@ func (t *treeBuilder) signalCallbackNodes(i int32) []Node {
 // among the children of its tools.
 func (t *treeBuilder) taskCompletionNodes(i int32) []Node {
 	ix := t.ix
-	agent := ix.msg(i).agentID
+	agent := ix.msg(i).agentID()
 	var out []Node
 	t.mainChainWalk(i, func(tool int32) {
 		for _, k := range ix.mainKidsOf(tool) {
 			km := ix.msg(k)
-			if km.agentID == agent && km.isTaskCompletionSignal() {
+			if km.agentID() == agent && km.isTaskCompletionSignal() {
 				out = append(out, msgNode(km.id))
 			}
 		}
@@ -490,7 +490,7 @@ func (t *treeBuilder) taskCompletionNodes(i int32) []Node {
 // child of the run's last node.
 func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
 	ix := t.ix
-	agent := ix.msg(i).agentID
+	agent := ix.msg(i).agentID()
 	last := i
 	for {
 		next, ok := t.chainContinuation(last, agent)

@@ -1,7 +1,6 @@
 package conversation
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -19,14 +18,13 @@ var (
 // order and its message groups. It is not safe for concurrent use.
 type Conversation struct {
 	opts   options
-	order  []string // ids in append order
-	msgs   map[string]*Message
-	pos    map[string]int // id → index in order (rebuilt lazily after deletes)
-	stale  bool
+	msgs   msgTable
 	groups []*MessageGroup
 	// refs counts the messages naming each id as their parent, present or
-	// not: a new message can close a loop only if something points at it.
-	refs map[string]int
+	// not, by the id's hash: a new message can close a loop only if
+	// something points at it. Two ids with one hash only make a check run
+	// that was not needed.
+	refs map[uint64]int32
 
 	// ix is the index of the preprocessed messages, kept up to date in place
 	// by appends while the conversation is simple (see index.simple); nil
@@ -56,27 +54,20 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: map[string]*Message{}, pos: map[string]int{}, refs: map[string]int{}, journalSteps: resumeKeep}
+	return &Conversation{opts: o, msgs: newMsgTable(), refs: map[uint64]int32{}, journalSteps: resumeKeep}
 }
 
 // Len returns the number of messages.
-func (c *Conversation) Len() int { return len(c.msgs) }
+func (c *Conversation) Len() int { return c.msgs.len() }
 
 // Get returns the message with the given id.
 func (c *Conversation) Get(id string) (*Message, bool) {
-	m, ok := c.msgs[id]
-	return m, ok
+	return c.msgs.get(id)
 }
 
 // Messages returns the messages in append order.
 func (c *Conversation) Messages() []*Message {
-	out := make([]*Message, 0, len(c.msgs))
-	for _, id := range c.order {
-		if m, ok := c.msgs[id]; ok {
-			out = append(out, m)
-		}
-	}
-	return out
+	return c.msgs.messages()
 }
 
 // Groups returns the message groups in the order they were first upserted.
@@ -90,26 +81,24 @@ func (c *Conversation) Append(m *Message) error {
 	if m == nil {
 		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
-	if old, ok := c.msgs[m.id]; ok {
+	if old, ok := c.msgs.getHashed(m.id, m.idHash); ok {
 		if sameFields(old, m) {
 			return nil
 		}
 		return fmt.Errorf("%w: %q", ErrMessageExists, m.id)
 	}
-	if c.opts.maxMessages > 0 && len(c.msgs) >= c.opts.maxMessages {
+	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
 		return fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
-	if c.refs[m.id] > 0 || (m.hasParent && m.parentID == m.id) {
+	if c.refs[m.idHash] > 0 || (m.hasParent && m.parentID == m.id) {
 		if err := c.checkCycle(m.id, m); err != nil {
 			return err
 		}
 	}
-	simple := c.refs[m.id] == 0 // nothing waits for m as its parent
-	c.compact()
+	simple := c.refs[m.idHash] == 0 // nothing waits for m as its parent
+	c.msgs.compact()
 	c.ref(m, 1)
-	c.pos[m.id] = len(c.order)
-	c.order = append(c.order, m.id)
-	c.msgs[m.id] = m
+	c.msgs.add(m)
 	if c.ix != nil && !(simple && c.indexAppend(m)) {
 		c.invalidate()
 	}
@@ -132,7 +121,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 		return false
 	}
 	if m.flags&flagSubAgent != 0 {
-		m = m.With("agentId", m.meta["subAgentId"])
+		m = m.withSubAgent()
 	}
 	slot := slotRoot
 	switch {
@@ -142,7 +131,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 		if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
 			slot = p
 		}
-	case !m.parentNull && !truthy(m.fields["parentId"]):
+	case !m.parentNull && !m.parentTruthy:
 		return false
 	}
 	if ix.ids.add(m) {
@@ -166,14 +155,14 @@ func (c *Conversation) indexAppend(m *Message) bool {
 // id: fields set to null are removed, objects merge recursively. The id
 // cannot change.
 func (c *Conversation) Update(id string, patch map[string]any) error {
-	old, ok := c.msgs[id]
+	old, ok := c.msgs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
 	if v, ok := patch["id"]; ok && v != id {
 		return fmt.Errorf("%w: the id cannot change", ErrInvalidPatch)
 	}
-	fields := MergePatch(old.fields, patch)
+	fields := MergePatch(old.view(), patch)
 	fields["id"] = id
 	m, err := NewMessage(fields)
 	if err != nil {
@@ -186,7 +175,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	}
 	c.ref(old, -1)
 	c.ref(m, 1)
-	c.msgs[id] = m
+	c.msgs.replace(m)
 	c.current, c.walk = false, nil // the old list stays only as a size hint
 	if c.ix != nil && !c.indexReplace(old, m) {
 		c.invalidate()
@@ -198,8 +187,8 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 // leaves the shape of the conversation as it was.
 func (c *Conversation) indexReplace(old, m *Message) bool {
 	same := old.parentID == m.parentID && old.hasParent == m.hasParent && old.parentNull == m.parentNull &&
-		old.role == m.role && old.inThread == m.inThread && old.groupID == m.groupID &&
-		old.agentID == m.agentID && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
+		old.role == m.role && old.inThread == m.inThread && old.groupID() == m.groupID() &&
+		old.agentID() == m.agentID() && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
 	if !same {
 		return false
 	}
@@ -216,25 +205,23 @@ func (c *Conversation) ref(m *Message, d int) {
 	if !m.hasParent {
 		return
 	}
-	if n := c.refs[m.parentID] + d; n > 0 {
-		c.refs[m.parentID] = n
+	if n := c.refs[m.parentHash] + int32(d); n > 0 {
+		c.refs[m.parentHash] = n
 	} else {
-		delete(c.refs, m.parentID)
+		delete(c.refs, m.parentHash)
 	}
 }
 
 // Delete removes a message. Its children stay and become roots, as messages
 // whose parent is missing do.
 func (c *Conversation) Delete(id string) error {
-	m, ok := c.msgs[id]
+	m, ok := c.msgs.get(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
 	c.ref(m, -1)
 	c.invalidate()
-	delete(c.msgs, id)
-	delete(c.pos, id)
-	c.stale = true
+	c.msgs.remove(m.id, m.idHash)
 	return nil
 }
 
@@ -322,6 +309,7 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	if err := w.flatten(); err != nil {
 		return nil, err
 	}
+	ix.views.sweep()
 	c.flat = w.out
 	if !ix.simple {
 		// A conversation of unusual shape is rebuilt on every change.
@@ -336,12 +324,12 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 // order, together with the tool results of the assistants on it: the linear
 // context that ends at leaf.
 func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
-	if _, ok := c.msgs[leaf]; !ok {
+	if _, ok := c.msgs.get(leaf); !ok {
 		return nil, fmt.Errorf("%w: %q", ErrMessageNotFound, leaf)
 	}
 	on := map[string]bool{}
-	for id, steps := leaf, 0; id != "" && steps <= len(c.msgs); steps++ {
-		m, ok := c.msgs[id]
+	for id, steps := leaf, 0; id != "" && steps <= c.msgs.len(); steps++ {
+		m, ok := c.msgs.get(id)
 		if !ok || on[id] {
 			break
 		}
@@ -365,43 +353,27 @@ func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
 // id its own ancestor.
 func (c *Conversation) checkCycle(id string, m *Message) error {
 	seen := 0
-	for p, ok := m.parentID, m.hasParent; ok; {
+	for p, h, ok := m.parentID, m.parentHash, m.hasParent; ok; {
 		if p == id {
 			return fmt.Errorf("%w: %q would be its own ancestor", ErrCycle, id)
 		}
-		parent, found := c.msgs[p]
+		parent, found := c.msgs.getHashed(p, h)
 		if !found {
 			return nil
 		}
 		seen++
-		if seen > len(c.msgs) {
+		if seen > c.msgs.len() {
 			// An existing loop not through id; not this message's doing.
 			return nil
 		}
-		p, ok = parent.parentID, parent.hasParent
+		p, h, ok = parent.parentID, parent.parentHash, parent.hasParent
 	}
 	return nil
 }
 
-// compact drops deleted ids from the append order.
-func (c *Conversation) compact() {
-	if !c.stale {
-		return
-	}
-	kept := c.order[:0]
-	for _, id := range c.order {
-		if _, ok := c.msgs[id]; ok {
-			c.pos[id] = len(kept)
-			kept = append(kept, id)
-		}
-	}
-	c.order = kept
-	c.stale = false
-}
-
 func sameFields(a, b *Message) bool {
-	x, err1 := json.Marshal(a.fields)
-	y, err2 := json.Marshal(b.fields)
+	x, err1 := a.JSON()
+	y, err2 := b.JSON()
 	return err1 == nil && err2 == nil && string(x) == string(y)
 }
 

@@ -79,7 +79,7 @@ func newFlatWalker(ix *index, col *collector, size int, processed *markSet) *fla
 
 // emit appends an input message to the flat list, with the display rules of
 // finishOriginal applied.
-func (w *flatWalker) emit(i int32) { w.put(finishOriginal(w.ix.msg(i))) }
+func (w *flatWalker) emit(i int32) { w.put(finishOriginal(w.ix.views, w.ix.msg(i))) }
 
 // emitFields appends a message built here, with the display rules applied.
 func (w *flatWalker) emitFields(f map[string]any) { w.put(finishVirtual(f)) }
@@ -215,7 +215,7 @@ func (w *flatWalker) visit(parent int32) {
 			role := "tasks"
 			agents := map[key]bool{}
 			for _, t := range tasks {
-				if a := w.ix.msg(t).agentID; a.truthy() {
+				if a := w.ix.msg(t).agentID(); a.truthy() {
 					agents[a] = true
 				}
 			}
@@ -277,7 +277,7 @@ func (w *flatWalker) taskGrand(top int) {
 		case m.role == "assistant" && m.hasTools():
 			w.assistantRun(k, false)
 		case m.role == "assistant" && m.flags&flagSupervisor != 0:
-			w.emitFields(supervisorMessage(m))
+			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
 		default:
@@ -307,14 +307,14 @@ func (w *flatWalker) children(top int) {
 		m := ix.msg(k)
 
 		// A compare group: its members become columns.
-		if m.groupID != "" {
-			if g := ix.groups[m.groupID]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
+		if m.groupID() != "" {
+			if g := ix.groups[m.groupID()]; g != nil && g.mode == "compare" && !w.groupShown(g.id.s) {
 				var members []int32
 				if ix.reads != nil {
 					ix.reads.readAll()
 				}
 				for j, gm := range ix.msgs {
-					if gm.groupID == m.groupID {
+					if gm.groupID() == m.groupID() {
 						members = append(members, int32(j))
 					}
 				}
@@ -338,7 +338,7 @@ func (w *flatWalker) children(top int) {
 
 		// A supervisor's reply without tools.
 		if m.role == "assistant" && m.flags&flagSupervisor != 0 {
-			w.emitFields(supervisorMessage(m))
+			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
 			return
@@ -383,7 +383,7 @@ func (w *flatWalker) children(top int) {
 				w.pushContinue(chain, tools)
 				return
 			}
-			w.emitFields(withBranch(am.fields, len(nonTool), ch.pos))
+			w.emitFields(withBranch(w.ix.views.view(am), len(nonTool), ch.pos))
 			w.mark(a)
 			w.pushVisit(a)
 			return
@@ -616,7 +616,7 @@ func (w *flatWalker) columnsOf(ids []int32) []any {
 			w.mark(tools...)
 			continue
 		}
-		out = append(out, m.fields)
+		out = append(out, w.ix.views.view(m))
 		w.mark(id)
 	}
 	return out

@@ -39,6 +39,8 @@ type index struct {
 	// runs, when set, keeps the assistant-group messages of earlier walks
 	// (see runCache).
 	runs *runCache
+	// views holds the decoded objects the flat-list walks read.
+	views *viewCache
 	// simple tells that no compressed group or empty id shapes this
 	// conversation, so an append can update the index in place (see
 	// Conversation.indexAppend).
@@ -143,7 +145,7 @@ func (ix *index) rawKidsOf(p int32) []int32 {
 func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 	msgs := ids.msgs
 	n := len(msgs)
-	ix := &index{msgs: msgs, ids: ids, emptyID: -1}
+	ix := &index{msgs: msgs, ids: ids, emptyID: -1, views: newViewCache()}
 	if p, ok := ids.lookup(""); ok {
 		ix.emptyID = p
 	}
@@ -155,7 +157,8 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 		if m.role != "compressedGroup" {
 			continue
 		}
-		if last, ok := lastCompressedID(m.fields); ok && last != "" {
+		if r := m.rare(); r != nil && r.hasLastCompressed && r.lastCompressed != "" {
+			last := r.lastCompressed
 			if redirect == nil {
 				redirect = make(map[string]int32)
 			}
@@ -244,7 +247,7 @@ const (
 // position of the message its parentId names (noParent when none).
 func parentSlot(m *Message, named int32, redirect map[string]int32) int32 {
 	if !m.hasParent {
-		if m.parentNull || truthy(m.fields["parentId"]) {
+		if m.parentNull || m.parentTruthy {
 			// null, absent, or a truthy non-string (never a known id).
 			return slotRoot
 		}

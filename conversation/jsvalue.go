@@ -32,7 +32,12 @@ type key struct {
 // keyOf reads field name of obj as a key.
 func keyOf(obj map[string]any, name string) key {
 	v, ok := obj[name]
-	if !ok {
+	return keyOfValue(v, ok)
+}
+
+// keyOfValue reads a field's value v as a key; present false means absent.
+func keyOfValue(v any, present bool) key {
+	if !present {
 		return key{kind: keyAbsent}
 	}
 	switch t := v.(type) {

@@ -1,10 +1,16 @@
 package conversation
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"slices"
+	"strings"
+	"unicode/utf8"
+	"unsafe"
 )
 
 // ErrInvalidMessage is returned for a message that cannot take part in a
@@ -15,26 +21,111 @@ var ErrInvalidMessage = errors.New("conversation: invalid message")
 // every field, known or not, passes through untouched. The fields the parser
 // reads are decoded once, when the message is built. A Message is immutable:
 // methods that change it return a new Message.
+//
+// A message built by NewMessage keeps its object only as compact JSON (see
+// raw), which takes a fraction of the memory of a decoded map; the rest of
+// the object is decoded when something asks for it. Messages the parser
+// derives (virtual entries, display copies) keep a decoded map instead.
 type Message struct {
-	fields map[string]any
+	// raw is the object encoded as encoding/json encodes a map (compact,
+	// keys sorted), or "" for a derived message (see msgExtra.fields).
+	// The strings below share its memory where they can.
+	raw string
 
 	id         string
-	idHash     uint64 // of id, for the index (see idIndex)
-	parentHash uint64 // of parentID
 	role       string
 	parentID   string
-	hasParent  bool // parentId is a string (an empty string counts)
-	parentNull bool // parentId is absent or null
-	inThread   bool // truthy threadId
-	groupID    string
-	agentID    key
-	toolCallID key
-	tools      []toolRef
-	meta       map[string]any
+	idHash     uint64 // of id, for the index (see idIndex)
+	parentHash uint64 // of parentID
 	createdAt  float64
 	updatedAt  float64
 	flags      msgFlags
+	nfields    uint16 // the number of fields, capped: a size for decoding
+	hasParent  bool   // parentId is a string (an empty string counts)
+	parentNull bool   // parentId is absent or null
+	// parentTruthy: parentId is a truthy non-string (it names no message,
+	// yet the message is a root rather than unreachable).
+	parentTruthy bool
+	inThread     bool // truthy threadId
+	x            *msgExtra
+}
+
+// msgExtra holds what only some messages have (assistants and tool
+// results, mostly), so that a plain message does not pay for it.
+type msgExtra struct {
+	agentID    key
+	toolCallID key
+	tools      []toolRef
+	rare       *msgRare
+}
+
+// msgRare holds what few messages have.
+type msgRare struct {
+	fields     map[string]any // the object of a derived message
+	groupID    string
 	signal     *signal
+	subAgentID any // metadata.subAgentId, when flagSubAgent
+	// metadata.activeBranchIndex, when it is a number.
+	activeBranch    float64
+	hasActiveBranch bool
+	// lastCompressed is what a compressedGroup hides last (lastCompressedID).
+	lastCompressed    string
+	hasLastCompressed bool
+}
+
+// empty reports whether x holds nothing, so that a message needs none.
+func (x *msgExtra) empty() bool {
+	return x.agentID.kind == keyAbsent && x.toolCallID.kind == keyAbsent && x.tools == nil && x.rare == nil
+}
+
+// empty reports whether r holds nothing, so that a message needs none.
+func (r *msgRare) empty() bool {
+	return r.fields == nil && r.groupID == "" && r.signal == nil && r.subAgentID == nil &&
+		!r.hasActiveBranch && !r.hasLastCompressed
+}
+
+// Readers of msgExtra and msgRare that need no nil check.
+
+func (m *Message) rare() *msgRare {
+	if m.x == nil {
+		return nil
+	}
+	return m.x.rare
+}
+
+func (m *Message) groupID() string {
+	if r := m.rare(); r != nil {
+		return r.groupID
+	}
+	return ""
+}
+
+func (m *Message) agentID() key {
+	if m.x == nil {
+		return key{kind: keyAbsent}
+	}
+	return m.x.agentID
+}
+
+func (m *Message) toolCallID() key {
+	if m.x == nil {
+		return key{kind: keyAbsent}
+	}
+	return m.x.toolCallID
+}
+
+func (m *Message) tools() []toolRef {
+	if m.x == nil {
+		return nil
+	}
+	return m.x.tools
+}
+
+func (m *Message) signal() *signal {
+	if r := m.rare(); r != nil {
+		return r.signal
+	}
+	return nil
 }
 
 // msgFlags caches metadata switches that the parser tests often.
@@ -72,23 +163,71 @@ type signal struct {
 	isTaskCompleted bool
 }
 
-// NewMessage builds a Message from a decoded JSON object. The map is owned
-// by the Message afterwards and must not be changed by the caller. The only
-// requirement is a string "id".
+// NewMessage builds a Message from a decoded JSON object. The only
+// requirement is a string "id". The message keeps the object as compact
+// JSON, not the map: the caller may reuse the map afterwards, and a field
+// read back through Get or Fields is a fresh decoded value.
 func NewMessage(fields map[string]any) (*Message, error) {
+	id, err := checkID(fields)
+	if err != nil {
+		return nil, err
+	}
+	var raw string
+	var scratch [1024]byte // most messages encode without allocating here
+	if enc, plain := appendPlain(scratch[:0], fields, 0); plain {
+		raw = string(enc)
+	} else {
+		enc, err := json.Marshal(fields)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		}
+		// enc is not kept anywhere else: the message takes it over as its
+		// immutable string, instead of copying it.
+		raw = unsafe.String(unsafe.SliceData(enc), len(enc))
+		// Index what the JSON says, as later reads decode it: a Go value
+		// of another type or a string of invalid UTF-8 reads back changed.
+		if fields, err = decodeObject(raw, len(fields)); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		}
+		id, _ = fields["id"].(string)
+	}
+	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
+	m.index(fields)
+	m.share()
+	return m, nil
+}
+
+// NewMessageJSON builds a Message from the JSON text of an object, as
+// NewMessage does from its decoded form.
+func NewMessageJSON(data []byte) (*Message, error) {
+	// The package's decoder is faster than encoding/json's, but lenient:
+	// it reads only what json.Valid accepts, and only valid UTF-8, which
+	// encoding/json would mend.
+	if s := bytes.TrimLeft(data, " \t\r\n"); len(s) > 0 && s[0] == '{' && utf8.Valid(data) && json.Valid(data) {
+		if f, err := decodeObject(string(data), 0); err == nil {
+			return NewMessage(f)
+		}
+	}
+	var f map[string]any
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	return NewMessage(f)
+}
+
+// checkID returns the string id of a message's fields.
+func checkID(fields map[string]any) (string, error) {
 	if fields == nil {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
+		return "", fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	}
 	id, ok := fields["id"].(string)
 	if !ok {
 		if _, present := fields["id"]; !present {
-			return nil, fmt.Errorf("%w: missing id", ErrInvalidMessage)
+			return "", fmt.Errorf("%w: missing id", ErrInvalidMessage)
 		}
-		return nil, fmt.Errorf("%w: id must be a string, got %s", ErrInvalidMessage, jsType(fields["id"]))
+		return "", fmt.Errorf("%w: id must be a string, got %s", ErrInvalidMessage, jsType(fields["id"]))
 	}
-	m := &Message{fields: fields, id: id}
-	m.index()
-	return m, nil
+	return id, nil
 }
 
 // MustMessage is like NewMessage but panics on error. It is meant for tests
@@ -101,9 +240,10 @@ func MustMessage(fields map[string]any) *Message {
 	return m
 }
 
-// index decodes the fields the parser reads.
-func (m *Message) index() {
-	f := m.fields
+// index decodes the fields the parser reads from f, the message's object.
+func (m *Message) index(f map[string]any) {
+	var x msgExtra
+	var r msgRare
 	m.role, _ = f["role"].(string)
 	m.idHash = hashID(m.id)
 	switch p := f["parentId"].(type) {
@@ -112,33 +252,50 @@ func (m *Message) index() {
 		m.parentHash = hashID(p)
 	case nil:
 		m.parentNull = true
+	default:
+		m.parentTruthy = truthy(p)
 	}
 	m.inThread = truthy(f["threadId"])
-	m.groupID = truthyString(f["groupId"])
-	m.agentID = keyOf(f, "agentId")
-	m.toolCallID = keyOf(f, "tool_call_id")
+	r.groupID = truthyString(f["groupId"])
+	x.agentID = keyOf(f, "agentId")
+	x.toolCallID = keyOf(f, "tool_call_id")
 	if tools, ok := f["tools"].([]any); ok && len(tools) > 0 {
-		m.tools = make([]toolRef, len(tools))
+		x.tools = make([]toolRef, len(tools))
 		for i, t := range tools {
 			if obj, ok := t.(map[string]any); ok {
-				m.tools[i] = toolRef{id: keyOf(obj, "id"), resultMsgID: truthyString(obj["result_msg_id"])}
+				x.tools[i] = toolRef{id: keyOf(obj, "id"), resultMsgID: truthyString(obj["result_msg_id"])}
 			} else {
-				m.tools[i] = toolRef{id: key{kind: keyAbsent}}
+				x.tools[i] = toolRef{id: key{kind: keyAbsent}}
 			}
 		}
 	}
+	if m.role == "compressedGroup" {
+		r.lastCompressed, r.hasLastCompressed = lastCompressedID(f)
+	}
 	m.createdAt = toNumber(f["createdAt"], hasKey(f, "createdAt"))
 	m.updatedAt = toNumber(f["updatedAt"], hasKey(f, "updatedAt"))
-	m.meta, _ = f["metadata"].(map[string]any)
+	md, _ := f["metadata"].(map[string]any)
 	if m.role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {
 		m.flags |= flagTrimMeta
 	}
-	if m.meta == nil {
-		return
+	if md != nil {
+		m.indexMetadata(f, md, &r)
 	}
-	md := m.meta
+	if !r.empty() {
+		x.rare = &r
+	}
+	if !x.empty() {
+		m.x = &x
+	}
+}
+
+// indexMetadata decodes the metadata switches of a message with object f
+// and metadata md.
+func (m *Message) indexMetadata(f, md map[string]any, r *msgRare) {
+	r.activeBranch, r.hasActiveBranch = md["activeBranchIndex"].(float64)
 	if md["scope"] == "sub_agent" && truthy(md["subAgentId"]) {
 		m.flags |= flagSubAgent
+		r.subAgentID = md["subAgentId"]
 	}
 	if truthy(md["usage"]) && !truthy(f["usage"]) {
 		m.flags |= flagLiftUsage
@@ -172,9 +329,63 @@ func (m *Message) index() {
 		sig.isCallback = sig.kind == "tool-stdout" || sig.kind == "tool-callback"
 		sig.isTaskCompleted = sig.kind == "task-completion"
 		if truthy(s) {
-			m.signal = sig
+			r.signal = sig
 		}
 	}
+}
+
+// share points the decoded strings of a message built from raw at raw's
+// memory, so that they cost nothing beyond it and keep no other memory
+// alive (an update's fields come from the old message's JSON). A string
+// whose JSON form differs (it has escapes) keeps its own copy.
+func (m *Message) share() {
+	m.id = m.sub(m.id)
+	m.role = m.sub(m.role)
+	m.parentID = m.sub(m.parentID)
+	x := m.x
+	if x == nil {
+		return
+	}
+	x.agentID.s = m.sub(x.agentID.s)
+	x.toolCallID.s = m.sub(x.toolCallID.s)
+	for i := range x.tools {
+		x.tools[i].id.s = m.sub(x.tools[i].id.s)
+		x.tools[i].resultMsgID = m.sub(x.tools[i].resultMsgID)
+	}
+	if r := x.rare; r != nil {
+		r.groupID = m.sub(r.groupID)
+		r.lastCompressed = m.sub(r.lastCompressed)
+		r.subAgentID = m.subAny(r.subAgentID)
+		if r.signal != nil {
+			// A copy: the signal may be shared with the message this one
+			// was made from.
+			sig := *r.signal
+			sig.kind = m.sub(sig.kind)
+			sig.sourceToolCall = m.subAny(sig.sourceToolCall)
+			sig.sourceToolName = m.subAny(sig.sourceToolName)
+			sig.sequenceRaw = m.subAny(sig.sequenceRaw)
+			r.signal = &sig
+		}
+	}
+}
+
+// subAny is sub for a decoded value that may be a string.
+func (m *Message) subAny(v any) any {
+	if s, ok := v.(string); ok {
+		return m.sub(s)
+	}
+	return v
+}
+
+// sub returns s as a substring of m.raw when raw holds its bytes.
+func (m *Message) sub(s string) string {
+	if s == "" {
+		return ""
+	}
+	if i := strings.Index(m.raw, s); i >= 0 {
+		return m.raw[i : i+len(s)]
+	}
+	return s
 }
 
 // ID returns the message id.
@@ -188,55 +399,128 @@ func (m *Message) ParentID() (string, bool) { return m.parentID, m.hasParent }
 
 // Get returns one field of the message and whether it is present.
 func (m *Message) Get(name string) (any, bool) {
-	v, ok := m.fields[name]
-	return v, ok
+	if m.raw == "" {
+		v, ok := m.x.rare.fields[name]
+		return v, ok
+	}
+	return lookupField(m.raw, name)
 }
 
-// Fields returns every field of the message. The map is shared: callers
-// must treat it as read-only.
-func (m *Message) Fields() map[string]any { return m.fields }
+// Fields returns every field of the message. The map may be shared:
+// callers must treat it as read-only.
+func (m *Message) Fields() map[string]any { return m.view() }
 
 // Len returns the number of fields.
-func (m *Message) Len() int { return len(m.fields) }
+func (m *Message) Len() int {
+	if m.raw == "" {
+		return len(m.x.rare.fields)
+	}
+	return fieldCount(m.raw)
+}
+
+// view returns the message's object, decoded from raw when it has one. The
+// result may be the message's own map: it must not be changed.
+func (m *Message) view() map[string]any {
+	if m.raw == "" {
+		return m.x.rare.fields
+	}
+	f, err := decodeObject(m.raw, int(m.nfields))
+	if err != nil {
+		// raw is what json.Marshal wrote; this cannot happen.
+		return map[string]any{"id": m.id}
+	}
+	return f
+}
+
+// object returns a copy of the message's object that the caller owns.
+func (m *Message) object() map[string]any {
+	if m.raw == "" {
+		return maps.Clone(m.x.rare.fields)
+	}
+	return m.view()
+}
 
 // With returns a copy of the message with field name set to value.
 func (m *Message) With(name string, value any) *Message {
-	f := make(map[string]any, len(m.fields)+1)
-	maps.Copy(f, m.fields)
+	f := m.object()
 	f[name] = value
 	return rebuild(f, m.id)
 }
 
 // Without returns a copy of the message without the named fields.
 func (m *Message) Without(names ...string) *Message {
-	f := maps.Clone(m.fields)
+	f := m.object()
 	for _, n := range names {
 		delete(f, n)
 	}
 	return rebuild(f, m.id)
 }
 
-// rebuild makes a Message from fields that are known to carry id, keeping id
-// even if a caller removed or changed it.
-func rebuild(f map[string]any, id string) *Message {
-	if _, ok := f["id"].(string); ok {
-		id = f["id"].(string)
+// withSubAgent returns the message with agentId set to its sub-agent's
+// id (metadata.subAgentId), so that its run never merges with another
+// agent's; it must carry flagSubAgent. A stored message stays stored: the
+// field is set in its JSON, which is cheaper than decoding it.
+func (m *Message) withSubAgent() *Message {
+	v := m.x.rare.subAgentID
+	if m.raw == "" {
+		return m.With("agentId", v)
 	}
-	n := &Message{fields: f, id: id}
-	n.index()
+	enc, err := json.Marshal(v)
+	if err != nil {
+		return m.With("agentId", v)
+	}
+	raw, ok := setRawField(m.raw, "agentId", enc)
+	if !ok {
+		return m.With("agentId", v)
+	}
+	// share rewrites the strings of the copy: it needs its own extras.
+	n, x, r := *m, *m.x, *m.x.rare
+	n.raw, n.x, x.rare = raw, &x, &r
+	x.agentID = keyOfValue(v, true)
+	x.tools = slices.Clone(x.tools)
+	n.share()
+	return &n
+}
+
+// rebuild makes a derived Message, which keeps f, from fields that are
+// known to carry id, keeping id even if a caller removed or changed it.
+func rebuild(f map[string]any, id string) *Message {
+	if s, ok := f["id"].(string); ok {
+		id = s
+	}
+	n := &Message{id: id}
+	n.index(f)
+	if n.x == nil {
+		n.x = &msgExtra{}
+	}
+	if n.x.rare == nil {
+		n.x.rare = &msgRare{}
+	}
+	n.x.rare.fields = f
 	return n
 }
 
+// JSON returns the message's JSON object, the bytes MarshalJSON returns.
+// For a message built by NewMessage it is the stored encoding itself,
+// without a copy: the caller must not modify it.
+func (m *Message) JSON() ([]byte, error) {
+	if m.raw == "" {
+		return json.Marshal(m.x.rare.fields)
+	}
+	return unsafe.Slice(unsafe.StringData(m.raw), len(m.raw)), nil
+}
+
 // MarshalJSON encodes the message as its JSON object.
-func (m *Message) MarshalJSON() ([]byte, error) { return json.Marshal(m.fields) }
+func (m *Message) MarshalJSON() ([]byte, error) {
+	if m.raw == "" {
+		return json.Marshal(m.x.rare.fields)
+	}
+	return []byte(m.raw), nil
+}
 
 // UnmarshalJSON decodes a JSON object into the message.
 func (m *Message) UnmarshalJSON(data []byte) error {
-	var f map[string]any
-	if err := json.Unmarshal(data, &f); err != nil {
-		return fmt.Errorf("%w: %w", ErrInvalidMessage, err)
-	}
-	n, err := NewMessage(f)
+	n, err := NewMessageJSON(data)
 	if err != nil {
 		return err
 	}

@@ -63,7 +63,7 @@ func (s *markSet) add(i int32) {
 }
 
 // hasTools reports whether an assistant carries tool calls.
-func (m *Message) hasTools() bool { return len(m.tools) > 0 }
+func (m *Message) hasTools() bool { return len(m.tools()) > 0 }
 
 // signalOf returns the external-signal lineage of a toolless assistant.
 // An assistant with tools was on the main chain, whatever its tag says.
@@ -71,7 +71,7 @@ func (m *Message) signalOf() *signal {
 	if m.role != "assistant" || m.hasTools() {
 		return nil
 	}
-	return m.signal
+	return m.signal()
 }
 
 func (m *Message) isCallbackSignal() bool {
@@ -98,7 +98,7 @@ func (c *collector) collectToolMessages(a int32) []int32 {
 		return nil
 	}
 	var out []int32
-	for _, t := range am.tools {
+	for _, t := range am.tools() {
 		if t.resultMsgID != "" {
 			if p, ok := c.ix.lookup(t.resultMsgID); ok && c.ix.msg(p).role == "tool" {
 				if !slices.Contains(out, p) {
@@ -109,7 +109,7 @@ func (c *collector) collectToolMessages(a int32) []int32 {
 		}
 		for _, k := range c.ix.rawKidsOf(a) {
 			km := c.ix.msg(k)
-			if km.role == "tool" && km.toolCallID == t.id {
+			if km.role == "tool" && km.toolCallID() == t.id {
 				if !slices.Contains(out, k) {
 					out = append(out, k)
 				}
@@ -136,7 +136,7 @@ func (c *collector) isFanOutTool(t int32, kids []int32) bool {
 
 // isChainStep reports whether m may continue a chain owned by agent.
 func (m *Message) isChainStep(agent key) bool {
-	return m.role == "assistant" && m.agentID == agent && m.signalOf() == nil
+	return m.role == "assistant" && m.agentID() == agent && m.signalOf() == nil
 }
 
 // findFlatChainContinuation finds the next step of a chain after assistant
@@ -244,7 +244,7 @@ func (c *collector) isToolChainHead(a int32) bool {
 	visited.add(a)
 	cur := a
 	for {
-		next, ok := c.findFlatChainContinuation(cur, nil, visited, am.agentID)
+		next, ok := c.findFlatChainContinuation(cur, nil, visited, am.agentID())
 		if !ok {
 			return false
 		}
@@ -268,7 +268,7 @@ func (c *collector) collectAssistantChain(a int32, processed *markSet) (chain, t
 		// assistants from looping the walk.
 		processed.add(cur)
 		chain = append(chain, cur)
-		agent := c.ix.msg(chain[0]).agentID
+		agent := c.ix.msg(chain[0]).agentID()
 		own := c.collectToolMessages(cur)
 		tools = append(tools, own...)
 

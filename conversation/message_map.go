@@ -1,10 +1,6 @@
 package conversation
 
-import (
-	"encoding/json"
-	"iter"
-	"maps"
-)
+import "iter"
 
 // MessageMap holds every message of a parsed conversation by id, as a UI
 // shows it: legacy supervisor messages carry the supervisor role, and
@@ -59,7 +55,7 @@ func (mm MessageMap) MarshalJSON() ([]byte, error) {
 		first = false
 		b = appendString(b, id)
 		b = append(b, ':')
-		enc, err := json.Marshal(m.fields)
+		enc, err := m.JSON()
 		if err != nil {
 			return nil, err
 		}
@@ -76,13 +72,14 @@ func finishMapEntry(m *Message) *Message {
 	if !supervisor && !trim {
 		return m
 	}
-	f := maps.Clone(m.fields)
+	f := m.object()
 	if supervisor {
 		f["role"] = "supervisor"
 	}
 	if trim {
 		kept := map[string]any{}
-		for k, v := range m.meta {
+		md, _ := f["metadata"].(map[string]any)
+		for k, v := range md {
 			if isUsagePerformanceField(k) {
 				kept[k] = v
 			}

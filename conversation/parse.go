@@ -15,7 +15,6 @@ package conversation
 import (
 	"errors"
 	"fmt"
-	"maps"
 )
 
 // ErrTooManyMessages is returned when a conversation exceeds the message
@@ -112,7 +111,7 @@ func preprocess(messages []*Message) idIndex {
 			continue
 		}
 		if m.flags&flagSubAgent != 0 {
-			m = m.With("agentId", m.meta["subAgentId"])
+			m = m.withSubAgent()
 		}
 		if x.add(m) {
 			dups = true
@@ -148,14 +147,14 @@ func finishVirtual(f map[string]any) *Message {
 
 // finishOriginal applies the flat-list display rules to an input message,
 // copying it only when something changes.
-func finishOriginal(m *Message) *Message {
+func finishOriginal(vc *viewCache, m *Message) *Message {
 	supervisor := m.role == "assistant" && m.flags&flagIsSupervisor != 0
 	lift := m.flags&flagLiftUsage != 0
 	if !supervisor && !lift {
 		return m
 	}
-	u := m.meta["usage"]
-	f := maps.Clone(m.fields)
+	f := vc.object(m)
+	u := metadataUsage(f["metadata"])
 	if supervisor {
 		f["role"] = "supervisor"
 	}

@@ -66,8 +66,9 @@ func jsMax(xs []float64) float64 {
 
 // contentBlock builds the content block of one assistant step: its text,
 // attachments, reasoning, usage and the metadata that is not usage.
-func contentBlock(m *Message) map[string]any {
-	f := m.fields
+func contentBlock(vc *viewCache, m *Message) map[string]any {
+	names := [...]string{"content", "error", "fileList", "imageList", "metadata", "performance", "reasoning", "usage"}
+	f := vc.pick(m, names[:])
 	metaUsage, metaPerf := splitMetadata(f["metadata"])
 	b := map[string]any{"content": orEmpty(f["content"]), "id": m.id}
 	copyAttachments(b, f)
@@ -102,8 +103,10 @@ func copyAttachments(b, f map[string]any) {
 }
 
 // toolsWithResults attaches each tool call of an assistant to its result.
-func toolsWithResults(m *Message, results map[key]*Message) []any {
-	calls, _ := m.fields["tools"].([]any)
+func toolsWithResults(vc *viewCache, m *Message, results map[key]*Message) []any {
+	calls, _ := vc.pick(m, []string{"tools"})["tools"].([]any)
+	// The fields of a tool result read below.
+	resultFields := [...]string{"content", "error", "pluginError", "pluginIntervention", "pluginState"}
 	out := make([]any, 0, len(calls))
 	for _, call := range calls {
 		obj, ok := call.(map[string]any)
@@ -116,7 +119,7 @@ func toolsWithResults(m *Message, results map[key]*Message) []any {
 			out = append(out, call)
 			continue
 		}
-		tf := tm.fields
+		tf := vc.pick(tm, resultFields[:])
 		result := map[string]any{"content": orEmpty(tf["content"]), "id": tm.id}
 		if truthy(tf["error"]) {
 			result["error"] = tf["error"]
@@ -151,16 +154,16 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 	results := make(map[key]*Message, len(tools))
 	for _, t := range tools {
 		tm := ix.msg(t)
-		if tm.toolCallID.truthy() {
-			results[tm.toolCallID] = tm
+		if tm.toolCallID().truthy() {
+			results[tm.toolCallID()] = tm
 		}
 	}
 
 	children := make([]map[string]any, 0, len(chain)+1)
 	for _, a := range chain {
 		am := ix.msg(a)
-		b := contentBlock(am)
-		if withResults := toolsWithResults(am, results); len(withResults) > 0 {
+		b := contentBlock(ix.views, am)
+		if withResults := toolsWithResults(ix.views, am, results); len(withResults) > 0 {
 			b["tools"] = withResults
 		}
 		children = append(children, b)
@@ -188,7 +191,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 		}
 	}
 
-	out := maps.Clone(first.fields)
+	out := ix.views.object(first)
 	childList := make([]any, len(children))
 	for i, c := range children {
 		childList[i] = c
@@ -227,16 +230,17 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 			cbs := make([]any, 0, len(bl.callbacks))
 			for _, c := range bl.callbacks {
 				cm := ix.msg(c)
-				content, has := cm.fields["content"]
+				cf := ix.views.view(cm)
+				content, has := cf["content"]
 				cb := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
-				if v := cm.fields["model"]; v != nil {
+				if v := cf["model"]; v != nil {
 					cb["model"] = v
 				}
-				if v := cm.fields["provider"]; v != nil {
+				if v := cf["provider"]; v != nil {
 					cb["provider"] = v
 				}
-				if cm.signal != nil && cm.signal.hasSequenceRaw {
-					cb["sequence"] = cm.signal.sequenceRaw
+				if s := cm.signal(); s != nil && s.hasSequenceRaw {
+					cb["sequence"] = s.sequenceRaw
 				}
 				cbs = append(cbs, cb)
 			}
@@ -256,7 +260,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 		list := make([]any, 0, len(completions))
 		for _, c := range completions {
 			cm := ix.msg(c)
-			f := cm.fields
+			f := ix.views.view(cm)
 			content, has := f["content"]
 			b := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
 			copyAttachments(b, f)
@@ -269,9 +273,10 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 
 // supervisorMessage builds the virtual message of a supervisor's reply
 // without tools: its content moves into a single child block.
-func supervisorMessage(m *Message) map[string]any {
-	b := contentBlock(m)
-	out := maps.Clone(m.fields)
+func supervisorMessage(vc *viewCache, m *Message) map[string]any {
+	b := contentBlock(vc, m)
+	out := vc.object(m)
+	meta := out["metadata"]
 	out["children"] = []any{b}
 	out["content"] = ""
 	out["role"] = "supervisor"
@@ -286,8 +291,8 @@ func supervisorMessage(m *Message) map[string]any {
 		out["usage"] = u
 	}
 	md := map[string]any{"isSupervisor": true, "orchestrationRole": "supervisor"}
-	if truthy(m.fields["metadata"]) {
-		maps.Copy(md, otherMetadata(m.fields["metadata"]))
+	if truthy(meta) {
+		maps.Copy(md, otherMetadata(meta))
 	}
 	out["metadata"] = md
 	return out
@@ -318,7 +323,7 @@ func (w *flatWalker) compareFromGroup(g *MessageGroup, members []int32) map[stri
 	out := map[string]any{"content": "", "role": "compare"}
 	for i, m := range members {
 		mm := w.ix.msg(m)
-		cols[i] = []any{mm.fields}
+		cols[i] = []any{w.ix.views.view(mm)}
 		if _, set := out["activeColumnId"]; !set && mm.flags&flagActiveColumn != 0 {
 			out["activeColumnId"] = mm.id
 		}
@@ -349,7 +354,7 @@ func (w *flatWalker) tasksMessage(p int32, tasks []int32, role string) map[strin
 	for i, t := range sorted {
 		w.processed.add(t)
 		ids[i] = w.ix.msg(t).id
-		list[i] = w.ix.msg(t).fields
+		list[i] = w.ix.views.view(w.ix.msg(t))
 	}
 	parentID := w.ix.msg(p).id
 	out := map[string]any{

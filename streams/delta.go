@@ -57,10 +57,11 @@ func diffFlat(old, cur []*conversation.Message) (flatDelta, error) {
 }
 
 // messageJSON is the JSON of a flat-list entry: the same bytes as
-// (*Message).MarshalJSON, without the detour through encoding/json's
-// re-validation.
+// (*Message).MarshalJSON. For a message the conversation was given, it is
+// the message's stored JSON, shared rather than copied: the worker keeps
+// it in flatJSON, read-only.
 func messageJSON(m *conversation.Message) ([]byte, error) {
-	return json.Marshal(m.Fields())
+	return m.JSON()
 }
 
 // size is the number of bytes the tail takes in a JSON array.
