@@ -527,3 +527,18 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 	*m = *n
 	return nil
 }
+
+// messageOverhead is what a stored message costs beyond its JSON, for
+// Conversation.Bytes: the Message and its optional parts, its rows in the
+// table and the index, rounded up.
+const messageOverhead = 256
+
+// footprint approximates the memory m holds in a Conversation. A message
+// built from a map (not by NewMessage or NewMessageJSON) keeps the map:
+// Go maps cost several times their JSON.
+func (m *Message) footprint() int {
+	if m.raw == "" {
+		return 8 * messageOverhead
+	}
+	return len(m.raw) + messageOverhead
+}

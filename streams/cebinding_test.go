@@ -150,7 +150,7 @@ func TestSubjects(t *testing.T) {
 }
 
 func TestLRU(t *testing.T) {
-	c := newLRU(2, nil)
+	c := newLRU(2, 0, nil, nil)
 	for _, id := range []string{"a", "b"} {
 		c.put(&convState{id: id})
 	}

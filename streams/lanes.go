@@ -4,6 +4,7 @@ import (
 	"context"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 )
 
 // lane applies the work of its conversations one task at a time. A
@@ -24,12 +25,15 @@ type lanes struct {
 }
 
 // newLanes starts n lanes of depth queued tasks sharing cacheSize cached
-// conversations; release is called with every state a cache lets go of.
-func newLanes(n, depth, cacheSize int, release func(st *convState, evicted bool)) *lanes {
+// conversations and cacheBytes bytes of them (0: no byte limit), their
+// weight kept in total; release is called with every state a cache lets go
+// of.
+func newLanes(n, depth, cacheSize int, cacheBytes int64, total *atomic.Int64, release func(st *convState, evicted bool)) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n)}
 	per := max(1, cacheSize/n)
+	perBytes := cacheBytes / int64(n)
 	for i := range ls.all {
-		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, release)}
+		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, perBytes, total, release)}
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {

@@ -12,9 +12,9 @@ import (
 // TestCachedMessageMemory measures the memory a worker holds per cached
 // message — the live conversation (messages, index, flat list) plus the
 // flat list's JSON kept from the deltas — against the message's own JSON
-// size, over the benchmark conversations. Issue 6's target is at most 3x;
-// the ratios are logged (go test -run TestCachedMessageMemory -v ./streams)
-// and the test fails only above 12x, a regression.
+// size, over the benchmark conversations. Issue 6's target is at most 3x,
+// which the test requires; the ratios are logged (go test -run
+// TestCachedMessageMemory -v ./streams).
 func TestCachedMessageMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("reads the large benchmark conversations")
@@ -57,7 +57,7 @@ func TestCachedMessageMemory(t *testing.T) {
 		t.Logf("%s: %d messages, %.0f bytes of JSON each, %.0f bytes held each: %.2fx (the conversation %.2fx, the flat list's JSON %.2fx of %d entries)",
 			name, len(raws), float64(jsonBytes)/float64(len(raws)), per, ratio,
 			float64(convOnly-before)/float64(jsonBytes), float64(after-convOnly)/float64(jsonBytes), len(flat))
-		if ratio > 12 {
+		if ratio > 3 {
 			t.Errorf("%s: %.2fx the JSON size held per cached message", name, ratio)
 		}
 	}

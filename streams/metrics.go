@@ -34,6 +34,7 @@ const (
 	MetricPipelineDuration  = "convstream.pipeline.duration"
 	MetricProcessorDuration = "convstream.processor.duration"
 	MetricInferences        = "convstream.inference.requests"
+	MetricCacheBytes        = "convstream.cache.bytes"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -104,4 +105,17 @@ func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
 func (ins *instruments) rebuilt(ctx context.Context, d time.Duration) {
 	ins.rebuilds.Add(ctx, 1)
 	ins.rebuildDuration.Record(ctx, d.Seconds())
+}
+
+// observeCache reports what the cached conversations weigh (see
+// WithCacheBytes) as a gauge.
+func (w *Worker) observeCache(mp metric.MeterProvider) error {
+	_, err := mp.Meter(instrumentationName).Int64ObservableGauge(MetricCacheBytes,
+		metric.WithDescription("Estimated memory of the conversations cached, against --cache-bytes."),
+		metric.WithUnit("By"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(w.CacheBytes())
+			return nil
+		}))
+	return err
 }

@@ -21,6 +21,7 @@ type config struct {
 	lanes            int
 	laneDepth        int
 	cacheSize        int
+	cacheBytes       int64
 	consumer         string
 	storage          Storage
 	ackWait          time.Duration
@@ -45,6 +46,7 @@ func defaultConfig() config {
 		lanes:            lanes,
 		laneDepth:        64,
 		cacheSize:        10_000,
+		cacheBytes:       DefaultCacheBytes,
 		consumer:         "convstream-worker",
 		ackWait:          time.Minute,
 		source:           "urn:convstream:worker",
@@ -63,7 +65,7 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
 	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 {
@@ -92,6 +94,18 @@ func WithLanes(n int) Option { return func(c *config) { c.lanes = n } }
 // WithCacheConversations bounds how many conversations are kept in memory;
 // the least recently used are dropped and rebuilt from JetStream on demand.
 func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize = n } }
+
+// DefaultCacheBytes is the memory the cached conversations may take
+// unless WithCacheBytes says otherwise.
+const DefaultCacheBytes = 1 << 30
+
+// WithCacheBytes bounds the memory the cached conversations take, as
+// estimated from their messages' JSON (see conversation.Conversation.Bytes)
+// and their flat lists: past it the least recently used are stored (when
+// they have unstored events) and let go. Each lane gets an equal share; a
+// single conversation larger than its lane's share stays while in use.
+// 0 means no byte limit.
+func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBytes = n } }
 
 // WithConsumerName names the durable consumer of the events stream. Workers
 // sharing a name share the work.

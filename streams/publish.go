@@ -69,6 +69,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	clear(entries[delta.from:]) // the old tail's bytes may go
 	entries = append(entries[:delta.from], delta.tail...)
 	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes = version, d.seq, flat, entries, flatBytes
+	d.lane.cache.resize(st)
 	d.dirty = false
 	d.version = version
 	d.outcome = applied

@@ -42,6 +42,8 @@ type convState struct {
 	// storeFailures counts writes in a row that failed transiently (the
 	// server away, a timeout); the next try waits longer each time.
 	storeFailures int
+	// size is the state's weight in its cache when last measured (weight).
+	size int64
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
 	// given (a crashed worker's, awaiting redelivery), so the first event
@@ -144,4 +146,15 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 func newState(id string, conv *conversation.Conversation, seq, version uint64, head snapshotHead, rev uint64) *convState {
 	return &convState{id: id, conv: conv, seq: seq, version: version,
 		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev}
+}
+
+// weight approximates the memory st holds: the conversation (see
+// conversation.Conversation.Bytes) and the JSON of its flat list, which
+// shares the bytes of stored messages but not of virtual ones (counted in
+// full: an overestimate keeps the worker under its budget).
+func (st *convState) weight() int64 {
+	if st.conv == nil {
+		return int64(st.flatBytes)
+	}
+	return int64(st.conv.Bytes() + st.flatBytes)
 }

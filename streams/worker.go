@@ -30,6 +30,7 @@ type Worker struct {
 	owned  []atomic.Bool // by partition, when partitioned
 	own    *ownership    // when partitioned
 	ready  atomic.Bool
+	cached atomic.Int64 // what the lanes' caches weigh
 	runs   atomic.Bool
 
 	infer inferenceServer
@@ -59,6 +60,9 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cfg:     cfg,
 		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
 		metrics: ins,
+	}
+	if err := w.observeCache(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
 	// validate → apply → publish, wrapped outermost first.
@@ -102,7 +106,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
-	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.release)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.cfg.cacheBytes, &w.cached, w.release)
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow))
 	if err != nil {
 		w.lanes.shutdown()
@@ -136,6 +140,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.cfg.logger.InfoContext(work, "worker stopped")
 	return nil
 }
+
+// CacheBytes returns what the conversations cached by the lanes weigh now
+// (see WithCacheBytes); 0 before Run.
+func (w *Worker) CacheBytes() int64 { return w.cached.Load() }
 
 // finish stops serving and lets the work handed to the lanes complete.
 func (w *Worker) finish(work context.Context) {

@@ -55,6 +55,7 @@ type options struct {
 	embedded                  embeddedAuth
 	prefix, consumer          string
 	lanes, cache              int
+	cacheBytes                int64
 	storage                   streams.Storage
 	limits                    streams.Limits
 	pipelinesDir              string
@@ -115,6 +116,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", streams.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
+	o.cacheBytes = streams.DefaultCacheBytes
+	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
+	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
 	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
@@ -223,6 +227,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithLimits(o.limits),
 		streams.WithLanes(o.lanes),
 		streams.WithCacheConversations(o.cache),
+		streams.WithCacheBytes(o.cacheBytes),
 		streams.WithConsumerName(o.consumer),
 		streams.WithStorage(o.storage),
 		streams.WithAckWait(o.ackWait),

@@ -175,6 +175,7 @@ func TestDefaults(t *testing.T) {
 		"--max-messages=10000",
 		"--max-snapshot-bytes=0",
 		"--cache-conversations=10000",
+		"--cache-bytes=536870912",
 	}
 	if !slices.Equal(c.Args, wantExact) {
 		t.Errorf("args\n got %q\nwant %q", c.Args, wantExact)
@@ -229,6 +230,7 @@ func TestFull(t *testing.T) {
 		"--partitions=6", "--pinned-ttl=15s", "--snapshot-interval=100ms",
 		"--max-event-bytes=2097152", "--max-messages=50000", "--max-snapshot-bytes=8388608",
 		"--cache-conversations=20000",
+		"--cache-bytes=536870912",
 		"--pipelines-dir=/etc/convstream/pipelines",
 		"--ack-wait=2m",
 	)
