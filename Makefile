@@ -43,6 +43,7 @@ FUZZTIME ?= 10s
 fuzz-ci:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./conversation/
 	$(GO) test -run '^$$' -fuzz '^FuzzConversationAppend$$' -fuzztime $(FUZZTIME) ./conversation/
+	$(GO) test -run '^$$' -fuzz '^FuzzRawJSON$$' -fuzztime $(FUZZTIME) ./conversation/
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(FUZZTIME) ./processors/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(FUZZTIME) ./streams/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeData$$' -fuzztime $(FUZZTIME) ./streams/
