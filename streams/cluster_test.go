@@ -198,7 +198,12 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return true
 	})
-	send(rounds[1])
+	// Round 1 in slices, so that partitions handed off once more meanwhile
+	// have events to show their new owner.
+	for i, n := 0, len(rounds[1]); i < n; i += n / 4 {
+		send(rounds[1][i:min(n, i+n/4)])
+		time.Sleep(400 * time.Millisecond)
+	}
 	waitFor(t, 30*time.Second, "partitions spread over the workers", func() bool {
 		for _, r := range workers {
 			if n := len(r.w.OwnedPartitions()); n < 1 || n > share {

@@ -35,6 +35,7 @@ type config struct {
 	inferenceWorkers int
 	pinnedTTL        time.Duration
 	snapshotInterval time.Duration
+	snapshotMax      time.Duration
 }
 
 func defaultConfig() config {
@@ -58,6 +59,7 @@ func defaultConfig() config {
 		inferenceWorkers: 2 * runtime.GOMAXPROCS(0),
 		pinnedTTL:        DefaultPinnedTTL,
 		snapshotInterval: DefaultSnapshotInterval,
+		snapshotMax:      DefaultSnapshotMaxInterval,
 	}
 }
 
@@ -68,9 +70,12 @@ func (c *config) validate() error {
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
-	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 {
+	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 || c.snapshotMax < 0 {
 		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", ErrInvalidConfig)
 	}
+	// Events wait for a store to be acknowledged: the stretched interval
+	// stays within half the ack wait.
+	c.snapshotMax = min(c.snapshotMax, c.ackWait/2)
 	if err := c.storage.validate(); err != nil {
 		return err
 	}
@@ -177,3 +182,17 @@ func WithPinnedTTL(d time.Duration) Option { return func(c *config) { c.pinnedTT
 // stored. Every applied event still publishes its delta at once. 0 stores
 // after every event.
 func WithSnapshotInterval(d time.Duration) Option { return func(c *config) { c.snapshotInterval = d } }
+
+// DefaultSnapshotMaxInterval is how far the snapshot interval stretches
+// under load unless WithSnapshotMaxInterval says otherwise.
+const DefaultSnapshotMaxInterval = time.Second
+
+// WithSnapshotMaxInterval sets how far the snapshot interval may stretch
+// while the bucket falls behind (default 1s): when more writes are in
+// flight than the worker aims for, the interval grows in proportion, so a
+// busy worker writes each conversation's full snapshot less often instead
+// of spending itself on writes. A value at or below the snapshot interval
+// keeps the interval fixed; more than half the ack wait counts as half
+// the ack wait. A follower resyncing from the bucket is at most this far
+// behind the deltas.
+func WithSnapshotMaxInterval(d time.Duration) Option { return func(c *config) { c.snapshotMax = d } }

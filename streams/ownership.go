@@ -120,10 +120,12 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	return nil
 }
 
-// balance adjusts what the worker pulls, every quarter of the pinned TTL,
-// until ctx ends or the connection closes.
+// balance adjusts what the worker pulls, every eighth of the pinned TTL
+// (between 250ms and 1s: membership is renewed well within the TTL, and
+// partitions handed off are taken up soon), until ctx ends or the
+// connection closes.
 func (o *ownership) balance(ctx context.Context) {
-	tick := max(250*time.Millisecond, o.w.cfg.pinnedTTL/4)
+	tick := min(max(250*time.Millisecond, o.w.cfg.pinnedTTL/8), time.Second)
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for {
@@ -326,7 +328,8 @@ func (o *ownership) pull(p int, pl *puller) {
 		if pin := m.Headers().Get(headerPinID); pin != "" {
 			o.mu.Lock()
 			_, old := o.retired[pin]
-			fresh := !old && o.pins[p] != pin
+			prev := o.pins[p]
+			fresh := !old && prev != pin
 			if !old {
 				o.pins[p] = pin
 			}
@@ -335,7 +338,16 @@ func (o *ownership) pull(p int, pl *puller) {
 				_ = m.Nak() // the partition's next owner applies it
 				continue
 			}
-			if fresh {
+			switch {
+			case fresh && prev != "":
+				// Pinned again under a new id while holding the partition (a
+				// new consumer leader does that): another worker may have
+				// held it in between, so what is cached is checked against
+				// the stream before its next event, not thrown away (which
+				// would apply its unstored events a second time).
+				o.w.suspectPartition(o.work, p)
+				o.w.cfg.logger.InfoContext(o.work, "partition pinned again", "partition", p)
+			case fresh:
 				o.w.owned[p].Store(true)
 				o.w.forgetPartition(o.work, p)
 				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
@@ -395,6 +407,22 @@ func (w *Worker) forgetPartition(ctx context.Context, p int) {
 	for _, l := range w.lanes.all {
 		_ = w.lanes.do(ctx, l, func() {
 			l.cache.dropIf(func(id string) bool { return PartitionOf(id, n) == p })
+		})
+	}
+}
+
+// suspectPartition marks the cached conversations of partition p as
+// unverified (see convState.unverified) on every lane, ahead of anything
+// queued after it.
+func (w *Worker) suspectPartition(ctx context.Context, p int) {
+	n := w.partitions()
+	for _, l := range w.lanes.all {
+		_ = w.lanes.do(ctx, l, func() {
+			l.cache.each(func(st *convState) {
+				if PartitionOf(st.id, n) == p {
+					st.unverified = true
+				}
+			})
 		})
 	}
 }

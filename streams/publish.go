@@ -75,7 +75,9 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	d.outcome = applied
 	d.unstored = true
 	if !d.stored.IsZero() {
-		w.metrics.snapshotLatency(ctx, time.Since(d.stored))
+		lag := time.Since(d.stored)
+		w.metrics.snapshotLatency(ctx, lag)
+		w.observeLag(lag)
 	}
 	return nil
 }

@@ -57,12 +57,13 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 		return
 	}
 	st.storing = true
-	wait := time.Until(st.lastStore.Add(w.cfg.snapshotInterval))
-	if st.lastStore.IsZero() && w.cfg.snapshotInterval > 0 {
+	interval := w.storeInterval()
+	wait := time.Until(st.lastStore.Add(interval))
+	if st.lastStore.IsZero() && interval > 0 {
 		// The first store of a state loaded now waits a random part of the
 		// interval, so that conversations loaded together (a restart, a
 		// burst of new ones) do not store together ever after.
-		wait = rand.N(w.cfg.snapshotInterval)
+		wait = rand.N(interval)
 	}
 	task := func() { w.store(ctx, l, st) }
 	if wait <= 0 {
@@ -92,8 +93,10 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 		return
 	}
 	rev := st.rev
+	w.writing.Add(1)
 	go func() {
 		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
+		w.writing.Add(-1)
 		close(b.done)
 		if w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) }) != nil {
 			// The lanes are shut down: storeAll has taken it.
@@ -302,4 +305,46 @@ func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool 
 	}
 	st.rev = rev
 	return true
+}
+
+// storeTarget is how many snapshot writes in flight a worker aims for:
+// beyond it the bucket is falling behind (its writes take longer, or come
+// faster than it takes them) and the interval stretches.
+const storeTarget = 32
+
+// lagTarget is how far behind the events stream a worker may fall (the
+// time from an event being stored to its delta, smoothed) before the
+// snapshot interval stretches.
+const lagTarget = 10 * time.Millisecond
+
+// storeInterval is the interval before a conversation's next store: the
+// configured one while the worker keeps up, stretched in proportion to how
+// far it falls behind — writes in flight beyond storeTarget, or events
+// applied later than lagTarget after they were stored — up to the maximum
+// (WithSnapshotMaxInterval). Writing each conversation less often under
+// load is what keeps the bucket from taking the worker's throughput: a
+// snapshot is O(conversation), a delta O(change).
+func (w *Worker) storeInterval() time.Duration {
+	base := w.cfg.snapshotInterval
+	limit := w.cfg.snapshotMax
+	if limit <= base {
+		return base
+	}
+	factor := max(float64(w.writing.Load())/storeTarget, float64(w.lag.Load())/float64(lagTarget))
+	if factor <= 1 {
+		return base
+	}
+	return min(time.Duration(float64(max(base, time.Millisecond))*factor), limit)
+}
+
+// observeLag folds the lag of an applied event (stored in the stream to
+// delta published) into the smoothed lag storeInterval reads.
+func (w *Worker) observeLag(d time.Duration) {
+	for {
+		old := w.lag.Load()
+		next := old + (int64(d)-old)/16
+		if w.lag.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }

@@ -24,14 +24,16 @@ type Worker struct {
 	handler handlerFunc
 
 	// Set by Run.
-	stream jetstream.Stream
-	kv     jetstream.KeyValue
-	lanes  *lanes
-	owned  []atomic.Bool // by partition, when partitioned
-	own    *ownership    // when partitioned
-	ready  atomic.Bool
-	cached atomic.Int64 // what the lanes' caches weigh
-	runs   atomic.Bool
+	stream  jetstream.Stream
+	kv      jetstream.KeyValue
+	lanes   *lanes
+	owned   []atomic.Bool // by partition, when partitioned
+	own     *ownership    // when partitioned
+	ready   atomic.Bool
+	cached  atomic.Int64 // what the lanes' caches weigh
+	writing atomic.Int64 // snapshot writes in flight
+	lag     atomic.Int64 // smoothed event lag, ns (see observeLag)
+	runs    atomic.Bool
 
 	infer inferenceServer
 }

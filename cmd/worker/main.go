@@ -64,6 +64,7 @@ type options struct {
 	shutdownTimeout           time.Duration
 	pinnedTTL                 time.Duration
 	snapshotInterval          time.Duration
+	snapshotMax               time.Duration
 	logLevel, logFormat       string
 }
 
@@ -126,6 +127,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
+	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "longest time between stores of a changed conversation's full snapshot in the bucket (0: after every event); deltas are published at once")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
@@ -233,6 +235,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithAckWait(o.ackWait),
 		streams.WithPinnedTTL(o.pinnedTTL),
 		streams.WithSnapshotInterval(o.snapshotInterval),
+		streams.WithSnapshotMaxInterval(o.snapshotMax),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
 		streams.WithInferenceWait(o.inferenceWait),
 		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),

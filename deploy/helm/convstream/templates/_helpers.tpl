@@ -186,6 +186,7 @@ replicas are always passed; optional JetStream settings only when set.
 {{- if gt (int $js.partitions) 0 }}{{ $args = append $args (printf "--partitions=%d" (int $js.partitions)) }}{{ end }}
 {{- with $js.pinnedTTL }}{{ $args = append $args (printf "--pinned-ttl=%v" .) }}{{ end }}
 {{- with $js.snapshotInterval }}{{ $args = append $args (printf "--snapshot-interval=%v" .) }}{{ end }}
+{{- with $js.snapshotMaxInterval }}{{ $args = append $args (printf "--snapshot-max-interval=%v" .) }}{{ end }}
 {{- $args = append $args (printf "--max-event-bytes=%d" (int64 $w.maxEventBytes)) }}
 {{- $args = append $args (printf "--max-messages=%d" (int64 $w.maxMessages)) }}
 {{- $args = append $args (printf "--max-snapshot-bytes=%d" (int64 $w.maxSnapshotBytes)) }}
