@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // A message's stored JSON is what json.Marshal writes for its fields (see
@@ -106,22 +108,7 @@ func appendPlainString(b []byte, s string) ([]byte, bool) {
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
+			b = jsvalue.AppendEscapedByte(b, c) // <, > and & as \u003c, \u003e, \u0026
 			i++
 			start = i
 			continue

@@ -247,23 +247,30 @@ func AppendJSONString(b []byte, s string) []byte {
 			i += w
 			continue
 		}
-		switch c {
-		case '"', '\\':
-			b = append(b, '\\', c)
-		case '\b':
-			b = append(b, '\\', 'b')
-		case '\f':
-			b = append(b, '\\', 'f')
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		default:
-			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-		}
+		b = AppendEscapedByte(b, c)
 		i++
 	}
 	return append(b, '"')
+}
+
+// AppendEscapedByte appends the JSON escape of an ASCII byte that a JSON
+// string cannot hold as it is (a quote, a backslash, a control character)
+// or that an encoder chooses to escape: the short form where JSON has one,
+// else \u00XX.
+func AppendEscapedByte(b []byte, c byte) []byte {
+	switch c {
+	case '"', '\\':
+		return append(b, '\\', c)
+	case '\b':
+		return append(b, '\\', 'b')
+	case '\f':
+		return append(b, '\\', 'f')
+	case '\n':
+		return append(b, '\\', 'n')
+	case '\r':
+		return append(b, '\\', 'r')
+	case '\t':
+		return append(b, '\\', 't')
+	}
+	return append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
 }
