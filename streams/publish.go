@@ -55,7 +55,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return err
 	}
 	w.inject(ctx, ev)
-	msg, err := EncodeEvent(w.cfg.subjects.Snapshots(st.id), ev, Structured)
+	msg, err := encodeEvent(w.cfg.subjects.Snapshots(st.id), ev, Structured, false) // value is our own JSON
 	if err != nil {
 		return err
 	}
