@@ -63,16 +63,10 @@ func lookupField(s, name string) (any, bool) {
 		return nil, false
 	}
 	for !d.bad {
-		d.space()
-		k, escaped := d.rawString()
-		if escaped {
-			k = unquoteJSON(k)
-		}
-		d.space()
-		if !d.consume(':') {
+		k, ok := d.key()
+		if !ok {
 			return nil, false
 		}
-		d.space()
 		if k == name {
 			v := d.value()
 			return v, !d.bad
@@ -100,16 +94,10 @@ func pickFields(s string, names []string) map[string]any {
 		return out
 	}
 	for !d.bad {
-		d.space()
-		k, escaped := d.rawString()
-		if escaped {
-			k = unquoteJSON(k)
-		}
-		d.space()
-		if !d.consume(':') {
+		k, ok := d.key()
+		if !ok {
 			return out
 		}
-		d.space()
 		if slices.Contains(names, k) {
 			out[k] = d.value()
 		} else {
@@ -195,6 +183,22 @@ func (d *jsonDecoder) value() any {
 	return nil
 }
 
+// key reads an object member's name and the colon after it, with the
+// spaces around them.
+func (d *jsonDecoder) key() (string, bool) {
+	d.space()
+	k, escaped := d.rawString()
+	if escaped {
+		k = unquoteJSON(k)
+	}
+	d.space()
+	if !d.consume(':') {
+		return "", false
+	}
+	d.space()
+	return k, true
+}
+
 // object reads an object of about n fields.
 func (d *jsonDecoder) object(n int) map[string]any {
 	d.i++ // '{'
@@ -204,17 +208,11 @@ func (d *jsonDecoder) object(n int) map[string]any {
 		return obj
 	}
 	for !d.bad {
-		d.space()
-		k, escaped := d.rawString()
-		if escaped {
-			k = unquoteJSON(k)
-		}
-		d.space()
-		if !d.consume(':') {
+		k, ok := d.key()
+		if !ok {
 			d.bad = true
 			return obj
 		}
-		d.space()
 		obj[k] = d.value()
 		d.space()
 		if d.consume('}') {
