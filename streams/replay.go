@@ -19,8 +19,9 @@ const replayTimeout = time.Minute
 // and returns the conversation and the sequence of the last event that
 // changed it (its version; 0 when none did). Events that would be refused
 // are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader per event for the first replayDirect
-// events (one in all for a new conversation), then one ordered consumer.
+// one read from the stream's leader for a new conversation; otherwise a
+// count, then one read per event when there are at most replayDirect, or
+// one ordered consumer.
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
@@ -30,12 +31,21 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	// Short histories (most conversations a worker loads) are read from
-	// the leader one event at a time: no consumer to create, which on a
-	// cluster goes through the meta leader and is what made a failover's
-	// burst of rebuilds slow. Longer ones continue with an ordered consumer.
+	// The first event tells whether there is anything to replay (a new
+	// conversation: nothing). Short histories are then read from the
+	// leader one event at a time: no consumer to create, which on a cluster
+	// goes through the meta leader and made a failover's burst of rebuilds
+	// slow. Longer ones are read by an ordered consumer: one round trip
+	// per event would make them slow instead (a crash-looping worker
+	// rebuilding hundreds of long conversations).
 	r := &replay{w: w, id: id, before: before, conv: conv}
-	done, err := r.direct(ctx, replayDirect)
+	done, err := r.direct(ctx, 1)
+	if err == nil && !done {
+		var n uint64
+		if n, err = w.storedEvents(ctx, id); err == nil && n <= replayDirect {
+			done, err = r.direct(ctx, replayDirect)
+		}
+	}
 	for err == nil && !done {
 		from := r.seen + 1
 		if done, err = r.pass(ctx, from); err == nil && !done {
@@ -53,8 +63,9 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	return conv, last, nil
 }
 
-// replayDirect is how many events a rebuild reads from the stream's leader
-// before it creates a consumer for the rest.
+// replayDirect is the most events a conversation may have stored for a
+// rebuild to read them from the stream's leader one by one rather than
+// with a consumer.
 const replayDirect = 32
 
 // replayStall is how long a rebuild waits for its next event before it
@@ -172,4 +183,15 @@ func (r *replay) complete(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return next.Sequence >= r.before, nil
+}
+
+// storedEvents returns how many events of conversation id the events
+// stream holds, as its leader counts them.
+func (w *Worker) storedEvents(ctx context.Context, id string) (uint64, error) {
+	subject := w.eventSubject(id)
+	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Subjects[subject], nil
 }
