@@ -17,6 +17,7 @@ type lru struct {
 	// every lane's cache, for metrics and tests.
 	maxBytes, bytes int64
 	total           *atomic.Int64
+	reported        int64 // the part of total that is this cache's bytes
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
@@ -30,9 +31,14 @@ func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *
 }
 
 // weigh adds d bytes to the cache's weight.
-func (c *lru) weigh(d int64) {
-	c.bytes += d
-	c.total.Add(d)
+func (c *lru) weigh(d int64) { c.bytes += d }
+
+// report publishes the cache's weight to the shared total once a change
+// is complete (evictions included), so that a reader never sees the
+// moment between a state's growth and the evictions it causes.
+func (c *lru) report() {
+	c.total.Add(c.bytes - c.reported)
+	c.reported = c.bytes
 }
 
 // resize takes st's current size into account (it changed: an event was
@@ -46,6 +52,7 @@ func (c *lru) resize(st *convState) {
 	c.weigh(n - st.size)
 	st.size = n
 	c.evict(st)
+	c.report()
 }
 
 // evict lets go of the least recently used states, never keep, while the
@@ -101,11 +108,13 @@ func (c *lru) put(st *convState) {
 		e.Value = st
 		c.order.MoveToFront(e)
 		c.evict(st)
+		c.report()
 		return
 	}
 	c.byID[st.id] = c.order.PushFront(st)
 	c.weigh(st.size)
 	c.evict(st)
+	c.report()
 }
 
 // drop forgets id, so that it is rebuilt from JetStream when next needed.
@@ -115,6 +124,7 @@ func (c *lru) drop(id string) {
 		delete(c.byID, id)
 		st := e.Value.(*convState)
 		c.weigh(-st.size)
+		c.report()
 		c.let(st, false)
 	}
 }
