@@ -129,15 +129,6 @@ func (c *lru) drop(id string) {
 	}
 }
 
-// dropIf forgets every conversation whose id satisfies drop.
-func (c *lru) dropIf(drop func(id string) bool) {
-	for id := range c.byID {
-		if drop(id) {
-			c.drop(id)
-		}
-	}
-}
-
 func (c *lru) len() int { return len(c.byID) }
 
 // each calls fn with every state held, most recent first.

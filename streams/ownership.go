@@ -176,12 +176,9 @@ func (o *ownership) rebalance(ctx context.Context) {
 		o.mu.Unlock()
 		if lost {
 			// The server pinned another worker (this one stalled past the
-			// pinned TTL): what this one still holds of the partition is
-			// handed back, not applied.
-			log.WarnContext(ctx, "partition lost", "partition", p)
-			o.retire(p)
+			// pinned TTL).
+			o.lose(p)
 			o.stop(p)
-			o.w.forgetPartition(o.work, p)
 		}
 		o.w.owned[p].Store(mine)
 		if mine {
@@ -215,29 +212,27 @@ func (o *ownership) rebalance(ctx context.Context) {
 // by two workers at once.
 func (o *ownership) handOff(ctx context.Context, p int) {
 	o.stop(p)
-	n := o.w.partitions()
-	for _, l := range o.w.lanes.all {
-		err := o.w.lanes.call(o.work, l, func() {
-			var due []*convState
-			l.cache.each(func(st *convState) {
-				if PartitionOf(st.id, n) == p {
-					due = append(due, st)
-				}
-			})
-			for _, st := range due {
-				o.w.storeNow(o.work, l, st)
-				l.cache.drop(st.id) // events a failed store left unacknowledged are redelivered
-			}
-		})
-		if err != nil {
-			o.w.cfg.logger.WarnContext(ctx, "handing a partition off", "partition", p, "err", err)
-		}
+	err := o.w.onPartition(o.work, p, true, func(l *lane, st *convState) {
+		o.w.storeNow(o.work, l, st)
+		l.cache.drop(st.id) // events a failed store left unacknowledged are redelivered
+	})
+	if err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off", "partition", p, "err", err)
 	}
 	// The acknowledgements go out before the partition does.
 	if err := o.w.nc.FlushTimeout(5 * time.Second); err != nil {
 		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
 	}
 	o.unpin(ctx, p)
+}
+
+// lose ends this worker's tenure of partition p, which the server gave
+// another worker: what it still holds of the partition, cached or queued,
+// is handed back rather than applied.
+func (o *ownership) lose(p int) {
+	o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
+	o.retire(p)
+	o.w.forgetPartition(o.work, p)
 }
 
 // retire ends the current tenure of partition p in this worker's books.
@@ -314,9 +309,7 @@ func (o *ownership) pull(p int, pl *puller) {
 			held := o.pins[p] != ""
 			o.mu.Unlock()
 			if held {
-				o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
-				o.retire(p)
-				o.w.forgetPartition(o.work, p)
+				o.lose(p)
 			}
 			continue
 		}
@@ -400,31 +393,45 @@ func (o *ownership) release(ctx context.Context) {
 	}
 }
 
+// onPartition runs fn, on its lane, with every cached conversation of
+// partition p, ahead of anything queued on the lanes after it. With wait
+// it returns once every lane has done so; its error is that of a lane
+// that refused the work (shut down, or ctx ended).
+func (w *Worker) onPartition(ctx context.Context, p int, wait bool, fn func(l *lane, st *convState)) error {
+	n := w.partitions()
+	var errs []error
+	for _, l := range w.lanes.all {
+		task := func() {
+			var in []*convState
+			l.cache.each(func(st *convState) {
+				if PartitionOf(st.id, n) == p {
+					in = append(in, st)
+				}
+			})
+			for _, st := range in {
+				fn(l, st)
+			}
+		}
+		run := w.lanes.do
+		if wait {
+			run = w.lanes.call
+		}
+		errs = append(errs, run(ctx, l, task))
+	}
+	return errors.Join(errs...)
+}
+
 // forgetPartition drops the cached conversations of partition p from
 // every lane, ahead of anything queued after it.
 func (w *Worker) forgetPartition(ctx context.Context, p int) {
-	n := w.partitions()
-	for _, l := range w.lanes.all {
-		_ = w.lanes.do(ctx, l, func() {
-			l.cache.dropIf(func(id string) bool { return PartitionOf(id, n) == p })
-		})
-	}
+	_ = w.onPartition(ctx, p, false, func(l *lane, st *convState) { l.cache.drop(st.id) })
 }
 
 // suspectPartition marks the cached conversations of partition p as
 // unverified (see convState.unverified) on every lane, ahead of anything
 // queued after it.
 func (w *Worker) suspectPartition(ctx context.Context, p int) {
-	n := w.partitions()
-	for _, l := range w.lanes.all {
-		_ = w.lanes.do(ctx, l, func() {
-			l.cache.each(func(st *convState) {
-				if PartitionOf(st.id, n) == p {
-					st.unverified = true
-				}
-			})
-		})
-	}
+	_ = w.onPartition(ctx, p, false, func(_ *lane, st *convState) { st.unverified = true })
 }
 
 // ownsConversation reports whether this worker owns the partition of a

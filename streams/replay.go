@@ -57,10 +57,9 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	if err != nil {
 		return nil, 0, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
 	}
-	n, last := r.n, r.last
 	w.metrics.rebuilt(ctx, time.Since(start))
-	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", n, "before", before, "elapsed", time.Since(start))
-	return conv, last, nil
+	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", r.n, "before", before, "elapsed", time.Since(start))
+	return conv, r.last, nil
 }
 
 // replayDirect is the most events a conversation may have stored for a
