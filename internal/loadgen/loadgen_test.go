@@ -28,19 +28,8 @@ func TestRuns(t *testing.T) {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-	w, err := streams.NewWorker(conn())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(10 * time.Second); w.Ready() != nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("worker not ready")
-		}
-	}
+	runWorker(t, conn(), 10*time.Second)
+	ctx := context.Background()
 	subjects, err := streams.NewSubjects("")
 	if err != nil {
 		t.Fatal(err)
@@ -94,4 +83,24 @@ func TestRuns(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// runWorker runs a worker on nc until the test ends and waits, up to
+// ready, until it is ready.
+func runWorker(t *testing.T, nc *nats.Conn, ready time.Duration, opts ...streams.Option) *streams.Worker {
+	t.Helper()
+	w, err := streams.NewWorker(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	for deadline := time.Now().Add(ready); w.Ready() != nil; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker not ready")
+		}
+	}
+	return w
 }

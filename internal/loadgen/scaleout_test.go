@@ -49,20 +49,7 @@ func TestScaleOut(t *testing.T) {
 			storage := streams.Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: partitions}
 			workers := make([]*streams.Worker, n)
 			for i := range n {
-				w, err := streams.NewWorker(connect(i), streams.WithStorage(storage), streams.WithPinnedTTL(5*time.Second))
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- w.Run(ctx) }()
-				t.Cleanup(func() { cancel(); <-done })
-				for deadline := time.Now().Add(30 * time.Second); w.Ready() != nil; time.Sleep(10 * time.Millisecond) {
-					if time.Now().After(deadline) {
-						t.Fatal("worker not ready")
-					}
-				}
-				workers[i] = w
+				workers[i] = runWorker(t, connect(i), 30*time.Second, streams.WithStorage(storage), streams.WithPinnedTTL(5*time.Second))
 			}
 			subjects, err := streams.NewSubjects("")
 			if err != nil {
