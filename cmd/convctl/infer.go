@@ -29,12 +29,8 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "printed as well, with exit status 1.")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return 2
-	}
-	if err := nf.applyEnv(); err != nil {
-		fmt.Fprintln(stderr, "convctl infer:", err)
+	pos, ok := nf.parse(fs, args, "infer", stderr)
+	if !ok {
 		return 2
 	}
 	if len(pos) != 1 {

@@ -43,12 +43,8 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "through a plain JetStream stream and consumer (the physical limit).")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return 2
-	}
-	if err := nf.applyEnv(); err != nil {
-		fmt.Fprintln(stderr, "convctl load:", err)
+	pos, ok := nf.parse(fs, args, "load", stderr)
+	if !ok {
 		return 2
 	}
 	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 {

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -41,6 +42,22 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	str(&n.conn.TLSCA, "nats-tls-ca", "CONVSTREAM_NATS_TLS_CA", "", "CA file to verify the NATS server")
 	str(&n.prefix, "subject-prefix", "CONVSTREAM_SUBJECT_PREFIX", streams.DefaultPrefix, "subject prefix of the deployment")
 	fs.DurationVar(&n.timeout, "timeout", 10*time.Second, "how long to wait for NATS and for replies")
+}
+
+// parse parses the arguments of command name (flags anywhere, see
+// parseArgs), then fills the NATS flags not given from the environment. It
+// returns the positional arguments; false means a usage error, already
+// reported on stderr.
+func (n *natsFlags) parse(fs *flag.FlagSet, args []string, name string, stderr io.Writer) ([]string, bool) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, false
+	}
+	if err := n.applyEnv(); err != nil {
+		fmt.Fprintf(stderr, "convctl %s: %v\n", name, err)
+		return nil, false
+	}
+	return pos, true
 }
 
 // applyEnv fills the flags not given on the command line from the

@@ -44,12 +44,8 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored.`)
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return 2
-	}
-	if err := nf.applyEnv(); err != nil {
-		fmt.Fprintln(stderr, "convctl send:", err)
+	pos, ok := nf.parse(fs, args, "send", stderr)
+	if !ok {
 		return 2
 	}
 	if len(pos) < 1 || len(pos) > 2 || (*id != "" && (len(pos) == 2 || *all)) {

@@ -31,12 +31,8 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fmt.Fprintln(stderr, "(with its contextTree); --deltas prints the deltas themselves.")
 		fs.PrintDefaults()
 	}
-	pos, err := parseArgs(fs, args)
-	if err != nil {
-		return 2
-	}
-	if err := nf.applyEnv(); err != nil {
-		fmt.Fprintln(stderr, "convctl watch:", err)
+	pos, ok := nf.parse(fs, args, "watch", stderr)
+	if !ok {
 		return 2
 	}
 	if len(pos) != 1 {
