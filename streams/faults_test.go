@@ -21,10 +21,21 @@ import (
 // sums collects the int64 counters of a manual reader.
 func sums(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
 	t.Helper()
+	return sumsOf(collect(t, reader))
+}
+
+// collect reads what a manual reader holds.
+func collect(t testing.TB, reader *sdkmetric.ManualReader) metricdata.ResourceMetrics {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
 	}
+	return rm
+}
+
+// sumsOf adds up the int64 counters of rm by name.
+func sumsOf(rm metricdata.ResourceMetrics) map[string]int64 {
 	out := map[string]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {

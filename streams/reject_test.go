@@ -215,22 +215,10 @@ func TestRejections(t *testing.T) {
 	})
 
 	r.stop(t)
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(ctx, &rm); err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if s, ok := m.Data.(metricdata.Sum[int64]); ok {
-				for _, dp := range s.DataPoints {
-					sums[m.Name] += dp.Value
-				}
-			}
-		}
-	}
-	if sums[MetricEventsApplied] != 4 || sums[MetricEventsRejected] != int64(len(cases)+1) {
-		t.Errorf("metrics: %v", sums)
+	rm := collect(t, reader)
+	counts := sumsOf(rm)
+	if counts[MetricEventsApplied] != 4 || counts[MetricEventsRejected] != int64(len(cases)+1) {
+		t.Errorf("metrics: %v", counts)
 	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {

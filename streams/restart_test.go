@@ -9,7 +9,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -162,27 +161,14 @@ func TestRestartConverges(t *testing.T) {
 			t.Errorf("%s: %s", conv, d)
 		}
 	}
-	var rm metricdata.ResourceMetrics
-	if err := reader.Collect(context.Background(), &rm); err != nil {
-		t.Fatal(err)
-	}
-	sums := map[string]int64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if s, ok := m.Data.(metricdata.Sum[int64]); ok {
-				for _, dp := range s.DataPoints {
-					sums[m.Name] += dp.Value
-				}
-			}
-		}
-	}
-	if sums[MetricEventsRejected] != 0 {
-		t.Errorf("rejections: %v", sums)
+	counts := sums(t, reader)
+	if counts[MetricEventsRejected] != 0 {
+		t.Errorf("rejections: %v", counts)
 	}
 	t.Logf("%d conversations, %d events; applied before the server restart: %d conversations at %v; "+
 		"after: applied %d, skipped %d, rebuilds %d; converged in %v",
-		len(want), len(events), len(progress), progress, sums[MetricEventsApplied], sums[MetricEventsSkipped],
-		sums[MetricRebuilds], time.Since(start))
+		len(want), len(events), len(progress), progress, counts[MetricEventsApplied], counts[MetricEventsSkipped],
+		counts[MetricRebuilds], time.Since(start))
 }
 
 // appliedUpTo reads how far each stored snapshot got (sequence by
@@ -258,20 +244,7 @@ func TestRedeliveryIsIdempotent(t *testing.T) {
 	startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	var skipped int64
 	waitFor(t, 20*time.Second, fmt.Sprintf("%d events skipped", total), func() bool {
-		var rm metricdata.ResourceMetrics
-		if err := reader.Collect(context.Background(), &rm); err != nil {
-			t.Fatal(err)
-		}
-		skipped = 0
-		for _, sm := range rm.ScopeMetrics {
-			for _, m := range sm.Metrics {
-				if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == MetricEventsSkipped {
-					for _, dp := range s.DataPoints {
-						skipped += dp.Value
-					}
-				}
-			}
-		}
+		skipped = sums(t, reader)[MetricEventsSkipped]
 		return skipped >= int64(total)
 	})
 	for conv, b := range before {
