@@ -299,13 +299,7 @@ func FuzzConversationAppend(f *testing.F) {
 	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u","tools":[{"id":"c"}]},{"id":"t","role":"tool","parentId":"a","tool_call_id":"c"},{"id":"b","role":"assistant","parentId":"t"},{"id":"v","role":"user","parentId":"b"}]`))
 	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u"},{"id":"b","role":"assistant","parentId":"a"},{"id":"c","role":"assistant","parentId":"b","tools":[{"id":"x"}]}]`))
 	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"t1","role":"task","parentId":"u"},{"id":"t2","role":"task","parentId":"u"},{"id":"s","role":"assistant","parentId":"t2"}]`))
-	if cases, err := filepath.Glob("testdata/conformance/reference-suite.jsonl.gz"); err == nil && len(cases) == 1 {
-		for i, c := range readCases(f, cases[0]) {
-			if i%5 == 0 {
-				f.Add([]byte(c.Input))
-			}
-		}
-	}
+	addConformanceSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		msgs, groups, err := DecodeInputBytes(data)
 		if err != nil || len(msgs) > 200 {

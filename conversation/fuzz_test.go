@@ -25,14 +25,7 @@ func FuzzParse(f *testing.F) {
 	for _, s := range seeds {
 		f.Add([]byte(s))
 	}
-	// Small conformance inputs make good seeds too.
-	if cases, err := filepath.Glob("testdata/conformance/reference-suite.jsonl.gz"); err == nil && len(cases) == 1 {
-		for i, c := range readCases(f, cases[0]) {
-			if i%5 == 0 {
-				f.Add([]byte(c.Input))
-			}
-		}
-	}
+	addConformanceSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		msgs, groups, err := DecodeInputBytes(data)
 		if err != nil {
@@ -51,4 +44,17 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// addConformanceSeeds adds every fifth input of the reference suite to a
+// fuzz target's seeds: small conformance inputs make good seeds.
+func addConformanceSeeds(f *testing.F) {
+	f.Helper()
+	if cases, err := filepath.Glob("testdata/conformance/reference-suite.jsonl.gz"); err == nil && len(cases) == 1 {
+		for i, c := range readCases(f, cases[0]) {
+			if i%5 == 0 {
+				f.Add([]byte(c.Input))
+			}
+		}
+	}
 }
