@@ -171,12 +171,15 @@ func (o *ownership) rebalance(ctx context.Context) {
 			}
 		}
 		o.mu.Lock()
-		mine := o.pins[p] != "" && o.pins[p] == pinned
-		lost := !mine && o.pins[p] != ""
+		held := o.pins[p] != ""
+		// No pin at all is not another worker's: a new consumer leader
+		// starts without one (or this worker's lapsed), and the pull
+		// running here may well be pinned again.
+		mine := held && (pinned == o.pins[p] || pinned == "")
 		o.mu.Unlock()
-		if lost {
+		if held && !mine {
 			// The server pinned another worker (this one stalled past the
-			// pinned TTL).
+			// pinned TTL, or lost a race for the pin).
 			o.lose(p)
 			o.stop(p)
 		}
@@ -209,30 +212,47 @@ func (o *ownership) rebalance(ctx context.Context) {
 // what was fetched, every conversation of p is stored (its events
 // acknowledged) and let go, and only then is p unpinned. The next owner
 // thus starts from stored snapshots, with nothing of p applied twice or
-// by two workers at once.
+// by two workers at once. When a store fails (the bucket is away) the
+// worker keeps the partition, pulls again, and tries at the next
+// rebalance: giving it up then would have the next owner apply the
+// unstored events a second time.
 func (o *ownership) handOff(ctx context.Context, p int) {
 	o.stop(p)
+	var mu sync.Mutex
+	kept := 0
 	err := o.w.onPartition(o.work, p, true, func(l *lane, st *convState) {
 		o.w.storeNow(o.work, l, st)
-		l.cache.drop(st.id) // events a failed store left unacknowledged are redelivered
+		if len(st.unstored) > 0 || st.inflight != nil {
+			mu.Lock()
+			kept++
+			mu.Unlock()
+			return
+		}
+		l.cache.drop(st.id)
 	})
-	if err != nil {
-		o.w.cfg.logger.WarnContext(ctx, "handing a partition off", "partition", p, "err", err)
+	if err == nil && kept > 0 {
+		err = fmt.Errorf("%d conversations not stored", kept)
 	}
 	// The acknowledgements go out before the partition does.
-	if err := o.w.nc.FlushTimeout(5 * time.Second); err != nil {
-		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
+	if fErr := o.w.nc.FlushTimeout(5 * time.Second); fErr != nil {
+		err = errors.Join(err, fmt.Errorf("flush: %w", fErr))
+	}
+	if err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: kept for now", "partition", p, "err", err)
+		o.start(p)
+		return
 	}
 	o.unpin(ctx, p)
 }
 
 // lose ends this worker's tenure of partition p, which the server gave
-// another worker: what it still holds of the partition, cached or queued,
-// is handed back rather than applied.
+// another worker: what it still holds of the partition queued or
+// buffered is handed back rather than applied, and its conversations are
+// let go once what they applied is stored (see Worker.leave).
 func (o *ownership) lose(p int) {
 	o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
 	o.retire(p)
-	o.w.forgetPartition(o.work, p)
+	o.w.leavePartition(o.work, p)
 }
 
 // retire ends the current tenure of partition p in this worker's books.
@@ -425,6 +445,16 @@ func (w *Worker) onPartition(ctx context.Context, p int, wait bool, fn func(l *l
 // every lane, ahead of anything queued after it.
 func (w *Worker) forgetPartition(ctx context.Context, p int) {
 	_ = w.onPartition(ctx, p, false, func(l *lane, st *convState) { l.cache.drop(st.id) })
+}
+
+// leavePartition lets go of the cached conversations of partition p, on
+// every lane, ahead of anything queued after it: at once when they have
+// nothing unstored, else once that is stored (see Worker.leave).
+func (w *Worker) leavePartition(ctx context.Context, p int) {
+	_ = w.onPartition(ctx, p, false, func(l *lane, st *convState) {
+		st.leaving = true
+		w.leave(ctx, l, st)
+	})
 }
 
 // suspectPartition marks the cached conversations of partition p as

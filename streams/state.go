@@ -49,6 +49,10 @@ type convState struct {
 	// given (a crashed worker's, awaiting redelivery), so the first event
 	// applied to it checks that it is the next one.
 	unverified bool
+	// leaving marks a state of a partition this worker lost: its unstored
+	// events are stored (and acknowledged) before it is let go, so that the
+	// partition's new owner does not apply them a second time.
+	leaving bool
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
@@ -117,7 +121,9 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	// this worker's back: it is read from the store every time.
 	cacheable := w.ownsConversation(id)
 	if !cacheable {
-		l.cache.drop(id)
+		if st := l.cache.peek(id); st != nil && !st.leaving { // a leaving one goes once stored
+			l.cache.drop(id)
+		}
 	} else if st := l.cache.get(id); st != nil {
 		return st, nil
 	}

@@ -174,7 +174,8 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		st.lastStore = time.Now().Add(-w.cfg.snapshotInterval) // due now
 		w.scheduleStore(ctx, l, st)
 		return
-	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st:
+	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st &&
+		!(st.leaving && st.storeFailures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
 		// Letting it go would rebuild it from an older point and publish
@@ -201,8 +202,31 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		return
 	}
 	if l != nil && l.cache.peek(st.id) == st {
+		if st.leaving {
+			w.leave(ctx, l, st)
+			return
+		}
 		w.scheduleStore(ctx, l, st)
 	}
+}
+
+// leavingRetries is how many failed writes in a row a leaving state
+// tries before it lets its events go back to the stream (to the
+// partition's new owner, which applies them again).
+const leavingRetries = 4
+
+// leave lets go of st, a state of a partition this worker lost, once its
+// events are stored: it starts the write now when one is due, and lets
+// go when nothing is left to store. It runs on the lane, again on the
+// completion of each write.
+func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
+	switch {
+	case len(st.unstored) == 0 && st.inflight == nil:
+		l.cache.drop(st.id)
+	case st.inflight == nil:
+		w.store(ctx, l, st) // now, not at the end of the interval
+	}
+	// Otherwise a write is in flight: its completion comes back here.
 }
 
 // storeNow stores st and waits: the write in flight completes, then what

@@ -1,0 +1,204 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// TestLostPartitionStoresFirst takes a partition from the worker holding
+// it while its snapshots are not stored yet (a long snapshot interval):
+// the server pins another worker, as after a consumer leader change or a
+// stall. The worker that lost it must store what it applied before
+// letting go, so that the new owner starts from there: every event is
+// applied once, by one of the two, and every conversation equals Parse.
+func TestLostPartitionStoresFirst(t *testing.T) {
+	ns := startServer(t, "")
+	// A stores late (its events stay unacknowledged meanwhile); B soon.
+	opts := func(rec *tracetest.SpanRecorder, interval time.Duration) []Option {
+		return []Option{WithStorage(Storage{Partitions: 1}), WithPinnedTTL(2 * time.Second), WithAckWait(30 * time.Second),
+			WithSnapshotInterval(interval), WithSnapshotMaxInterval(interval),
+			WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))}
+	}
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), opts(recA, 10*time.Second)...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+
+	const convs = 20
+	want := map[string]*conversation.Conversation{}
+	last := map[string]uint64{}
+	send := func(conv, id string, data map[string]any) {
+		t.Helper()
+		sent, err := c.Send(ctx, conv, TypeMessageAppended, data, WithEventID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[conv] = sent.Sequence
+		m, err := conversation.NewMessage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[conv] == nil {
+			want[conv] = conversation.NewConversation()
+		}
+		if err := want[conv].Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k := range convs {
+		conv := fmt.Sprintf("lp-%02d", k)
+		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+	}
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs
+	})
+
+	b := startWorker(t, connect(t, ns), opts(recB, DefaultSnapshotInterval)...)
+	// B pulls the partition too (it owns less than its share) but A holds
+	// the pin. Unpinning lets the next delivery pin whichever pull the
+	// server takes first; a probe event makes one, until B has it.
+	stream := a.w.stream
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("worker B never got the partition")
+		}
+		if err := stream.UnpinConsumer(ctx, a.w.partitionConsumer(0), ownerGroup); err != nil {
+			t.Fatal(err)
+		}
+		probe := fmt.Sprintf("lp-probe-%d", i)
+		send(probe, probe+"-e0", map[string]any{"id": "p", "role": "user", "content": "probe", "createdAt": 1000})
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) && (len(b.w.OwnedPartitions()) == 0 || len(a.w.OwnedPartitions()) > 0) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(b.w.OwnedPartitions()) == 1 && len(a.w.OwnedPartitions()) == 0 {
+			break
+		}
+	}
+
+	// Time for A's unstored events to come back to B, were they not
+	// stored and acknowledged: B would apply them again.
+	time.Sleep(time.Second)
+	for k := range convs {
+		conv := fmt.Sprintf("lp-%02d", k)
+		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	for conv, live := range want {
+		s := waitVersion(t, c, conv, last[conv], 30*time.Second)
+		res, err := live.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := snapshotDiff(t, s, res); d != "" {
+			t.Fatalf("%s: %s", conv, d)
+		}
+	}
+
+	applied := map[string][]int{}
+	for i, rec := range []*tracetest.SpanRecorder{recA, recB} {
+		for _, s := range appliedSpans(i, rec) {
+			applied[s.eventID] = append(applied[s.eventID], i)
+		}
+	}
+	t.Logf("applied: A %d, B %d", len(appliedSpans(0, recA)), len(appliedSpans(1, recB)))
+	for id, by := range applied {
+		if len(by) != 1 {
+			t.Errorf("event %s applied %d times, by workers %v", id, len(by), by)
+		}
+	}
+	if len(applied) != 2*convs+len(want)-convs {
+		t.Errorf("%d events applied, want %d", len(applied), 2*convs+len(want)-convs)
+	}
+}
+
+// TestHandOffWaitsForStores has a worker over its share hand a partition
+// off while the snapshot bucket refuses writes (its message size limit
+// lowered): the worker keeps the partition until its conversations are
+// stored, then hands it off, and no event is applied twice.
+func TestHandOffWaitsForStores(t *testing.T) {
+	ns := startServer(t, "")
+	opts := func(rec *tracetest.SpanRecorder) []Option {
+		return []Option{WithStorage(Storage{Partitions: 2}), WithPinnedTTL(2 * time.Second), WithAckWait(30 * time.Second),
+			WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))}
+	}
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), opts(recA)...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+
+	// The bucket refuses every snapshot from now on: A applies events it cannot store.
+	kvStream, err := a.w.js.Stream(ctx, "KV_"+a.w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kvStream.CachedInfo().Config
+	limit := cfg.MaxMsgSize
+	cfg.MaxMsgSize = 16
+	if _, err := a.w.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	const convs = 20
+	last := map[string]uint64{}
+	send := func(conv, id string, data map[string]any) {
+		t.Helper()
+		sent, err := c.Send(ctx, conv, TypeMessageAppended, data, WithEventID(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		last[conv] = sent.Sequence
+	}
+	for k := range convs {
+		conv := fmt.Sprintf("ho-%02d", k)
+		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+	}
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
+	})
+
+	b := startWorker(t, connect(t, ns), opts(recB)...)
+	time.Sleep(2 * time.Second) // several rebalances, each trying the hand-off
+	if got := a.w.OwnedPartitions(); len(got) != 2 {
+		t.Fatalf("worker A gave a partition up with its snapshots not stored: it owns %v", got)
+	}
+
+	cfg.MaxMsgSize = limit
+	if _, err := a.w.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// B learns that it owns the partition from the next events it gets.
+	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	for k := range convs {
+		conv := fmt.Sprintf("ho-%02d", k)
+		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	for conv, seq := range last {
+		waitVersion(t, c, conv, seq, 30*time.Second)
+	}
+	if len(b.w.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	}
+
+	applied := map[string][]int{}
+	for i, rec := range []*tracetest.SpanRecorder{recA, recB} {
+		for _, s := range appliedSpans(i, rec) {
+			applied[s.eventID] = append(applied[s.eventID], i)
+		}
+	}
+	for id, by := range applied {
+		if len(by) != 1 {
+			t.Errorf("event %s applied %d times, by workers %v", id, len(by), by)
+		}
+	}
+	if len(applied) != 2*convs {
+		t.Errorf("%d events applied, want %d", len(applied), 2*convs)
+	}
+}
