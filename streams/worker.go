@@ -202,8 +202,10 @@ func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
 
 // settle acknowledges a delivery by its outcome: ack when applied or
 // skipped (once a stored snapshot covers it, see deferAck), terminate when
-// rejected, and otherwise forget the conversation (it may have changed in
-// memory) and ask for redelivery after a backoff.
+// rejected, and otherwise ask for redelivery after a backoff, forgetting
+// the conversation when the event may have changed it in memory. One that
+// failed before (its state could not be loaded or checked) is kept: it is
+// as it was, and letting it go would apply its unstored events again.
 func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	var ackErr error
 	switch {
@@ -214,7 +216,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	case errors.Is(err, ErrRejected):
 		ackErr = d.msg.Term()
 	default:
-		if d.conversationID != "" {
+		if d.conversationID != "" && d.state != nil {
 			d.lane.cache.drop(d.conversationID)
 		}
 		delivered := uint64(1)
