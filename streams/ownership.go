@@ -299,7 +299,9 @@ func (o *ownership) start(p int) {
 	if _, ok := o.pullers[p]; ok {
 		return
 	}
-	expiry := max(time.Second, o.w.cfg.pinnedTTL/2)
+	// A pull renews the pin: well within the pinned TTL, and no longer
+	// than pullExpiry.
+	expiry := min(pullExpiry, max(time.Second, o.w.cfg.pinnedTTL/2))
 	it, err := o.cons[p].Messages(jetstream.PullMaxMessages(partitionWindow),
 		jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(expiry))
 	if err != nil {

@@ -109,7 +109,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.cfg.cacheBytes, &w.cached, w.release)
-	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow))
+	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		w.lanes.shutdown()
 		return fmt.Errorf("streams: consume: %w", err)
@@ -236,6 +236,13 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 
 // fetchWindow is how many events the consumer buffers ahead of the lanes.
 const fetchWindow = 256
+
+// pullExpiry is how long one pull request of the worker's consumers lasts;
+// the server's heartbeats come every half of it. Short, because a pull the
+// server no longer holds while the client counts on it (nats.go issue
+// 1622: under load, now and then) stalls the consumer until two
+// heartbeats are missed: 30 seconds with the default expiry, 2 with this.
+const pullExpiry = 2 * time.Second
 
 // backoff is the redelivery delay after n deliveries: 100ms doubling, at
 // most 10s.
