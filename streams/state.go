@@ -39,6 +39,14 @@ type convState struct {
 	storing   bool
 	inflight  *storeBatch
 	lastStore time.Time
+	// unstoredBytes is the size of the unstored events; snapshotBytes that
+	// of the last snapshot written (0: none yet). storeAt is when the
+	// queued store runs, on storeTimer (reused, moved forward when a store
+	// falls due earlier); retryAt is set when a failed or outdated write is
+	// to be retried at a given time.
+	unstoredBytes, snapshotBytes int
+	storeAt, retryAt             time.Time
+	storeTimer                   *time.Timer
 	// storeFailures counts writes in a row that failed transiently (the
 	// server away, a timeout); the next try waits longer each time.
 	storeFailures int

@@ -31,50 +31,96 @@ func (w *Worker) maxAckPending(window int) int {
 }
 
 // storeBatch is one write of a conversation's snapshot: the version and
-// sequence it stores and the events it covers, acknowledged once it is
-// written. done is closed when the write returned, with rev or err set.
+// sequence it stores and the events it covers (bytes: their size),
+// acknowledged once it is written. done is closed when the write returned,
+// with rev or err set.
 type storeBatch struct {
 	version, seq uint64
 	msgs         []jetstream.Msg
+	bytes        int
 	done         chan struct{}
 	rev          uint64
 	err          error
 }
+
+// storeAmplification bounds what snapshot writes cost against the events
+// they store: a conversation's snapshot is written at the snapshot interval
+// once its events since the last write add up to 1/storeAmplification of
+// its size, and otherwise waits for the maximum interval. A conversation
+// of a few messages is thus stored at the interval after every change,
+// and one of thousands, whose every snapshot is megabytes, about once a
+// maximum interval however fast its events come.
+const storeAmplification = 4
 
 // deferAck holds the acknowledgement of a delivery whose delta was
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
 	d.state.unstored = append(d.state.unstored, d.msg)
+	d.state.unstoredBytes += d.size
 	w.scheduleStore(ctx, d.lane, d.state)
 }
 
-// scheduleStore queues a store of st on its lane at the end of the
-// interval that began with the last store, unless one is queued or being
-// written (its completion schedules the next). It runs on the lane.
+// scheduleStore queues a store of st on its lane for when it is due (see
+// storeDue), unless one is being written (its completion schedules the
+// next) or one is queued for that time or earlier; a queued one due later
+// is moved forward. It runs on the lane.
 func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
-	if st.storing || st.inflight != nil || len(st.unstored) == 0 {
+	if st.inflight != nil || len(st.unstored) == 0 {
 		return
 	}
-	st.storing = true
-	interval := w.storeInterval()
-	wait := time.Until(st.lastStore.Add(interval))
-	if st.lastStore.IsZero() && interval > 0 {
-		// The first store of a state loaded now waits a random part of the
-		// interval, so that conversations loaded together (a restart, a
-		// burst of new ones) do not store together ever after.
-		wait = rand.N(interval)
+	at := w.storeDue(st)
+	if st.storing {
+		// One timer a state: a fired one has its store on the way.
+		if at.Before(st.storeAt) && st.storeTimer != nil && st.storeTimer.Stop() {
+			st.storeAt = at
+			st.storeTimer.Reset(max(0, time.Until(at)))
+		}
+		return
 	}
-	task := func() { w.store(ctx, l, st) }
+	st.storing, st.storeAt = true, at
+	wait := time.Until(at)
 	if wait <= 0 {
 		// Behind the events already queued on the lane: they join it.
-		go func() { _ = w.lanes.do(ctx, l, task) }()
+		go func() { _ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) }) }()
 		return
 	}
-	time.AfterFunc(wait, func() {
-		// Refused only once the lanes are shut down, after the final store.
-		_ = w.lanes.do(ctx, l, task)
-	})
+	if st.storeTimer == nil {
+		st.storeTimer = time.AfterFunc(wait, func() {
+			// Refused only once the lanes are shut down, after the final store.
+			_ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) })
+		})
+		return
+	}
+	st.storeTimer.Reset(wait)
+}
+
+// storeDue is when the next store of st is due: at the retry time of a
+// failed write; for a state loaded now, within the interval (a random part
+// of it, so that conversations loaded together, a restart or a burst of
+// new ones, do not store together ever after); otherwise the interval
+// after the last write, stretched under load (storeInterval), or the
+// maximum when its events since then are small against its snapshot
+// (storeAmplification).
+func (w *Worker) storeDue(st *convState) time.Time {
+	if !st.retryAt.IsZero() {
+		return st.retryAt
+	}
+	interval := w.storeInterval()
+	if st.lastStore.IsZero() {
+		if interval <= 0 {
+			return time.Now()
+		}
+		return time.Now().Add(rand.N(interval))
+	}
+	size := st.snapshotBytes
+	if size == 0 {
+		size = 2 * st.flatBytes // the flat list and the context tree
+	}
+	if st.unstoredBytes*storeAmplification < size {
+		interval = max(interval, w.cfg.snapshotMax)
+	}
+	return st.lastStore.Add(interval)
 }
 
 // store encodes the full snapshot of st's current version, when the lane
@@ -108,8 +154,8 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 // beginStore encodes the snapshot of st and moves its unstored events into
 // a new in-flight batch.
 func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
-	b := &storeBatch{version: st.version, seq: st.seq, msgs: st.unstored, done: make(chan struct{})}
-	st.unstored, st.inflight = nil, b
+	b := &storeBatch{version: st.version, seq: st.seq, msgs: st.unstored, bytes: st.unstoredBytes, done: make(chan struct{})}
+	st.unstored, st.unstoredBytes, st.inflight, st.retryAt = nil, 0, b, time.Time{}
 	res, err := st.conv.Result()
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
@@ -118,6 +164,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
+	st.snapshotBytes = len(value)
 	if limit := w.maxSnapshotBytes(); len(value) > limit {
 		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
@@ -171,7 +218,8 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.cfg.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
 			"conversation", st.id, "version", b.version, "revision", st.rev)
 		st.unstored = append(b.msgs, st.unstored...)
-		st.lastStore = time.Now().Add(-w.cfg.snapshotInterval) // due now
+		st.unstoredBytes += b.bytes
+		st.retryAt = time.Now()
 		w.scheduleStore(ctx, l, st)
 		return
 	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st &&
@@ -186,7 +234,8 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
 		st.unstored = append(b.msgs, st.unstored...)
-		st.lastStore = time.Now().Add(delay - w.cfg.snapshotInterval)
+		st.unstoredBytes += b.bytes
+		st.retryAt = time.Now().Add(delay)
 		w.scheduleStore(ctx, l, st)
 		return
 	default:
@@ -197,7 +246,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 			l.cache.drop(st.id) // which asks for st.unstored again
 		} else {
 			nakAll(st.unstored)
-			st.unstored = nil
+			st.unstored, st.unstoredBytes = nil, 0
 		}
 		return
 	}

@@ -154,3 +154,79 @@ func TestDiffFlat(t *testing.T) {
 		}
 	}
 }
+
+// TestLargeSnapshotStoredLessOften appends slowly to a conversation whose
+// snapshot is large against its events: each event publishes its delta at
+// once, but the snapshot waits for the maximum interval instead of being
+// written again at every (short) interval (storeAmplification).
+func TestLargeSnapshotStoredLessOften(t *testing.T) {
+	const interval, maxInterval = 10 * time.Millisecond, time.Second
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	deltas := record(t, nc, "convstream.snapshots.>")
+	startWorker(t, nc, WithSnapshotInterval(interval), WithSnapshotMaxInterval(maxInterval))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, c.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := conversation.NewConversation()
+	send := func(i int) {
+		t.Helper()
+		m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
+		if i > 0 {
+			m["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		if _, err := c.Send(ctx, "large", TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := conversation.NewMessage(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := live.Append(msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const large, slow = 300, 20
+	for i := range large {
+		send(i)
+	}
+	waitCaughtUp(t, c, "large", 10*time.Second)
+	before, err := kv.Get(ctx, "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for i := large; i < large+slow; i++ {
+		send(i)
+		time.Sleep(3 * interval)
+	}
+	waitFor(t, 10*time.Second, "every delta", func() bool { return deltas.count("") >= large+slow })
+	snap := waitCaughtUp(t, c, "large", 10*time.Second)
+	elapsed := time.Since(start)
+	after, err := kv.Get(ctx, "large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := live.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := snapshotDiff(t, snap, want); d != "" {
+		t.Fatalf("stored snapshot differs from Parse: %s", d)
+	}
+	// Every write of the bucket is a revision: here, only this key's.
+	writes := after.Revision() - before.Revision()
+	if limit := uint64(elapsed/maxInterval) + 2; writes > limit {
+		t.Errorf("%d snapshots of %d bytes written for %d slow appends in %v, want at most %d", writes,
+			len(after.Value()), slow, elapsed.Round(time.Millisecond), limit)
+	}
+	t.Logf("%d slow appends to a conversation of %d messages: %d stores of %d bytes in %v", slow, large,
+		writes, len(after.Value()), elapsed.Round(time.Millisecond))
+}
