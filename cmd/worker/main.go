@@ -66,6 +66,8 @@ type options struct {
 	snapshotInterval          time.Duration
 	snapshotMax               time.Duration
 	logLevel, logFormat       string
+	gcPercent                 int
+	memoryLimitRatio          float64
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -130,6 +132,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "longest time between stores of a changed conversation's full snapshot in the bucket (0: after every event); deltas are published at once")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
+	num(&o.gcPercent, "gc-percent", "CONVSTREAM_GC_PERCENT", defaultGCPercent, "garbage collector target, as GOGC (which wins when set): heap growth in percent of the live heap before a collection")
+	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9, "soft memory limit (GOMEMLIMIT, which wins when set) as a fraction of the container's memory limit (cgroup), when there is one; 0: none")
+	ef.bind("memory-limit-ratio", "CONVSTREAM_MEMORY_LIMIT_RATIO")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
 	fs.Usage = func() {
@@ -143,6 +148,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if o.memoryLimitRatio < 0 || o.memoryLimitRatio > 1 {
+		return nil, fmt.Errorf("--memory-limit-ratio %v: want 0 to 1", o.memoryLimitRatio)
 	}
 	if o.maxPayload <= 0 || o.maxPayload > 64<<20 {
 		return nil, fmt.Errorf("--max-payload %d: want 1 to %d bytes (NATS's limit)", o.maxPayload, 64<<20)
@@ -182,6 +190,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	tuneMemory(o.gcPercent, o.memoryLimitRatio, getenv, log)
 	tel, err := setupTelemetry(ctx, getenv, log)
 	if err != nil {
 		return err

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"log/slog"
+	"math"
+	"runtime/debug"
+
+	"github.com/KimMachineGun/automemlimit/memlimit"
+)
+
+// defaultGCPercent is the garbage collector's target (GOGC) unless GOGC or
+// --gc-percent say otherwise. The worker allocates per event far more
+// than it keeps (decoded events, deltas, snapshots), so collecting at 4x
+// the live heap rather than 1x saves about a sixth of its CPU at peak
+// (BENCHMARKS.md); the soft memory limit below keeps a container from
+// paying for it in memory.
+const defaultGCPercent = 400
+
+// tuneMemory sets the collector's target (when GOGC is not set) and a soft
+// memory limit at ratio of the container's memory limit (cgroup; when
+// GOMEMLIMIT is not set, there is a limit and ratio is positive), near
+// which the collector works harder instead of the heap growing further.
+func tuneMemory(gcPercent int, ratio float64, getenv func(string) string, log *slog.Logger) {
+	attrs := []any{"gogc", getenv("GOGC")}
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+		attrs[1] = gcPercent
+	}
+	if ratio > 0 && getenv("GOMEMLIMIT") == "" {
+		if _, err := memlimit.Set(memlimit.WithRatio(ratio), memlimit.WithLogger(log)); err != nil {
+			log.Warn("memory limit not set", "err", err)
+		}
+	}
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 { // -1 reads it
+		attrs = append(attrs, "memory_limit", limit)
+	}
+	log.Info("garbage collector", attrs...)
+}
