@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"math/rand/v2"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -47,6 +48,9 @@ type convState struct {
 	unstoredBytes, snapshotBytes int
 	storeAt, retryAt             time.Time
 	storeTimer                   *time.Timer
+	// phase places the state's stores within a stretched interval (see
+	// storeDue), drawn at random when the state is made.
+	phase uint32
 	// storeFailures counts writes in a row that failed transiently (the
 	// server away, a timeout); the next try waits longer each time.
 	storeFailures int
@@ -159,7 +163,7 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 // version, with the stored snapshot head and revision.
 func newState(id string, conv *conversation.Conversation, seq, version uint64, head snapshotHead, rev uint64) *convState {
 	return &convState{id: id, conv: conv, seq: seq, version: version,
-		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev}
+		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()}
 }
 
 // weight approximates the memory st holds: the conversation (see

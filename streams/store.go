@@ -120,7 +120,30 @@ func (w *Worker) storeDue(st *convState) time.Time {
 	if st.unstoredBytes*storeAmplification < size {
 		interval = max(interval, w.cfg.snapshotMax)
 	}
-	return st.lastStore.Add(interval)
+	base := w.cfg.snapshotInterval
+	if interval <= base {
+		return st.lastStore.Add(interval)
+	}
+	// A longer interval is a period in which each conversation has its own
+	// slot (st.phase): conversations that grew or fell behind together
+	// (a load generator's, a burst) would otherwise keep writing their
+	// snapshots in the same instant, a burst every period that holds up
+	// every event behind it. The store comes at the first slot at least
+	// the base interval after the last: once a period when it stays due.
+	return nextSlot(st.lastStore.Add(base), interval, st.phase)
+}
+
+// nextSlot returns the first time at or after t that is phase (a fraction
+// of 2^32) of period past a multiple of period since the Unix epoch.
+func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
+	p := int64(period)
+	offset := int64(uint64(p) * uint64(phase) >> 32)
+	n := t.UnixNano()
+	slot := (n-offset)/p*p + offset
+	if slot < n {
+		slot += p
+	}
+	return time.Unix(0, slot)
 }
 
 // store encodes the full snapshot of st's current version, when the lane

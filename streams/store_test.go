@@ -230,3 +230,32 @@ func TestLargeSnapshotStoredLessOften(t *testing.T) {
 	t.Logf("%d slow appends to a conversation of %d messages: %d stores of %d bytes in %v", slow, large,
 		writes, len(after.Value()), elapsed.Round(time.Millisecond))
 }
+
+// TestNextSlot checks the store slots of stretched intervals: the first
+// slot at or after t, within one period, at the state's phase; states of
+// random phases that fall due together spread over the period.
+func TestNextSlot(t *testing.T) {
+	const period = time.Second
+	at := time.Unix(1_800_000_000, 123_456_789)
+	for _, phase := range []uint32{0, 1, 1 << 31, 3 << 30, 1<<32 - 1} {
+		s := nextSlot(at, period, phase)
+		offset := time.Duration(uint64(period) * uint64(phase) >> 32)
+		if s.Before(at) || s.Sub(at) >= period || time.Duration(s.UnixNano())%period != offset {
+			t.Errorf("phase %d: slot %v for %v (offset %v)", phase, s, at, offset)
+		}
+		if again := nextSlot(s, period, phase); !again.Equal(s) {
+			t.Errorf("phase %d: a slot is its own next slot: %v, got %v", phase, s, again)
+		}
+	}
+	// 1,000 states due at the same instant, in tenths of the period.
+	var tenths [10]int
+	for i := range 1000 {
+		phase := uint32(uint64(i) * (1 << 32) / 1000)
+		tenths[nextSlot(at, period, phase).Sub(at)*10/period]++
+	}
+	for i, n := range tenths {
+		if n < 80 || n > 120 {
+			t.Errorf("tenth %d of the period holds %d of 1000 stores: %v", i, n, tenths)
+		}
+	}
+}
