@@ -2,9 +2,9 @@ package streams
 
 import (
 	"context"
-	"math/rand/v2"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
