@@ -172,7 +172,7 @@ func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	if m.ReadEncoding() == binding.EncodingUnknown {
 		return nil, errNotCloudEvent
 	}
-	ev, err := binding.ToEvent(context.Background(), m)
+	ev, err := toEvent(m)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +192,27 @@ func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 		return nil, fmt.Errorf("id %q holds control characters", ev.ID())
 	}
 	return ev, nil
+}
+
+// toEvent is binding.ToEvent, but reads the JSON event format itself with
+// the SDK's parser (Event.UnmarshalJSON) after one validity check: the
+// binding's route copies the payload and has encoding/json scan it twice
+// before handing it to that same parser, which was a third of the time
+// the worker spent decoding an event. FuzzDecodeEvent holds the two to
+// the same events and errors.
+func toEvent(m *natsMessage) (*event.Event, error) {
+	body := bytes.TrimLeft(m.body, " \t\r\n")
+	if m.format != format.JSON || len(body) == 0 || body[0] != '{' {
+		return binding.ToEvent(context.Background(), m)
+	}
+	if !json.Valid(body) {
+		return nil, errors.New("invalid JSON event format")
+	}
+	ev := event.New()
+	if err := ev.UnmarshalJSON(bytes.TrimRight(body, " \t\r\n")); err != nil {
+		return nil, err
+	}
+	return &ev, nil
 }
 
 // EncodeEvent writes ev as a NATS message to subject in the given mode. The
