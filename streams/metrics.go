@@ -19,6 +19,21 @@ type instruments struct {
 	pipelineDuration                   metric.Float64Histogram
 	processorDuration                  metric.Float64Histogram
 	inferences                         metric.Int64Counter
+	// byType holds the attribute option of each event type, "unknown"
+	// standing for any other (a rejected event's type is the sender's
+	// string: one series each would have no bound); byOutcome that of each
+	// outcome. Built once: building them per event was 1% of the worker's
+	// CPU at peak.
+	byType    map[string]metric.MeasurementOption
+	byOutcome map[outcome]metric.MeasurementOption
+}
+
+// typeOption returns the attribute option of event type typ.
+func (ins *instruments) typeOption(typ string) (string, metric.MeasurementOption) {
+	if o, ok := ins.byType[typ]; ok {
+		return typ, o
+	}
+	return "unknown", ins.byType["unknown"]
 }
 
 // Metric names.
@@ -63,6 +78,14 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
 	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
 	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
+	ins.byType = map[string]metric.MeasurementOption{}
+	for _, t := range []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted, "unknown"} {
+		ins.byType[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("type", t)))
+	}
+	ins.byOutcome = map[outcome]metric.MeasurementOption{}
+	for _, o := range []outcome{pending, applied, skipped, rejected} {
+		ins.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", o.String())))
+	}
 	return &ins, errors.Join(errs...)
 }
 
@@ -72,12 +95,11 @@ func (w *Worker) measuring(next handlerFunc) handlerFunc {
 	return func(ctx context.Context, d *delivery) error {
 		start := time.Now()
 		err := next(ctx, d)
-		typ := "unknown"
-		if d.event != nil {
-			typ = d.event.Type()
-		}
-		attrs := metric.WithAttributes(attribute.String("type", typ))
 		ins := w.metrics
+		typ, attrs := ins.typeOption("")
+		if d.event != nil {
+			typ, attrs = ins.typeOption(d.event.Type())
+		}
 		switch d.outcome {
 		case applied:
 			ins.applied.Add(ctx, 1, attrs)
@@ -93,7 +115,11 @@ func (w *Worker) measuring(next handlerFunc) handlerFunc {
 		default:
 			ins.failed.Add(ctx, 1, attrs)
 		}
-		ins.eventDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(attribute.String("outcome", d.outcome.String())))
+		byOutcome, ok := ins.byOutcome[d.outcome]
+		if !ok {
+			byOutcome = metric.WithAttributes(attribute.String("outcome", d.outcome.String()))
+		}
+		ins.eventDuration.Record(ctx, time.Since(start).Seconds(), byOutcome)
 		return err
 	}
 }

@@ -220,6 +220,23 @@ func TestRejections(t *testing.T) {
 	if counts[MetricEventsApplied] != 4 || counts[MetricEventsRejected] != int64(len(cases)+1) {
 		t.Errorf("metrics: %v", counts)
 	}
+	// The type attribute is an event type or "unknown": the rejected
+	// event's type is the sender's string, and would otherwise make a
+	// series of its own.
+	types := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == MetricEventsRejected {
+				for _, dp := range s.DataPoints {
+					v, _ := dp.Attributes.Value("type")
+					types[v.AsString()] = true
+				}
+			}
+		}
+	}
+	if !types["unknown"] || types["convstream.message.frobbed.v1"] {
+		t.Errorf("rejections by type: %v", types)
+	}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if h, ok := m.Data.(metricdata.Histogram[float64]); ok && m.Name == MetricSnapshotLatency {
