@@ -21,37 +21,17 @@ import (
 func TestLostPartitionStoresFirst(t *testing.T) {
 	ns := startServer(t, "")
 	// A stores late (its events stay unacknowledged meanwhile); B soon.
-	opts := func(rec *tracetest.SpanRecorder, interval time.Duration) []Option {
-		return []Option{WithStorage(Storage{Partitions: 1}), WithPinnedTTL(2 * time.Second), WithAckWait(30 * time.Second),
-			WithSnapshotInterval(interval), WithSnapshotMaxInterval(interval),
-			WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))}
+	interval := func(d time.Duration) []Option {
+		return []Option{WithSnapshotInterval(d), WithSnapshotMaxInterval(d)}
 	}
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), opts(recA, 10*time.Second)...)
+	a := startWorker(t, connect(t, ns), handoverOptions(1, recA, interval(10*time.Second)...)...)
 	c := newClient(t, connect(t, ns))
 	ctx := context.Background()
 
 	const convs = 20
-	want := map[string]*conversation.Conversation{}
-	last := map[string]uint64{}
-	send := func(conv, id string, data map[string]any) {
-		t.Helper()
-		sent, err := c.Send(ctx, conv, TypeMessageAppended, data, WithEventID(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		last[conv] = sent.Sequence
-		m, err := conversation.NewMessage(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want[conv] == nil {
-			want[conv] = conversation.NewConversation()
-		}
-		if err := want[conv].Append(m); err != nil {
-			t.Fatal(err)
-		}
-	}
+	sent := newAppends(t, c)
+	want, last, send := sent.want, sent.last, sent.send
 	for k := range convs {
 		conv := fmt.Sprintf("lp-%02d", k)
 		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
@@ -60,7 +40,7 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		return len(appliedSpans(0, recA)) == convs
 	})
 
-	b := startWorker(t, connect(t, ns), opts(recB, DefaultSnapshotInterval)...)
+	b := startWorker(t, connect(t, ns), handoverOptions(1, recB, interval(DefaultSnapshotInterval)...)...)
 	// B pulls the partition too (it owns less than its share) but A holds
 	// the pin. Unpinning lets the next delivery pin whichever pull the
 	// server takes first; a probe event makes one, until B has it.
@@ -101,21 +81,7 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		}
 	}
 
-	applied := map[string][]int{}
-	for i, rec := range []*tracetest.SpanRecorder{recA, recB} {
-		for _, s := range appliedSpans(i, rec) {
-			applied[s.eventID] = append(applied[s.eventID], i)
-		}
-	}
-	t.Logf("applied: A %d, B %d", len(appliedSpans(0, recA)), len(appliedSpans(1, recB)))
-	for id, by := range applied {
-		if len(by) != 1 {
-			t.Errorf("event %s applied %d times, by workers %v", id, len(by), by)
-		}
-	}
-	if len(applied) != 2*convs+len(want)-convs {
-		t.Errorf("%d events applied, want %d", len(applied), 2*convs+len(want)-convs)
-	}
+	checkAppliedOnce(t, 2*convs+len(want)-convs, recA, recB)
 }
 
 // TestHandOffWaitsForStores has a worker over its share hand a partition
@@ -124,12 +90,8 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 // stored, then hands it off, and no event is applied twice.
 func TestHandOffWaitsForStores(t *testing.T) {
 	ns := startServer(t, "")
-	opts := func(rec *tracetest.SpanRecorder) []Option {
-		return []Option{WithStorage(Storage{Partitions: 2}), WithPinnedTTL(2 * time.Second), WithAckWait(30 * time.Second),
-			WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))}
-	}
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), opts(recA)...)
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA)...)
 	c := newClient(t, connect(t, ns))
 	ctx := context.Background()
 
@@ -146,15 +108,8 @@ func TestHandOffWaitsForStores(t *testing.T) {
 	}
 
 	const convs = 20
-	last := map[string]uint64{}
-	send := func(conv, id string, data map[string]any) {
-		t.Helper()
-		sent, err := c.Send(ctx, conv, TypeMessageAppended, data, WithEventID(id))
-		if err != nil {
-			t.Fatal(err)
-		}
-		last[conv] = sent.Sequence
-	}
+	sent := newAppends(t, c)
+	last, send := sent.last, sent.send
 	for k := range convs {
 		conv := fmt.Sprintf("ho-%02d", k)
 		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
@@ -163,7 +118,7 @@ func TestHandOffWaitsForStores(t *testing.T) {
 		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
 	})
 
-	b := startWorker(t, connect(t, ns), opts(recB)...)
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
 	time.Sleep(2 * time.Second) // several rebalances, each trying the hand-off
 	if got := a.w.OwnedPartitions(); len(got) != 2 {
 		t.Fatalf("worker A gave a partition up with its snapshots not stored: it owns %v", got)
@@ -187,9 +142,59 @@ func TestHandOffWaitsForStores(t *testing.T) {
 		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
 	}
 
+	checkAppliedOnce(t, 2*convs, recA, recB)
+}
+
+// handoverOptions are the options of the two workers of these tests, on
+// a stream of the given partitions, tracing to rec, then extra.
+func handoverOptions(partitions int, rec *tracetest.SpanRecorder, extra ...Option) []Option {
+	return append([]Option{WithStorage(Storage{Partitions: partitions}), WithPinnedTTL(2 * time.Second),
+		WithAckWait(30 * time.Second), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))},
+		extra...)
+}
+
+// appends sends message.appended events and keeps, by conversation, the
+// stream sequence of the last one and the conversation they make.
+type appends struct {
+	t    testing.TB
+	c    *Client
+	last map[string]uint64
+	want map[string]*conversation.Conversation
+}
+
+func newAppends(t testing.TB, c *Client) *appends {
+	return &appends{t: t, c: c, last: map[string]uint64{}, want: map[string]*conversation.Conversation{}}
+}
+
+// send appends data (a message) to conv as event id.
+func (a *appends) send(conv, id string, data map[string]any) {
+	a.t.Helper()
+	sent, err := a.c.Send(context.Background(), conv, TypeMessageAppended, data, WithEventID(id))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.last[conv] = sent.Sequence
+	m, err := conversation.NewMessage(data)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.want[conv] == nil {
+		a.want[conv] = conversation.NewConversation()
+	}
+	if err := a.want[conv].Append(m); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// checkAppliedOnce requires n distinct events applied in all by the
+// workers tracing to recs, each by one of them, once.
+func checkAppliedOnce(t testing.TB, n int, recs ...*tracetest.SpanRecorder) {
+	t.Helper()
 	applied := map[string][]int{}
-	for i, rec := range []*tracetest.SpanRecorder{recA, recB} {
-		for _, s := range appliedSpans(i, rec) {
+	for i, rec := range recs {
+		spans := appliedSpans(i, rec)
+		t.Logf("worker %d applied %d events", i, len(spans))
+		for _, s := range spans {
 			applied[s.eventID] = append(applied[s.eventID], i)
 		}
 	}
@@ -198,7 +203,7 @@ func TestHandOffWaitsForStores(t *testing.T) {
 			t.Errorf("event %s applied %d times, by workers %v", id, len(by), by)
 		}
 	}
-	if len(applied) != 2*convs {
-		t.Errorf("%d events applied, want %d", len(applied), 2*convs)
+	if len(applied) != n {
+		t.Errorf("%d events applied, want %d", len(applied), n)
 	}
 }

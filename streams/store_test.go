@@ -40,20 +40,7 @@ func TestCoalescedStore(t *testing.T) {
 	live := conversation.NewConversation()
 	send := func(n, from int) {
 		for i := from; i < from+n; i++ {
-			m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
-			if i > 0 {
-				m["parentId"] = fmt.Sprintf("m%d", i-1)
-			}
-			if _, err := c.Send(ctx, "burst", TypeMessageAppended, m); err != nil {
-				t.Fatal(err)
-			}
-			msg, err := conversation.NewMessage(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := live.Append(msg); err != nil {
-				t.Fatal(err)
-			}
+			sendChained(t, c, live, "burst", i)
 		}
 	}
 	start := time.Now()
@@ -119,6 +106,26 @@ func TestCoalescedStore(t *testing.T) {
 	}
 }
 
+// sendChained sends message i of a chain (m0 <- m1 <- ...) to conversation
+// conv and appends it to live, the conversation the worker should hold.
+func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int) {
+	t.Helper()
+	m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
+	if i > 0 {
+		m["parentId"] = fmt.Sprintf("m%d", i-1)
+	}
+	if _, err := c.Send(context.Background(), conv, TypeMessageAppended, m); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := conversation.NewMessage(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.Append(msg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestDiffFlat checks the delta of a flat list against its predecessor:
 // identical pointers and identical JSON are kept, the tail from the first
 // difference is carried.
@@ -176,23 +183,7 @@ func TestLargeSnapshotStoredLessOften(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := conversation.NewConversation()
-	send := func(i int) {
-		t.Helper()
-		m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
-		if i > 0 {
-			m["parentId"] = fmt.Sprintf("m%d", i-1)
-		}
-		if _, err := c.Send(ctx, "large", TypeMessageAppended, m); err != nil {
-			t.Fatal(err)
-		}
-		msg, err := conversation.NewMessage(m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := live.Append(msg); err != nil {
-			t.Fatal(err)
-		}
-	}
+	send := func(i int) { sendChained(t, c, live, "large", i) }
 	const large, slow = 300, 20
 	for i := range large {
 		send(i)
