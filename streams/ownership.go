@@ -218,20 +218,17 @@ func (o *ownership) rebalance(ctx context.Context) {
 // unstored events a second time.
 func (o *ownership) handOff(ctx context.Context, p int) {
 	o.stop(p)
-	var mu sync.Mutex
-	kept := 0
+	var kept atomic.Int32 // the lanes run fn in parallel
 	err := o.w.onPartition(o.work, p, true, func(l *lane, st *convState) {
 		o.w.storeNow(o.work, l, st)
 		if len(st.unstored) > 0 || st.inflight != nil {
-			mu.Lock()
-			kept++
-			mu.Unlock()
+			kept.Add(1)
 			return
 		}
 		l.cache.drop(st.id)
 	})
-	if err == nil && kept > 0 {
-		err = fmt.Errorf("%d conversations not stored", kept)
+	if n := kept.Load(); err == nil && n > 0 {
+		err = fmt.Errorf("%d conversations not stored", n)
 	}
 	// The acknowledgements go out before the partition does.
 	if fErr := o.w.nc.FlushTimeout(5 * time.Second); fErr != nil {
