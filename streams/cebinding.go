@@ -343,3 +343,19 @@ func jsonContent(ct string) bool {
 	mt = strings.ToLower(strings.TrimSpace(mt))
 	return mt == "" || mt == "application/json" || mt == "text/json" || strings.HasSuffix(mt, "+json")
 }
+
+// extension returns ev's extension attribute name (lower case, as the
+// specification has them) without the copy of them all that
+// ev.Extensions() makes: it runs several times per event.
+func extension(ev *event.Event, name string) (any, bool) {
+	switch c := ev.Context.(type) {
+	case *event.EventContextV1:
+		v, ok := c.Extensions[name]
+		return v, ok
+	case *event.EventContextV03:
+		v, ok := c.Extensions[name]
+		return v, ok
+	}
+	v, ok := ev.Extensions()[name]
+	return v, ok
+}

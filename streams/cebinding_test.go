@@ -2,6 +2,7 @@ package streams
 
 import (
 	"encoding/json"
+	"regexp"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -146,6 +147,21 @@ func TestSubjects(t *testing.T) {
 	}
 	if ValidConversationID(string(long)) || !ValidConversationID(string(long[:128])) {
 		t.Error("length bound")
+	}
+}
+
+// TestValidConversationIDBytes holds the id check to the pattern it
+// documents, for every byte in every position and for the empty id.
+func TestValidConversationIDBytes(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+	ids := []string{"", "a", "é", "a.b", "a b", "a*", "a>"}
+	for c := range 256 {
+		ids = append(ids, string([]byte{byte(c)}), "ab"+string([]byte{byte(c)}), string([]byte{byte(c)})+"z9")
+	}
+	for _, id := range ids {
+		if got, want := ValidConversationID(id), pattern.MatchString(id); got != want {
+			t.Errorf("ValidConversationID(%q) = %v, the pattern says %v", id, got, want)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package streams
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 
 	"github.com/convstream/convstream/conversation"
@@ -73,10 +74,10 @@ func (d flatDelta) size() int {
 	return n
 }
 
-// encodeDelta writes the SnapshotDelta object by hand, as encodeSnapshot
-// does.
-func encodeDelta(id string, version, base, seq uint64, length int, d flatDelta) []byte {
-	b := make([]byte, 0, 160+d.size())
+// encodeDelta appends the SnapshotDelta object to b, written by hand as
+// encodeSnapshot is.
+func encodeDelta(b []byte, id string, version, base, seq uint64, length int, d flatDelta) []byte {
+	b = slices.Grow(b, 160+d.size())
 	b = append(b, `{"conversationId":`...)
 	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9_-]: no escaping differences
 	b = append(b, `,"version":`...)

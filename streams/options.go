@@ -82,6 +82,13 @@ func (c *config) validate() error {
 	if c.consumer == "" || c.source == "" {
 		return fmt.Errorf("%w: empty consumer name or source", ErrInvalidConfig)
 	}
+	// Deltas are written without the SDK (envelope.go), with the source as
+	// the SDK would write it.
+	source, err := eventSource(c.source)
+	if err != nil {
+		return err
+	}
+	c.source = source
 	return nil
 }
 

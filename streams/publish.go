@@ -2,10 +2,8 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 )
 
@@ -48,17 +46,8 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	}
 
 	version := d.seq // see convState.version
-	value := encodeDelta(st.id, version, st.version, d.seq, len(flat), delta)
-	id := "delta:" + st.id + ":" + strconv.FormatUint(version, 10)
-	ev, err := newEvent(id, TypeSnapshotDelta, w.cfg.source, st.id, json.RawMessage(value))
-	if err != nil {
-		return err
-	}
-	w.inject(ctx, ev)
-	msg, err := encodeEvent(w.cfg.subjects.Snapshots(st.id), ev, Structured, false) // value is our own JSON
-	if err != nil {
-		return err
-	}
+	msg := deltaMsg(ctx, w.cfg.subjects.Snapshots(st.id), w.cfg.source, deltaID(st.id, version), st.id, time.Now(),
+		func(b []byte) []byte { return encodeDelta(b, st.id, version, st.version, d.seq, len(flat), delta) })
 	if n := len(msg.Data) + headerSize(msg.Header); n > int(w.nc.MaxPayload()) {
 		return reject(CodeSnapshotTooLarge, "the snapshot delta event would be %d bytes, over the server's max payload of %d", n, w.nc.MaxPayload())
 	}

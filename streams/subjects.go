@@ -13,13 +13,29 @@ const DefaultPrefix = "convstream"
 // whose conversation id is missing or unusable.
 const UnknownConversation = "_"
 
-// conversationIDPattern is what a conversation id must match: it becomes a
-// single subject token and a KV key, so only characters safe in both.
-var conversationIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+// maxConversationID is the longest conversation id, in bytes.
+const maxConversationID = 128
 
 // ValidConversationID reports whether id can name a conversation:
-// 1 to 128 characters from [A-Za-z0-9_-].
-func ValidConversationID(id string) bool { return conversationIDPattern.MatchString(id) }
+// 1 to 128 characters from [A-Za-z0-9_-]. An id becomes a single subject
+// token and a KV key, so only characters safe in both. It runs several
+// times per event, hence a loop rather than a regular expression.
+func ValidConversationID(id string) bool {
+	if len(id) == 0 || len(id) > maxConversationID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !idByte(id[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// idByte reports whether c is in [A-Za-z0-9_-].
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
 
 // prefixPattern keeps a prefix to plain subject tokens (dots separate them).
 var prefixPattern = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)

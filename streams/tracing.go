@@ -23,7 +23,7 @@ var propagator = propagation.TraceContext{}
 type eventCarrier struct{ ev *event.Event }
 
 func (c eventCarrier) Get(key string) string {
-	v, ok := c.ev.Extensions()[key]
+	v, ok := extension(c.ev, key)
 	if !ok {
 		return ""
 	}

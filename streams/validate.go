@@ -45,7 +45,7 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 // checkConversation requires the conversationid extension of ev, when
 // present (or when required), to equal id, the subject's.
 func checkConversation(ev *event.Event, id string, required bool) *RejectError {
-	v, ok := ev.Extensions()[ExtConversationID]
+	v, ok := extension(ev, ExtConversationID)
 	if !ok {
 		if required {
 			return reject(CodeBadConversation, "missing extension attribute %q", ExtConversationID)
