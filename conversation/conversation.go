@@ -261,7 +261,7 @@ func (c *Conversation) Result() (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	tree, err := (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth}).build()
+	tree, err := c.contextTree()
 	if err != nil {
 		return nil, err
 	}
@@ -271,6 +271,20 @@ func (c *Conversation) Result() (*Result, error) {
 		ids.add(m)
 	}
 	return &Result{ContextTree: tree, FlatList: flat, MessageMap: MessageMap{ids: ids}}, nil
+}
+
+// ContextTree returns the context tree of the conversation as it stands
+// (the ContextTree of Result), without the message map Result builds.
+func (c *Conversation) ContextTree() ([]Node, error) {
+	if _, err := c.FlatList(); err != nil { // brings the index up to date
+		return nil, err
+	}
+	return c.contextTree()
+}
+
+// contextTree builds the context tree on the current index.
+func (c *Conversation) contextTree() ([]Node, error) {
+	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth}).build()
 }
 
 // FlatList returns the flat list of the conversation as it stands (the

@@ -48,6 +48,10 @@ func TestConversationMatchesParse(t *testing.T) {
 				t.Fatalf("%s: append %s: %v", c.Name, m.ID(), err)
 			}
 		}
+		tree, err := conv.ContextTree()
+		if err != nil {
+			t.Fatal(err)
+		}
 		got, err := conv.Result()
 		if err != nil {
 			t.Fatal(err)
@@ -58,6 +62,9 @@ func TestConversationMatchesParse(t *testing.T) {
 		}
 		if d := jsondiff.Diff(resultJSON(t, want), resultJSON(t, got)); d != "" {
 			t.Fatalf("%s: %s", c.Name, d)
+		}
+		if d := jsondiff.Diff(jsonValue(t, want.ContextTree), jsonValue(t, tree)); d != "" {
+			t.Fatalf("%s: ContextTree: %s", c.Name, d)
 		}
 	}
 }

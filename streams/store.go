@@ -179,11 +179,11 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	b := &storeBatch{version: st.version, seq: st.seq, msgs: st.unstored, bytes: st.unstoredBytes, done: make(chan struct{})}
 	st.unstored, st.unstoredBytes, st.inflight, st.retryAt = nil, 0, b, time.Time{}
-	res, err := st.conv.Result()
+	tree, err := st.conv.ContextTree()
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
 	}
-	value, err := encodeSnapshotOf(st.id, st.version, st.seq, st.flatJSON, res.ContextTree)
+	value, err := encodeSnapshotOf(st.id, st.version, st.seq, st.flatJSON, tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
