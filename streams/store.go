@@ -163,7 +163,7 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 	}
 	rev := st.rev
 	w.writing.Add(1)
-	go func() {
+	w.writers.run(func() {
 		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
 		w.writing.Add(-1)
 		close(b.done)
@@ -171,7 +171,7 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 			// The lanes are shut down: storeAll has taken it.
 			return
 		}
-	}()
+	})
 }
 
 // beginStore encodes the snapshot of st and moves its unstored events into

@@ -32,6 +32,7 @@ type Worker struct {
 	ready   atomic.Bool
 	cached  atomic.Int64 // what the lanes' caches weigh
 	writing atomic.Int64 // snapshot writes in flight
+	writers *writers     // the goroutines that run them
 	lag     atomic.Int64 // smoothed event lag, ns (see observeLag)
 	runs    atomic.Bool
 
@@ -62,6 +63,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cfg:     cfg,
 		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
 		metrics: ins,
+		writers: newWriters(),
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
@@ -154,6 +156,7 @@ func (w *Worker) finish(work context.Context) {
 	w.infer.stop()
 	w.storeAll(work)
 	w.lanes.shutdown()
+	w.writers.stop()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
 	}
