@@ -24,7 +24,7 @@ func TestDeltaEnvelope(t *testing.T) {
 		TraceState: mustTraceState(t, "vendor=a1,other=b:2"),
 	}))
 	data := `{"conversationId":"c-1","version":7,"baseVersion":3,"flatList":[{"id":"m\u00e9\"1","content":"<b>&\n"}]}`
-	sources := []string{"urn:convstream:worker", "https://example.com/a b?x=1&y=é#frag", "/relative/path", "worker-1", "mailto:ops@example.com"}
+	sources := []string{"urn:convstream:worker", "https://example.com/a b?x=1&y=é#frag", "/relative/path", "worker-1", "mailto:ops@example.com", `urn:a"b\c`, "urn:日本"}
 	now := time.Date(2026, 11, 30, 11, 0, 0, 123456789, time.FixedZone("x", 3600))
 	for _, ctx := range []context.Context{context.Background(), traced} {
 		for _, src := range sources {
@@ -80,9 +80,11 @@ func mustTraceState(t *testing.T, s string) trace.TraceState {
 // TestWorkerSourceChecked: a source the SDK cannot parse is refused when
 // the worker is configured, not on every delta.
 func TestWorkerSourceChecked(t *testing.T) {
-	c := defaultConfig()
-	WithSource("%zz")(&c)
-	if err := c.validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "%zz") {
-		t.Fatalf("validate = %v, want ErrInvalidConfig naming the source", err)
+	for _, source := range []string{"%zz", "urn:tab\there"} {
+		c := defaultConfig()
+		WithSource(source)(&c)
+		if err := c.validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "source") {
+			t.Errorf("validate with source %q = %v, want ErrInvalidConfig naming the source", source, err)
+		}
 	}
 }
