@@ -74,7 +74,8 @@ scale:
 # readiness on LOAD_HTTP) and `convctl load` against it: raw JetStream
 # publish+consume of the same payloads and the worker, flat out, then both
 # at half the worker's peak. LOAD_ARGS go to convctl load, WORKER_ARGS to
-# the worker.
+# the worker; on a shared machine, LOAD_ARGS="--warmup --rounds 3" runs
+# every phase three times, raw and worker alternately, and reports medians.
 LOAD_PORT   ?= 14222
 LOAD_HTTP   ?= 18080
 LOAD_ARGS   ?=

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -34,6 +35,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.BoolVar(&cfg.Warmup, "warmup", false, "send the first event of every conversation, and wait for it, before measuring (steady state: no conversation is new)")
 	raw := fs.Bool("raw", true, "also run raw JetStream publish+consume of the same payloads, side by side")
 	half := fs.Bool("half", true, "with --rate 0: run again at half of the worker's peak throughput")
+	rounds := fs.Int("rounds", 1, "run every phase this many times, raw and worker alternately, and report each round and the medians (the worker's peak for the half-peak rate is the median)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	fs.Usage = func() {
@@ -47,7 +49,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if !ok {
 		return 2
 	}
-	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 {
+	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 {
 		fs.Usage()
 		return 2
 	}
@@ -74,7 +76,10 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	defer sub.Close()
 
-	stamp := strconv.FormatInt(time.Now().Unix(), 36)
+	// Runs name their conversations (and their events' ids, which the
+	// stream deduplicates) after this invocation: seconds were not enough,
+	// two invocations within one collided and the second saw nothing back.
+	stamp := strconv.FormatInt(time.Now().UnixNano(), 36)
 	n := 0
 	phase := func(name string, c loadgen.Config, fn func(run string, c loadgen.Config) (loadgen.Result, error)) (loadgen.Result, error) {
 		n++
@@ -93,10 +98,11 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return loadgen.Worker(ctx, pub, sub, subjects, run, c)
 	}
 
-	var results []loadgen.Result
+	var results []roundResult
 	var failed error
+	round := 0
 	add := func(r loadgen.Result, err error) bool {
-		results = append(results, r)
+		results = append(results, roundResult{Round: round, Result: r})
 		if err != nil {
 			failed = errors.Join(failed, fmt.Errorf("%s: %w", r.Name, err))
 			return !errors.Is(err, loadgen.ErrIncomplete)
@@ -109,29 +115,71 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		return fmt.Sprintf("%.0f ev/s", rate)
 	}
-	if *raw {
-		r, err := phase("raw "+label(cfg.Rate), cfg, rawRun)
-		if !add(r, err) {
-			return report(stdout, stderr, cfg, results, failed, *asJSON)
-		}
-	}
-	peak, err := phase("worker "+label(cfg.Rate), cfg, workerRun)
-	if !add(peak, err) {
-		return report(stdout, stderr, cfg, results, failed, *asJSON)
-	}
-	if cfg.Rate == 0 && *half && peak.Throughput > 0 {
-		h := cfg
-		h.Rate = peak.Throughput / 2
-		if *raw {
-			r, err := phase("raw "+label(h.Rate), h, rawRun)
+	done := func() int { return report(stdout, stderr, cfg, *rounds, results, failed, *asJSON) }
+	// Each phase runs raw and worker back to back, round after round, so
+	// that a slower or faster spell of a shared machine falls on both.
+	runPhase := func(c loadgen.Config) bool {
+		for round = 1; round <= *rounds; round++ {
+			tag := ""
+			if *rounds > 1 {
+				tag = fmt.Sprintf(" #%d", round)
+			}
+			if *raw {
+				r, err := phase("raw "+label(c.Rate)+tag, c, rawRun)
+				if !add(r, err) {
+					return false
+				}
+			}
+			r, err := phase("worker "+label(c.Rate)+tag, c, workerRun)
 			if !add(r, err) {
-				return report(stdout, stderr, cfg, results, failed, *asJSON)
+				return false
 			}
 		}
-		r, err := phase("worker "+label(h.Rate), h, workerRun)
-		add(r, err)
+		return true
 	}
-	return report(stdout, stderr, cfg, results, failed, *asJSON)
+	if !runPhase(cfg) {
+		return done()
+	}
+	if cfg.Rate == 0 && *half {
+		if peak := median(throughputs(results, "worker", 0)); peak > 0 {
+			h := cfg
+			h.Rate = peak / 2
+			runPhase(h)
+		}
+	}
+	return done()
+}
+
+// roundResult is one run of a phase.
+type roundResult struct {
+	Round int
+	loadgen.Result
+}
+
+// throughputs returns the sustained ev/s of the runs of one kind ("raw" or
+// "worker") at target rate.
+func throughputs(results []roundResult, kind string, rate float64) []float64 {
+	var out []float64
+	for _, r := range results {
+		if strings.HasPrefix(r.Name, kind) && r.Rate == rate && r.Received > 0 {
+			out = append(out, r.Throughput)
+		}
+	}
+	return out
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // progressBar returns a Progress callback drawing one line on w.
@@ -147,11 +195,16 @@ func progressBar(w io.Writer, name string) func(loadgen.Progress) {
 }
 
 // report prints the summary and returns the exit status.
-func report(stdout, stderr io.Writer, cfg loadgen.Config, results []loadgen.Result, failed error, asJSON bool) int {
+func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []roundResult, failed error, asJSON bool) int {
 	machine := machineNote()
+	sum := summarize(results)
 	if asJSON {
-		_ = json.NewEncoder(stdout).Encode(map[string]any{"machine": machine, "conversations": cfg.Conversations,
-			"events": cfg.Events, "warmup": cfg.Warmup, "contentBytes": cfg.ContentBytes, "results": results})
+		out := map[string]any{"machine": machine, "conversations": cfg.Conversations,
+			"events": cfg.Events, "warmup": cfg.Warmup, "contentBytes": cfg.ContentBytes, "rounds": rounds, "results": results}
+		if sum.ratios != nil {
+			out["peakRatios"], out["medianPeakRatio"] = sum.ratios, median(sum.ratios)
+		}
+		_ = json.NewEncoder(stdout).Encode(out)
 	} else {
 		fmt.Fprintf(stdout, "machine: %s\n", machine)
 		warm := ""
@@ -159,9 +212,11 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, results []loadgen.Resu
 			warm = fmt.Sprintf(" (the first %d sent before measuring)", min(cfg.Conversations, cfg.Events))
 		}
 		fmt.Fprintf(stdout, "load: %d conversations, %d appends per run%s, %d-byte contents\n\n", cfg.Conversations, cfg.Events, warm, cfg.ContentBytes)
-		fmt.Fprintf(stdout, "%-14s %12s %14s %14s %9s %9s %9s %9s\n", "run", "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max")
-		ms := func(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
-		var rawPeak, workerPeak float64
+		name := "run"
+		if rounds > 1 {
+			name = "run (round)"
+		}
+		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max")
 		for _, r := range results {
 			target := "flat out"
 			if r.Rate > 0 {
@@ -171,16 +226,25 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, results []loadgen.Resu
 			if r.Received < r.Events {
 				note = fmt.Sprintf("  (%d of %d back)", r.Received, r.Events)
 			}
-			fmt.Fprintf(stdout, "%-14s %12s %14.0f %14.0f %9s %9s %9s %9s%s\n", r.Name, target, r.PublishRate, r.Throughput,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), note)
-			if r.Rate == 0 && strings.HasPrefix(r.Name, "raw") {
-				rawPeak = r.Throughput
-			} else if r.Rate == 0 {
-				workerPeak = r.Throughput
+			name := r.Name
+			if rounds > 1 {
+				name = fmt.Sprintf("%s (%d)", r.Name, r.Round)
 			}
+			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s%s\n", name, target, r.PublishRate, r.Throughput,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), note)
 		}
-		if rawPeak > 0 && workerPeak > 0 {
-			fmt.Fprintf(stdout, "\nworker peak = %.0f%% of raw JetStream peak\n", 100*workerPeak/rawPeak)
+		switch {
+		case len(sum.ratios) == 1:
+			fmt.Fprintf(stdout, "\nworker peak = %.0f%% of raw JetStream peak\n", 100*sum.ratios[0])
+		case len(sum.ratios) > 1:
+			fmt.Fprintf(stdout, "\nworker peak / raw JetStream peak by round: %s (median %.0f%%)\n", percents(sum.ratios), 100*median(sum.ratios))
+		}
+		if len(sum.halfP99) > 1 {
+			at := "half of peak"
+			if cfg.Rate > 0 {
+				at = fmt.Sprintf("%.0f ev/s", cfg.Rate)
+			}
+			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(medianDuration(sum.halfP99)))
 		}
 	}
 	if failed != nil {
@@ -188,6 +252,59 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, results []loadgen.Resu
 		return 1
 	}
 	return 0
+}
+
+// summary holds what report prints under the table.
+type summary struct {
+	ratios  []float64       // worker peak / raw peak, by round
+	halfP99 []time.Duration // the worker's p99 at a target rate (half of its peak), by round
+}
+
+func summarize(results []roundResult) summary {
+	var s summary
+	rawPeak := map[int]float64{}
+	for _, r := range results {
+		if r.Rate == 0 && strings.HasPrefix(r.Name, "raw") && r.Received > 0 {
+			rawPeak[r.Round] = r.Throughput
+		}
+	}
+	for _, r := range results {
+		if !strings.HasPrefix(r.Name, "worker") || r.Received == 0 {
+			continue
+		}
+		if r.Rate == 0 && rawPeak[r.Round] > 0 {
+			s.ratios = append(s.ratios, r.Throughput/rawPeak[r.Round])
+		} else if r.Rate > 0 {
+			s.halfP99 = append(s.halfP99, r.P99)
+		}
+	}
+	return s
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+func percents(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprintf("%.0f%%", 100*x)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func durations(ds []time.Duration) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = ms(d)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func medianDuration(ds []time.Duration) time.Duration {
+	xs := make([]float64, len(ds))
+	for i, d := range ds {
+		xs[i] = float64(d)
+	}
+	return time.Duration(median(xs))
 }
 
 // machineNote describes where the figures come from.

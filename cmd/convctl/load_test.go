@@ -1,0 +1,63 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestLoadRounds runs every phase twice against a worker, raw and worker
+// alternately, and reports each round and the medians.
+func TestLoadRounds(t *testing.T) {
+	startWorker(t)
+	code, out, errOut := convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "40", "--rounds", "2")
+	if code != 0 {
+		t.Fatalf("load: %d\n%s\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"raw JetStream (1)", "worker (1)", "raw JetStream (2)", "worker (2)",
+		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak by round: ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "worker (") + strings.Count(out, "raw JetStream ("); n != 8 {
+		t.Errorf("%d runs, want 8 (raw and worker, flat out and at half, two rounds):\n%s", n, out)
+	}
+
+	code, out, errOut = convctl(t, "", "load", "--quiet", "--json", "--conversations", "5", "--events", "20", "--rounds", "3", "--half=false")
+	if code != 0 {
+		t.Fatalf("load --json: %d\n%s\n%s", code, out, errOut)
+	}
+	var res struct {
+		Rounds          int       `json:"rounds"`
+		PeakRatios      []float64 `json:"peakRatios"`
+		MedianPeakRatio float64   `json:"medianPeakRatio"`
+		Results         []struct {
+			Name  string
+			Round int
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if res.Rounds != 3 || len(res.PeakRatios) != 3 || res.MedianPeakRatio <= 0 || len(res.Results) != 6 || res.Results[5].Round != 3 {
+		t.Errorf("JSON summary: %+v", res)
+	}
+
+	if code, _, _ := convctl(t, "", "load", "--rounds", "0"); code != 2 {
+		t.Errorf("--rounds 0: status %d, want 2", code)
+	}
+}
+
+func TestMedian(t *testing.T) {
+	for _, c := range []struct {
+		in   []float64
+		want float64
+	}{{nil, 0}, {[]float64{3}, 3}, {[]float64{5, 1, 3}, 3}, {[]float64{4, 1, 3, 2}, 2.5}} {
+		if got := median(c.in); got != c.want {
+			t.Errorf("median(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
