@@ -74,10 +74,14 @@ func (d flatDelta) size() int {
 	return n
 }
 
+// deltaSize is about the size of the SnapshotDelta object encodeDelta
+// writes, at least.
+func deltaSize(id string, d flatDelta) int { return 160 + len(id) + d.size() }
+
 // encodeDelta appends the SnapshotDelta object to b, written by hand as
 // encodeSnapshot is.
 func encodeDelta(b []byte, id string, version, base, seq uint64, length int, d flatDelta) []byte {
-	b = slices.Grow(b, 160+d.size())
+	b = slices.Grow(b, deltaSize(id, d))
 	b = append(b, `{"conversationId":`...)
 	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9_-]: no escaping differences
 	b = append(b, `,"version":`...)

@@ -56,12 +56,15 @@ func (t *traceFields) Set(key, value string) {
 func (t *traceFields) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // deltaMsg returns the structured-mode message of the TypeSnapshotDelta
-// event of conversation conv whose data is written by data, appending to
-// the buffer it is given. source is as eventSource returns it.
-func deltaMsg(ctx context.Context, subject, source, id, conv string, now time.Time, data func([]byte) []byte) *nats.Msg {
+// event of conversation conv whose data, of about dataSize bytes, is
+// written by data, appending to the buffer it is given. source is as
+// eventSource returns it.
+func deltaMsg(ctx context.Context, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
 	var tf traceFields
 	propagator.Inject(ctx, &tf)
-	b := make([]byte, 0, 512)
+	// The envelope's attributes, with room for a trace context: one
+	// allocation for the whole event.
+	b := make([]byte, 0, 512+len(id)+len(source)+len(conv)+dataSize)
 	b = append(b, `{"specversion":"`+event.CloudEventsVersionV1+`","id":`...)
 	b = jsvalue.AppendJSONString(b, id)
 	b = append(b, `,"source":`...)

@@ -35,7 +35,7 @@ func TestDeltaEnvelope(t *testing.T) {
 					t.Fatal(err)
 				}
 				id := deltaID("c-1", 7)
-				got := deltaMsg(ctx, "convstream.snapshots.c-1", source, id, "c-1", now,
+				got := deltaMsg(ctx, "convstream.snapshots.c-1", source, id, "c-1", now, len(data),
 					func(b []byte) []byte { return append(b, data...) })
 				if !json.Valid(got.Data) {
 					t.Fatalf("not JSON: %s", got.Data)

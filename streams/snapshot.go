@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"slices"
 	"strconv"
 
 	"github.com/convstream/convstream/conversation"
@@ -19,17 +20,18 @@ func encodeSnapshot(id string, version, seq uint64, res *conversation.Result) ([
 		}
 		flat[i] = raw
 	}
-	return encodeSnapshotOf(id, version, seq, flat, res.ContextTree)
+	return encodeSnapshotOf(nil, id, version, seq, flat, res.ContextTree)
 }
 
 // encodeSnapshotOf is encodeSnapshot with the flatList already encoded,
-// entry by entry (as the worker keeps it from its deltas).
-func encodeSnapshotOf(id string, version, seq uint64, flat [][]byte, tree []conversation.Node) ([]byte, error) {
+// entry by entry (as the worker keeps it from its deltas), appended to
+// dst.
+func encodeSnapshotOf(dst []byte, id string, version, seq uint64, flat [][]byte, tree []conversation.Node) ([]byte, error) {
 	n := 256
 	for _, raw := range flat {
 		n += len(raw) + 1
 	}
-	b := make([]byte, 0, n+64*len(tree))
+	b := slices.Grow(dst, n+64*len(tree))
 	b = append(b, `{"conversationId":`...)
 	b = strconv.AppendQuote(b, id) // ids are [A-Za-z0-9_-]: no escaping differences
 	b = append(b, `,"version":`...)

@@ -179,6 +179,7 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 	w.writing.Add(1)
 	w.writers.run(func() {
 		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
+		w.reuseSnapshotBuffer(value) // the write copied it
 		w.writing.Add(-1)
 		close(b.done)
 		if w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) }) != nil {
@@ -197,7 +198,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
 	}
-	value, err := encodeSnapshotOf(st.id, st.version, st.seq, st.flatJSON, tree)
+	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON, tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
@@ -457,4 +458,27 @@ func (w *Worker) observeLag(d time.Duration) {
 			return
 		}
 	}
+}
+
+// snapshotBuffer returns an empty buffer to encode a snapshot into, one a
+// finished write gave back when there is one: snapshots are the largest
+// allocation of a busy worker after the server's own.
+func (w *Worker) snapshotBuffer() []byte {
+	if p, ok := w.snapshotBufs.Get().(*[]byte); ok {
+		return (*p)[:0]
+	}
+	return nil
+}
+
+// maxReusedSnapshot is the largest snapshot buffer kept for reuse: a
+// conversation of megabytes should not pin its buffer for small ones.
+const maxReusedSnapshot = 1 << 20
+
+// reuseSnapshotBuffer gives back a buffer whose snapshot has been written
+// (nats.go copies what it publishes).
+func (w *Worker) reuseSnapshotBuffer(b []byte) {
+	if cap(b) == 0 || cap(b) > maxReusedSnapshot {
+		return
+	}
+	w.snapshotBufs.Put(&b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,8 +34,10 @@ type Worker struct {
 	cached  atomic.Int64 // what the lanes' caches weigh
 	writing atomic.Int64 // snapshot writes in flight
 	writers *writers     // the goroutines that run them
-	lag     atomic.Int64 // smoothed event lag, ns (see observeLag)
-	runs    atomic.Bool
+	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
+	snapshotBufs sync.Pool
+	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
+	runs         atomic.Bool
 
 	infer inferenceServer
 }
