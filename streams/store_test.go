@@ -222,6 +222,70 @@ func TestLargeSnapshotStoredLessOften(t *testing.T) {
 		writes, len(after.Value()), elapsed.Round(time.Millisecond))
 }
 
+// TestBusySmallConversationStoredLessOften appends every few intervals to
+// a conversation of a few short messages: while it is busy its snapshot
+// counts as storeFloor, so it is written about once a maximum interval,
+// not after every event; once it has been quiet for a maximum interval,
+// its next event is written at the interval.
+func TestBusySmallConversationStoredLessOften(t *testing.T) {
+	const interval, maxInterval = 10 * time.Millisecond, time.Second
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	startWorker(t, nc, WithSnapshotInterval(interval), WithSnapshotMaxInterval(maxInterval))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, c.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := conversation.NewConversation()
+	send := func(i int) { sendChained(t, c, live, "small", i) }
+	send(0)
+	waitCaughtUp(t, c, "small", 10*time.Second)
+	before, err := kv.Get(ctx, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const busy = 20
+	start := time.Now()
+	for i := 1; i <= busy; i++ {
+		send(i)
+		time.Sleep(3 * interval)
+	}
+	waitCaughtUp(t, c, "small", 10*time.Second)
+	elapsed := time.Since(start)
+	after, err := kv.Get(ctx, "small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writes := after.Revision() - before.Revision()
+	if limit := uint64(elapsed/maxInterval) + 2; writes > limit {
+		t.Errorf("%d snapshots of %d bytes written for %d appends in %v, want at most %d", writes,
+			len(after.Value()), busy, elapsed.Round(time.Millisecond), limit)
+	}
+	t.Logf("%d appends to a small conversation: %d stores of %d bytes in %v", busy, writes, len(after.Value()),
+		elapsed.Round(time.Millisecond))
+
+	time.Sleep(maxInterval + 100*time.Millisecond) // quiet
+	send(busy + 1)
+	sent := time.Now()
+	waitCaughtUp(t, c, "small", 10*time.Second)
+	if lag := time.Since(sent); lag > maxInterval/2 {
+		t.Errorf("after a quiet spell the next event was stored %v after it was sent, want about the interval (%v)", lag, interval)
+	}
+	want, err := live.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := snapshotDiff(t, waitCaughtUp(t, c, "small", 10*time.Second), want); d != "" {
+		t.Fatalf("stored snapshot differs from Parse: %s", d)
+	}
+}
+
 // TestNextSlot checks the store slots of stretched intervals: the first
 // slot at or after t, within one period, at the state's phase; states of
 // random phases that fall due together spread over the period.
