@@ -91,7 +91,19 @@ func startWorker(t testing.TB, nc *nats.Conn, opts ...Option) *running {
 	r := &running{w: w, cancel: cancel, done: make(chan struct{})}
 	go func() { r.err = w.Run(ctx); close(r.done) }()
 	t.Cleanup(func() { cancel(); <-r.done })
-	waitFor(t, 10*time.Second, "worker ready", func() bool { return w.Ready() == nil })
+	// A fresh cluster may take a while to elect its leaders (Run waits for
+	// them); a Run that returns instead fails the test with its error.
+	deadline := time.Now().Add(30 * time.Second)
+	for w.Ready() != nil {
+		select {
+		case <-r.done:
+			t.Fatalf("worker stopped before it was ready: %v", r.err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for worker ready: %v", w.Ready())
+		}
+	}
 	return r
 }
 

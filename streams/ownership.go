@@ -61,33 +61,47 @@ func (w *Worker) partitionConsumer(p int) string {
 	return w.cfg.consumer + "-p" + strconv.Itoa(p)
 }
 
+// partitionConsumerConfig is the durable consumer of partition p: one
+// worker at a time, the pinned client of its priority group.
+func (w *Worker) partitionConsumerConfig(p int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       w.partitionConsumer(p),
+		Description:   fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, w.partitions()),
+		FilterSubject: w.cfg.subjects.PartitionEvents(p),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.ackWait,
+		MaxDeliver:    -1,
+		// As in Run: a dead owner's pending acks must not stall its
+		// successor.
+		MaxAckPending:  w.maxAckPending(partitionWindow),
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{ownerGroup},
+		PinnedTTL:      w.cfg.pinnedTTL,
+	}
+}
+
 // runPartitioned is Run on a partitioned stream, once the stream and
 // bucket exist.
 func (w *Worker) runPartitioned(ctx context.Context) error {
 	n := w.partitions()
 	cons := make([]jetstream.Consumer, n)
 	for p := range n {
-		c, err := w.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       w.partitionConsumer(p),
-			Description:   fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, n),
-			FilterSubject: w.cfg.subjects.PartitionEvents(p),
-			DeliverPolicy: jetstream.DeliverAllPolicy,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       w.cfg.ackWait,
-			MaxDeliver:    -1,
-			// As in Run: a dead owner's pending acks must not stall its
-			// successor.
-			MaxAckPending:  w.maxAckPending(partitionWindow),
-			PriorityPolicy: jetstream.PriorityPolicyPinned,
-			PriorityGroups: []string{ownerGroup},
-			PinnedTTL:      w.cfg.pinnedTTL,
+		var c jetstream.Consumer
+		err := w.untilAvailable(ctx, "partition consumer", func() (err error) {
+			c, err = w.stream.CreateOrUpdateConsumer(ctx, w.partitionConsumerConfig(p))
+			return err
 		})
 		if err != nil {
 			return fmt.Errorf("streams: consumer %s: %w", w.partitionConsumer(p), err)
 		}
 		cons[p] = c
 	}
-	mem, err := joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)
+	var mem *members
+	err := w.untilAvailable(ctx, "members bucket", func() (err error) {
+		mem, err = joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,12 @@ func (w *Worker) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: Run called twice", ErrInvalidConfig)
 	}
 	log := w.cfg.logger
-	stream, kv, err := Provision(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
+	var stream jetstream.Stream
+	var kv jetstream.KeyValue
+	err := w.untilAvailable(ctx, "stream and bucket", func() (err error) {
+		stream, kv, err = Provision(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
+		return err
+	})
 	if err != nil {
 		return err
 	}
@@ -96,19 +101,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.partitions() > 0 {
 		return w.runPartitioned(ctx)
 	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       w.cfg.consumer,
-		Description:   "convstream worker: applies message events in order",
-		FilterSubject: w.cfg.subjects.AllEvents(),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       w.cfg.ackWait,
-		MaxDeliver:    -1,
-		// Far above what one worker holds (the fetch window, the lane
-		// queues and the events awaiting a store): events a crashed worker
-		// left unacknowledged keep their slots until AckWait, and must not
-		// stall its successor.
-		MaxAckPending: w.maxAckPending(fetchWindow),
+	var cons jetstream.Consumer
+	err = w.untilAvailable(ctx, "consumer", func() (err error) {
+		cons, err = stream.CreateOrUpdateConsumer(ctx, w.consumerConfig())
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
@@ -146,6 +142,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.finish(work)
 	w.cfg.logger.InfoContext(work, "worker stopped")
 	return nil
+}
+
+// consumerConfig is the durable consumer of an unpartitioned stream.
+func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       w.cfg.consumer,
+		Description:   "convstream worker: applies message events in order",
+		FilterSubject: w.cfg.subjects.AllEvents(),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.ackWait,
+		MaxDeliver:    -1,
+		// Far above what one worker holds (the fetch window, the lane
+		// queues and the events awaiting a store): events a crashed worker
+		// left unacknowledged keep their slots until AckWait, and must not
+		// stall its successor.
+		MaxAckPending: w.maxAckPending(fetchWindow),
+	}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
