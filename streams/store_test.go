@@ -24,18 +24,7 @@ func TestCoalescedStore(t *testing.T) {
 	r := startWorker(t, nc, WithSnapshotInterval(interval))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	subjects, err := NewSubjects("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, subjects.SnapshotBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := snapshotBucket(t, c)
 
 	live := conversation.NewConversation()
 	send := func(n, from int) {
@@ -106,6 +95,17 @@ func TestCoalescedStore(t *testing.T) {
 	}
 }
 
+// snapshotBucket returns the snapshot bucket c reads, to count its
+// revisions (every write is one).
+func snapshotBucket(t testing.TB, c *Client) jetstream.KeyValue {
+	t.Helper()
+	kv, err := c.js.KeyValue(context.Background(), c.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kv
+}
+
 // sendChained sends message i of a chain (m0 <- m1 <- ...) to conversation
 // conv and appends it to live, the conversation the worker should hold.
 func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int) {
@@ -174,14 +174,7 @@ func TestLargeSnapshotStoredLessOften(t *testing.T) {
 	startWorker(t, nc, WithSnapshotInterval(interval), WithSnapshotMaxInterval(maxInterval))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, c.subjects.SnapshotBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := snapshotBucket(t, c)
 	live := conversation.NewConversation()
 	send := func(i int) { sendChained(t, c, live, "large", i) }
 	const large, slow = 300, 20
@@ -234,14 +227,7 @@ func TestBusySmallConversationStoredLessOften(t *testing.T) {
 	startWorker(t, nc, WithSnapshotInterval(interval), WithSnapshotMaxInterval(maxInterval))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, c.subjects.SnapshotBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := snapshotBucket(t, c)
 	live := conversation.NewConversation()
 	send := func(i int) { sendChained(t, c, live, "small", i) }
 	send(0)
