@@ -65,9 +65,10 @@ const storeAmplification = 4
 // A partitioned worker does without it: a partition's pin can move
 // between live workers without a hand-off (a consumer leader that changes
 // pins again), and what the old owner has not stored by then may be
-// redelivered to the new one and applied twice. Holding a second of
-// events unstored instead of 50 ms made that happen in TestClusterFailover
-// (a node stopped right after a round of events).
+// redelivered to the new one and applied twice. With a second of events
+// unstored instead of 50 ms, TestClusterFailover once saw that (a node
+// stopped right after a round of events); this is the likely path, not a
+// reproduced one.
 const storeFloor = 16 << 10
 
 // deferAck holds the acknowledgement of a delivery whose delta was
@@ -135,7 +136,7 @@ func (w *Worker) storeDue(st *convState) time.Time {
 	if size == 0 {
 		size = 2 * st.flatBytes // the flat list and the context tree
 	}
-	if w.cfg.storage.Partitions == 0 && time.Since(st.lastStore) < w.cfg.snapshotMax {
+	if w.partitions() == 0 && time.Since(st.lastStore) < w.cfg.snapshotMax {
 		size = max(size, storeFloor)
 	}
 	if st.unstoredBytes*storeAmplification < size {
@@ -262,10 +263,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		// state includes it, so it is written over at the new revision.
 		w.cfg.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
 			"conversation", st.id, "version", b.version, "revision", st.rev)
-		st.unstored = append(b.msgs, st.unstored...)
-		st.unstoredBytes += b.bytes
-		st.retryAt = time.Now()
-		w.scheduleStore(ctx, l, st)
+		w.storeAgain(ctx, l, st, b, time.Now())
 		return
 	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st &&
 		!(st.leaving && st.storeFailures >= leavingRetries):
@@ -278,10 +276,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		delay = max(delay, 100*time.Millisecond)
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
-		st.unstored = append(b.msgs, st.unstored...)
-		st.unstoredBytes += b.bytes
-		st.retryAt = time.Now().Add(delay)
-		w.scheduleStore(ctx, l, st)
+		w.storeAgain(ctx, l, st, b, time.Now().Add(delay))
 		return
 	default:
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
@@ -302,6 +297,16 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		}
 		w.scheduleStore(ctx, l, st)
 	}
+}
+
+// storeAgain puts the events of a write that did not take back in front of
+// st's unstored ones and schedules a store of them all at retryAt. It runs
+// on the lane.
+func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
+	st.unstored = append(b.msgs, st.unstored...)
+	st.unstoredBytes += b.bytes
+	st.retryAt = retryAt
+	w.scheduleStore(ctx, l, st)
 }
 
 // leavingRetries is how many failed writes in a row a leaving state

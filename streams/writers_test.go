@@ -22,22 +22,22 @@ func TestWriters(t *testing.T) {
 	close(release)
 	waitGroup(t, &done, "three writes done")
 	for range 10 { // the idle writers take these, one at a time
-		ran := make(chan struct{})
-		ws.run(func() { close(ran) })
-		select {
-		case <-ran:
-		case <-time.After(5 * time.Second):
-			t.Fatal("a write handed to an idle writer did not run")
-		}
+		runOne(t, ws, "a write handed to an idle writer")
 	}
 	ws.stop()
 	ws.stop()
+	runOne(t, ws, "a write handed over after stop")
+}
+
+// runOne hands ws one write and waits for it to run.
+func runOne(t *testing.T, ws *writers, what string) {
+	t.Helper()
 	ran := make(chan struct{})
 	ws.run(func() { close(ran) })
 	select {
 	case <-ran:
 	case <-time.After(5 * time.Second):
-		t.Fatal("a write handed over after stop did not run")
+		t.Fatalf("%s did not run", what)
 	}
 }
 
