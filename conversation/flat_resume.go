@@ -54,7 +54,11 @@ type walkLog struct {
 // journaled prepares w, before its walk, to keep a journal of its last keep
 // steps.
 func (w *flatWalker) journaled(keep int) {
-	w.log = &walkLog{base: 1, keep: max(keep, 1)}
+	keep = max(keep, 1)
+	// A walk of a chain takes two steps a message, and the journal never
+	// holds more than 2*keep records: sized once, it does not grow by
+	// doubling.
+	w.log = &walkLog{base: 1, keep: keep, recs: make([]stepRecord, 0, min(2*keep, 2*len(w.ix.msgs)+2))}
 	w.processed.journal = &markJournal{}
 }
 

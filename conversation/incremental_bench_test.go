@@ -123,3 +123,39 @@ func BenchmarkAppendChain(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAppendCompacted is BenchmarkAppendChain's append to a
+// conversation a cache has compacted (see Compact): the index and the walk
+// are rebuilt, as for the first event after a quiet spell. Every 64 appends
+// the conversation is rebuilt to n messages outside the timer. (Stopping
+// the timer around every Compact would time the stops instead: with
+// ReportAllocs each reads the memory statistics, stopping the world.)
+func BenchmarkAppendCompacted(b *testing.B) {
+	for _, n := range []int{20, 100, 2000} {
+		b.Run(fmt.Sprintf("n-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			var conv *Conversation
+			k := 0
+			for i := 0; b.Loop(); i++ {
+				if i%64 == 0 {
+					b.StopTimer()
+					conv = NewConversation()
+					for k = 0; k < n; k++ {
+						if err := conv.Append(chainMessage(k)); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StartTimer()
+				}
+				conv.Compact() // cheap: it drops references
+				if err := conv.Append(chainMessage(k)); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := conv.FlatList(); err != nil {
+					b.Fatal(err)
+				}
+				k++
+			}
+		})
+	}
+}

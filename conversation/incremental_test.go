@@ -91,6 +91,10 @@ func TestIncrementalMatchesParse(t *testing.T) {
 					all := conv.Messages()
 					_ = conv.Delete(all[rng.IntN(len(all))].ID())
 					checkAgainstParse(t, c.Name+" after delete", step, conv)
+				case r == 3:
+					// A cache lets the index go while the conversation is quiet.
+					conv.Compact()
+					checkAgainstParse(t, c.Name+" after compact", step, conv)
 				}
 			}
 		}

@@ -21,6 +21,12 @@ type lru struct {
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
+	// epoch counts sweeps (see sweep); a state records the epoch it was
+	// last used in. cold is the most recent of the compacted states, which
+	// sit together at the back of order (nil: none), so that a sweep starts
+	// where the last one stopped.
+	epoch uint32
+	cold  *list.Element
 }
 
 func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *convState, evicted bool)) *lru {
@@ -64,6 +70,7 @@ func (c *lru) evict(keep *convState) {
 		if old == keep {
 			return // alone over the budget: it stays while in use
 		}
+		c.unlink(last)
 		c.order.Remove(last)
 		delete(c.byID, old.id)
 		c.weigh(-old.size)
@@ -84,8 +91,53 @@ func (c *lru) get(id string) *convState {
 	if !ok {
 		return nil
 	}
+	st := e.Value.(*convState)
+	c.use(e, st)
+	return st
+}
+
+// use marks the state of e used now and moves it to the front, out of the
+// compacted ones if it was one.
+func (c *lru) use(e *list.Element, st *convState) {
+	st.used = c.epoch
+	if st.cold {
+		st.cold = false
+		c.unlink(e)
+	}
 	c.order.MoveToFront(e)
-	return e.Value.(*convState)
+}
+
+// unlink keeps cold pointing into the compacted states when e, one of
+// them, leaves their place at the back.
+func (c *lru) unlink(e *list.Element) {
+	if c.cold == e {
+		c.cold = e.Next()
+	}
+}
+
+// sweep starts a new epoch and compacts, from the least recently used on,
+// the states not used in the last after epochs that settled says may be
+// (see conversation.Conversation.Compact). It stops at the first state
+// used more recently or not settled, and returns how many it compacted.
+func (c *lru) sweep(after uint32, settled func(*convState) bool) int {
+	c.epoch++
+	e := c.order.Back()
+	if c.cold != nil {
+		e = c.cold.Prev()
+	}
+	n := 0
+	for ; e != nil; e = e.Prev() {
+		st := e.Value.(*convState)
+		if c.epoch-st.used < after || !settled(st) {
+			break
+		}
+		if st.conv != nil {
+			st.conv.Compact()
+		}
+		st.cold, c.cold = true, e
+		n++
+	}
+	return n
 }
 
 // peek returns the state of id without marking it used, or nil.
@@ -100,17 +152,23 @@ func (c *lru) peek(id string) *convState {
 func (c *lru) put(st *convState) {
 	st.size = st.weight()
 	if e, ok := c.byID[st.id]; ok {
-		if old := e.Value.(*convState); old != st {
+		old := e.Value.(*convState)
+		if old != st {
 			c.weigh(-old.size)
 			c.weigh(st.size)
 			c.let(old, false)
 		}
+		if old.cold {
+			old.cold = false
+			c.unlink(e)
+		}
 		e.Value = st
-		c.order.MoveToFront(e)
+		c.use(e, st)
 		c.evict(st)
 		c.report()
 		return
 	}
+	st.used = c.epoch
 	c.byID[st.id] = c.order.PushFront(st)
 	c.weigh(st.size)
 	c.evict(st)
@@ -120,6 +178,7 @@ func (c *lru) put(st *convState) {
 // drop forgets id, so that it is rebuilt from JetStream when next needed.
 func (c *lru) drop(id string) {
 	if e, ok := c.byID[id]; ok {
+		c.unlink(e)
 		c.order.Remove(e)
 		delete(c.byID, id)
 		st := e.Value.(*convState)

@@ -91,3 +91,139 @@ func TestCacheBytes(t *testing.T) {
 	t.Logf("%d conversations, %d bytes of messages' JSON; cache budget %d, peak %d, now %d",
 		convs, jsonBytes, budget, peak.Load(), r.w.CacheBytes())
 }
+
+// TestLRUSweep checks which states a sweep compacts: those unused for the
+// given number of sweeps, from the least recently used on, stopping at the
+// first one used since or not settled; and that a compacted state used
+// again leaves the compacted ones without breaking where the next sweep
+// starts.
+func TestLRUSweep(t *testing.T) {
+	c := newLRU(10, 0, nil, nil)
+	conv := func() *conversation.Conversation {
+		conv := conversation.NewConversation()
+		if err := conv.Append(conversation.MustMessage(map[string]any{"id": "m", "role": "user"})); err != nil {
+			t.Fatal(err)
+		}
+		return conv
+	}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		c.put(&convState{id: id, conv: conv()})
+	}
+	all := func(*convState) bool { return true }
+	cold := func() string {
+		var s []string
+		c.each(func(st *convState) {
+			if st.cold {
+				s = append(s, st.id)
+			}
+		})
+		return strings.Join(s, "")
+	}
+	if n := c.sweep(2, all); n != 0 {
+		t.Fatalf("first sweep compacted %d states, used in the epoch before", n)
+	}
+	c.get("b") // order now b d c a; b used in epoch 1
+	if n := c.sweep(2, all); n != 3 || cold() != "dca" {
+		t.Fatalf("second sweep: %d compacted, cold %q; want d, c and a", n, cold())
+	}
+	c.get("c") // c b d a, with d and a compacted
+	if cold() != "da" || c.cold.Value.(*convState).id != "d" {
+		t.Fatalf("after c is used: cold %q", cold())
+	}
+	notB := func(st *convState) bool { return st.id != "b" }
+	if n := c.sweep(2, notB); n != 0 || cold() != "da" {
+		t.Fatalf("third sweep: %d compacted, cold %q; want none (b is not settled)", n, cold())
+	}
+	if n := c.sweep(2, all); n != 2 || cold() != "cbda" {
+		t.Fatalf("fourth sweep: %d compacted, cold %q; want b and c", n, cold())
+	}
+	c.drop("c") // the most recent compacted state goes
+	if c.cold.Value.(*convState).id != "b" {
+		t.Fatal("dropping the most recent compacted state lost the others")
+	}
+	c.put(&convState{id: "b", conv: conv()}) // replaced by a fresh state: b d a
+	if cold() != "da" || c.cold.Value.(*convState).id != "d" {
+		t.Fatalf("after b is replaced: cold %q", cold())
+	}
+	c.drop("d")
+	c.drop("a")
+	if c.cold != nil {
+		t.Fatal("no compacted state left, yet the next sweep would start inside the list")
+	}
+	if n := c.sweep(2, all); n != 0 {
+		t.Fatalf("fifth sweep compacted %d states; b was put in the epoch before", n)
+	}
+	if n := c.sweep(2, all); n != 1 || cold() != "b" {
+		t.Fatalf("sixth sweep: %d compacted, cold %q; want b", n, cold())
+	}
+}
+
+// TestIdleConversationsCompacted runs a worker that compacts conversations
+// unused for 100 ms: they are compacted once quiet and stored, and their
+// next events still give snapshots equal to Parse.
+func TestIdleConversationsCompacted(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	want := map[string]*conversation.Conversation{}
+	send := func(conv string, k int) {
+		data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": []string{"user", "assistant"}[k%2], "content": "hello", "parentId": nil}
+		if k > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", k-1)
+		}
+		if want[conv] == nil {
+			want[conv] = conversation.NewConversation()
+		}
+		if err := want[conv].Append(conversation.MustMessage(data)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Send(ctx, conv, TypeMessageAppended, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func() {
+		t.Helper()
+		for conv, live := range want {
+			snap := waitCaughtUp(t, c, conv, 10*time.Second)
+			res, err := live.Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := snapshotDiff(t, snap, res); d != "" {
+				t.Errorf("%s: %s", conv, d)
+			}
+		}
+	}
+	cold := func() int {
+		n := 0
+		for _, l := range r.w.lanes.all {
+			if err := r.w.lanes.call(ctx, l, func() {
+				l.cache.each(func(st *convState) {
+					if st.cold {
+						n++
+					}
+				})
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return n
+	}
+	const convs = 6
+	for k := range 3 {
+		for i := range convs {
+			send(fmt.Sprintf("idle%d", i), k)
+		}
+	}
+	check()
+	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
+	for k := 3; k < 5; k++ {
+		for i := range convs {
+			send(fmt.Sprintf("idle%d", i), k)
+		}
+	}
+	check()
+	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
+}

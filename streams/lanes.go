@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // lane applies the work of its conversations one task at a time. A
@@ -22,18 +23,36 @@ type lanes struct {
 	wg    sync.WaitGroup
 	mu    sync.RWMutex // guards closed against sends
 	close bool
+	stop  chan struct{} // closed by shutdown: ends sweeping
 }
 
-// newLanes starts n lanes of depth queued tasks sharing cacheSize cached
-// conversations and cacheBytes bytes of them (0: no byte limit), their
-// weight kept in total; release is called with every state a cache lets go
-// of.
-func newLanes(n, depth, cacheSize int, cacheBytes int64, total *atomic.Int64, release func(st *convState, evicted bool)) *lanes {
-	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n)}
-	per := max(1, cacheSize/n)
-	perBytes := cacheBytes / int64(n)
+// cacheConfig bounds what the lanes keep: conversations and bytes shared
+// among them (0 bytes: no byte limit), and after how long unused a
+// conversation is compacted (0: never; see lru.sweep). total receives the
+// caches' weight; release is called with every state a cache lets go of.
+type cacheConfig struct {
+	conversations int
+	bytes         int64
+	idle          time.Duration
+	total         *atomic.Int64
+	release       func(st *convState, evicted bool)
+	// settled tells whether a state may be compacted (nothing pending).
+	settled func(*convState) bool
+}
+
+// sweepEpochs is how many sweeps a conversation must go unused before it is
+// compacted. With a sweep every idle/(sweepEpochs-1), it has then been
+// unused for between idle and 1.5 idle.
+const sweepEpochs = 3
+
+// newLanes starts n lanes of depth queued tasks sharing the cache cfg
+// bounds.
+func newLanes(n, depth int, cfg cacheConfig) *lanes {
+	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{})}
+	per := max(1, cfg.conversations/n)
+	perBytes := cfg.bytes / int64(n)
 	for i := range ls.all {
-		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, perBytes, total, release)}
+		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, perBytes, cfg.total, cfg.release)}
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {
@@ -43,7 +62,40 @@ func newLanes(n, depth, cacheSize int, cacheBytes int64, total *atomic.Int64, re
 			}
 		}()
 	}
+	if cfg.idle > 0 && cfg.settled != nil {
+		ls.wg.Add(1)
+		go func() {
+			defer ls.wg.Done()
+			ls.sweeping(cfg.idle/(sweepEpochs-1), cfg.settled)
+		}()
+	}
 	return ls
+}
+
+// sweeping queues a sweep on every lane each period until shutdown. A lane
+// whose queue is full skips the sweep: its epoch then lasts longer, which
+// only delays compaction.
+func (ls *lanes) sweeping(period time.Duration, settled func(*convState) bool) {
+	t := time.NewTicker(max(period, time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-ls.stop:
+			return
+		case <-t.C:
+		}
+		ls.mu.RLock()
+		for _, l := range ls.all {
+			if ls.close {
+				break
+			}
+			select {
+			case l.tasks <- func() { l.cache.sweep(sweepEpochs, settled) }:
+			default:
+			}
+		}
+		ls.mu.RUnlock()
+	}
 }
 
 // pick returns the lane of a key (a conversation id, or the subject when
@@ -89,6 +141,7 @@ func (ls *lanes) shutdown() {
 	ls.mu.Lock()
 	if !ls.close {
 		ls.close = true
+		close(ls.stop)
 		for _, l := range ls.all {
 			close(l.tasks)
 		}

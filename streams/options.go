@@ -22,6 +22,7 @@ type config struct {
 	laneDepth        int
 	cacheSize        int
 	cacheBytes       int64
+	cacheIdle        time.Duration
 	consumer         string
 	storage          Storage
 	ackWait          time.Duration
@@ -48,6 +49,7 @@ func defaultConfig() config {
 		laneDepth:        64,
 		cacheSize:        10_000,
 		cacheBytes:       DefaultCacheBytes,
+		cacheIdle:        DefaultCacheIdle,
 		consumer:         "convstream-worker",
 		ackWait:          time.Minute,
 		source:           "urn:convstream:worker",
@@ -67,8 +69,8 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
-		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the pinned TTL at least 1s", ErrInvalidConfig)
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
+		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the cache idle time and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
 	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 || c.snapshotMax < 0 {
 		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", ErrInvalidConfig)
@@ -118,6 +120,20 @@ const DefaultCacheBytes = 1 << 30
 // single conversation larger than its lane's share stays while in use.
 // 0 means no byte limit.
 func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBytes = n } }
+
+// DefaultCacheIdle is how long a cached conversation goes without events
+// or reads before it is compacted, unless WithCacheIdle says otherwise.
+const DefaultCacheIdle = time.Minute
+
+// WithCacheIdle sets how long a cached conversation goes unused before it
+// is compacted: it keeps its messages and its last flat list, and lets go
+// of the index and the walk state that make the next append cheap (see
+// conversation.Conversation.Compact). The next event rebuilds them, at
+// about the cost of parsing the conversation once. Compacted conversations
+// hold about half the heap objects, so the garbage collector's marking,
+// which grows with the cache and takes CPU from the lanes, is shorter.
+// 0 keeps every cached conversation as it is.
+func WithCacheIdle(d time.Duration) Option { return func(c *config) { c.cacheIdle = d } }
 
 // WithConsumerName names the durable consumer of the events stream. Workers
 // sharing a name share the work.

@@ -106,7 +106,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 		return err
 	}
 	w.owned = make([]atomic.Bool, n)
-	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.cfg.cacheBytes, &w.cached, w.release)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
 	work := context.WithoutCancel(ctx)
 	if w.cfg.pipelines != nil {
 		if err := w.infer.start(work, w); err != nil {

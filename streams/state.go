@@ -56,6 +56,10 @@ type convState struct {
 	storeFailures int
 	// size is the state's weight in its cache when last measured (weight).
 	size int64
+	// used is the cache's epoch when the state was last used; cold is set
+	// while its conversation is compacted (see lru.sweep).
+	used uint32
+	cold bool
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
 	// given (a crashed worker's, awaiting redelivery), so the first event

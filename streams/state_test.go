@@ -39,7 +39,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.lanes = newLanes(1, 4, 10, 0, nil, nil)
+	w.lanes = newLanes(1, 4, cacheConfig{conversations: 10})
 	defer w.lanes.shutdown()
 	l := w.lanes.all[0]
 

@@ -109,7 +109,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
-	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cfg.cacheSize, w.cfg.cacheBytes, &w.cached, w.release)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		w.lanes.shutdown()
@@ -160,6 +160,19 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 		// stall its successor.
 		MaxAckPending: w.maxAckPending(fetchWindow),
 	}
+}
+
+// cacheConfig is what the lanes' caches keep.
+func (w *Worker) cacheConfig() cacheConfig {
+	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle,
+		total: &w.cached, release: w.release, settled: settled}
+}
+
+// settled reports whether st has nothing pending that needs its
+// conversation soon: no events awaiting a store, no store queued or being
+// written, no retry due.
+func settled(st *convState) bool {
+	return len(st.unstored) == 0 && !st.storing && st.inflight == nil && st.retryAt.IsZero() && !st.leaving
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now

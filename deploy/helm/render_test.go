@@ -176,6 +176,7 @@ func TestDefaults(t *testing.T) {
 		"--max-snapshot-bytes=0",
 		"--cache-conversations=10000",
 		"--cache-bytes=536870912",
+		"--cache-idle=1m",
 	}
 	if !slices.Equal(c.Args, wantExact) {
 		t.Errorf("args\n got %q\nwant %q", c.Args, wantExact)
@@ -231,6 +232,7 @@ func TestFull(t *testing.T) {
 		"--max-event-bytes=2097152", "--max-messages=50000", "--max-snapshot-bytes=8388608",
 		"--cache-conversations=20000",
 		"--cache-bytes=536870912",
+		"--cache-idle=1m",
 		"--pipelines-dir=/etc/convstream/pipelines",
 		"--ack-wait=2m",
 	)
