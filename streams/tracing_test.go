@@ -118,3 +118,39 @@ func TestTraceLinks(t *testing.T) {
 	}
 	t.Logf("trace %s: send → process → snapshot; infer → inference → %d processors", infer.SpanContext().TraceID(), len(names))
 }
+
+// TestTraceWithoutTracer runs the worker without a tracer provider (the
+// default): it records no span, yet each delta carries the trace context
+// of the event that caused it, so the sender's trace goes on.
+func TestTraceWithoutTracer(t *testing.T) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	snaps := record(t, nc, "convstream.snapshots.>")
+	r := startWorker(t, nc)
+	if r.w.traced {
+		t.Fatal("the default tracer provider is taken for one that records")
+	}
+	c := newClient(t, nc, WithClientTracerProvider(tp))
+	ctx := context.Background()
+	if _, err := c.Send(ctx, "untraced", TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "a snapshot", func() bool { return snaps.count("") == 1 })
+	var send sdktrace.ReadOnlySpan
+	for _, s := range sr.Ended() {
+		if strings.HasPrefix(s.Name(), "send ") {
+			send = s
+		}
+	}
+	if send == nil {
+		t.Fatal("no send span")
+	}
+	got := eventCarrier{snaps.all()[0].ev}.Get("traceparent")
+	if want := send.SpanContext(); !strings.Contains(got, want.TraceID().String()) || !strings.Contains(got, want.SpanID().String()) {
+		t.Errorf("snapshot traceparent %q, want span %s of trace %s", got, want.SpanID(), want.TraceID())
+	}
+}

@@ -21,6 +21,7 @@ type Worker struct {
 	js      jetstream.JetStream
 	cfg     config
 	tracer  trace.Tracer
+	traced  bool // spans are recorded: the tracer provider is not the no-op one
 	metrics *instruments
 	handler handlerFunc
 
@@ -65,6 +66,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		js:      js,
 		cfg:     cfg,
 		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
+		traced:  traced(cfg.tracerProvider),
 		metrics: ins,
 		writers: newWriters(),
 	}
