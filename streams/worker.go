@@ -273,11 +273,12 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 const fetchWindow = 256
 
 // pullExpiry is how long one pull request of the worker's consumers lasts;
-// the server's heartbeats come every half of it. Short, because a pull the
-// server no longer holds while the client counts on it (nats.go issue
-// 1622: under load, now and then) stalls the consumer until two
-// heartbeats are missed: 30 seconds with the default expiry, 2 with this.
-const pullExpiry = 2 * time.Second
+// the server's heartbeats come every half of it. As short as nats.go
+// allows, because a pull the server no longer holds while the client
+// counts on it (nats.go issue 1622: under load, now and then; the server
+// then sends no heartbeat) stalls the consumer until two heartbeats are
+// missed: 30 seconds with the default expiry, 1 with this.
+const pullExpiry = time.Second
 
 // backoff is the redelivery delay after n deliveries: 100ms doubling, at
 // most 10s.
