@@ -315,7 +315,7 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 		c.walk = nil
 		c.ix = buildIndex(preprocess(c.Messages()), c.groups)
 		if c.ix.simple {
-			c.ix.toRows()
+			c.ix.toAppendable()
 			c.ix.runs = newRunCache()
 		}
 	}

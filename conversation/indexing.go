@@ -3,6 +3,8 @@ package conversation
 // Phase 1 of Parse: indexing. It builds the lookups every later phase uses,
 // so that each of them is a slice or map access rather than a scan.
 
+import "slices"
+
 // noParent marks a message whose parentId names no message in the set.
 const noParent int32 = -1
 
@@ -51,36 +53,90 @@ type index struct {
 
 // childLists holds a list of children for each message in one shared array
 // (compressed rows): the children of p are data[off[p]:off[p+1]].
+//
+// An index kept up to date in place (see Conversation.indexAppend) needs
+// lists it can append to; toAppendable switches it to first, multi and
+// many. A conversation is mostly chains, so a message with one child costs
+// its first entry alone, with no slice or allocation of its own.
 type childLists struct {
 	off  []int32
 	data []int32
-	// rows, when set, replaces off and data with one slice per message, so
-	// that children can be appended (an index kept up to date in place).
-	rows [][]int32
+	// first[p] is p's first child, or -1. It is never changed once set: a
+	// list returned for p (a one-entry slice of first) stays what it was,
+	// as the children lists a walk holds must.
+	first []int32
+	// multi[p] tells that p has several children, listed in many[p]
+	// (clipped, so that an append never writes where a list returned
+	// before could see it).
+	multi []bool
+	many  map[int32][]int32
 }
 
 // of returns the children of p; callers must not append to it.
 func (c *childLists) of(p int32) []int32 {
-	if c.rows != nil {
-		return c.rows[p]
+	if c.first != nil {
+		switch {
+		case c.multi[p]:
+			return c.many[p]
+		case c.first[p] >= 0:
+			return c.first[p : p+1 : p+1]
+		}
+		return nil
 	}
 	a, b := c.off[p], c.off[p+1]
 	return c.data[a:b:b]
 }
 
-// toRows switches c to one slice per message. Each row's capacity ends at
-// its length, so appending to one never overwrites the next.
-func (c *childLists) toRows() {
-	if c.rows != nil {
+// toAppendable switches c to lists that appends can extend.
+func (c *childLists) toAppendable() {
+	if c.first != nil {
 		return
 	}
 	n := len(c.off) - 1
-	c.rows = make([][]int32, n)
+	c.first, c.multi, c.many = make([]int32, n, n+n/4+1), make([]bool, n, n+n/4+1), map[int32][]int32{}
 	for p := range n {
 		a, b := c.off[p], c.off[p+1]
-		c.rows[p] = c.data[a:b:b]
+		c.first[p] = -1
+		switch {
+		case b-a == 1:
+			c.first[p] = c.data[a]
+		case b-a > 1:
+			c.first[p] = c.data[a]
+			c.multi[p] = true
+			c.many[int32(p)] = c.data[a:b:b]
+		}
 	}
 	c.off, c.data = nil, nil
+}
+
+// grow makes room for one more message, without children.
+func (c *childLists) grow() {
+	c.first = append(c.first, -1)
+	c.multi = append(c.multi, false)
+}
+
+// add appends child to the children of p.
+func (c *childLists) add(p, child int32) {
+	switch {
+	case c.multi[p]:
+		l := c.many[p]
+		c.many[p] = append(l, child)[: len(l)+1 : len(l)+1]
+	case c.first[p] >= 0:
+		c.multi[p] = true
+		c.many[p] = []int32{c.first[p], child}
+	default:
+		c.first[p] = child
+	}
+}
+
+// clone returns a copy of appendable lists that appends to either leave the
+// other as it is.
+func (c *childLists) clone() childLists {
+	d := childLists{first: slices.Clone(c.first), multi: slices.Clone(c.multi), many: make(map[int32][]int32, len(c.many))}
+	for p, l := range c.many {
+		d.many[p] = l[:len(l):len(l)]
+	}
+	return d
 }
 
 // newChildLists builds the lists from each message's parent position
@@ -375,12 +431,12 @@ func (ix *index) restore(p int32, prev []int32, had bool) {
 	delete(ix.narrowed, p)
 }
 
-// toRows switches the index's child lists to one slice per message, so that
-// appends can extend them (see Conversation.indexAppend).
-func (ix *index) toRows() {
-	ix.kids.toRows()
+// toAppendable switches the index's child lists to lists appends can
+// extend (see Conversation.indexAppend).
+func (ix *index) toAppendable() {
+	ix.kids.toAppendable()
 	if ix.mainKids != &ix.kids {
-		ix.mainKids.toRows()
+		ix.mainKids.toAppendable()
 	}
 }
 
@@ -389,24 +445,20 @@ func (ix *index) toRows() {
 func (ix *index) appendChild(slot, pos int32, inThread bool) {
 	if inThread && ix.mainKids == &ix.kids {
 		// The first thread message: the id tree stops sharing the children
-		// map. Rows are clipped so that appends to either never write into
-		// the other's spare capacity.
-		main := childLists{rows: make([][]int32, len(ix.kids.rows))}
-		for p, r := range ix.kids.rows {
-			main.rows[p] = r[:len(r):len(r)]
-		}
+		// map.
+		main := ix.kids.clone()
 		ix.mainKids = &main
 		ix.mainRoots = ix.roots[:len(ix.roots):len(ix.roots)]
 	}
 	shared := ix.mainKids == &ix.kids
-	ix.kids.rows = append(ix.kids.rows, nil)
+	ix.kids.grow()
 	if !shared {
-		ix.mainKids.rows = append(ix.mainKids.rows, nil)
+		ix.mainKids.grow()
 	}
 	if slot >= 0 {
-		ix.kids.rows[slot] = append(ix.kids.rows[slot], pos)
+		ix.kids.add(slot, pos)
 		if !shared && !inThread {
-			ix.mainKids.rows[slot] = append(ix.mainKids.rows[slot], pos)
+			ix.mainKids.add(slot, pos)
 		}
 		return
 	}
