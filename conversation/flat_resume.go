@@ -22,7 +22,7 @@ package conversation
 // conversation keeps them between appends): an append that touches an
 // older step walks again from the start. Appends at the end of the active
 // path rewind a few steps.
-const resumeKeep = 32
+const resumeKeep = 16
 
 // stepRecord is the state a step started from, for what the step may change.
 type stepRecord struct {
@@ -55,9 +55,8 @@ type walkLog struct {
 // steps.
 func (w *flatWalker) journaled(keep int) {
 	keep = max(keep, 1)
-	// A walk of a chain takes two steps a message, and the journal never
-	// holds more than 2*keep records: sized once, it does not grow by
-	// doubling.
+	// A walk of a chain takes two steps a message, and the journal holds at
+	// most 2*keep records: sized once, it does not grow by doubling.
 	w.log = &walkLog{base: 1, keep: keep, recs: make([]stepRecord, 0, min(2*keep, 2*len(w.ix.msgs)+2))}
 	w.processed.journal = &markJournal{}
 }
@@ -196,7 +195,16 @@ func (w *flatWalker) resume(s int32) (bool, error) {
 // last steps stay journaled.
 func (w *flatWalker) finish() {
 	w.shared = max(w.shared, len(w.out))
-	w.log.trim(w.processed)
+	l := w.log
+	l.trim(w.processed)
+	// The journal stays with its conversation: after a long walk it holds
+	// keep records in room for 2*keep. Appends resume a few steps at a
+	// time, so a little room above keep is enough.
+	if room := l.keep + l.keep/4 + 2; cap(l.recs) > room {
+		recs := make([]stepRecord, len(l.recs), room)
+		copy(recs, l.recs)
+		l.recs = recs
+	}
 }
 
 // markJournal lists the positions added to a dense markSet, in order. It

@@ -34,7 +34,7 @@ const (
 type frame struct {
 	kind   frameKind
 	parent int32
-	i, j   int
+	i, j   int32 // int32: a frame is journaled at every step (flat_resume.go)
 	list   []int32
 	inner  []int32
 }
@@ -191,7 +191,7 @@ func (w *flatWalker) retire(top int) {
 	if top >= len(w.stack) {
 		return
 	}
-	if f := &w.stack[top]; f.i < len(f.list) {
+	if f := &w.stack[top]; int(f.i) < len(f.list) {
 		return
 	}
 	copy(w.stack[top:], w.stack[top+1:])
@@ -234,7 +234,7 @@ func (w *flatWalker) visit(parent int32) {
 // taskRest handles the non-task children of a task fan (a summary, say).
 func (w *flatWalker) taskRest(top int) {
 	f := &w.stack[top]
-	for f.i < len(f.list) {
+	for int(f.i) < len(f.list) {
 		k := f.list[f.i]
 		f.i++
 		if w.processed.has(k) {
@@ -256,11 +256,11 @@ func (w *flatWalker) taskRest(top int) {
 // as a child of the last task).
 func (w *flatWalker) taskGrand(top int) {
 	f := &w.stack[top]
-	for f.i < len(f.list) {
+	for int(f.i) < len(f.list) {
 		if f.j == 0 {
 			f.inner = w.ix.kidsOf(f.list[f.i])
 		}
-		if f.j >= len(f.inner) {
+		if int(f.j) >= len(f.inner) {
 			f.i++
 			f.j = 0
 			continue
@@ -295,7 +295,7 @@ func (w *flatWalker) children(top int) {
 	ix := w.ix
 	for {
 		f := &w.stack[top]
-		if f.i >= len(f.list) {
+		if int(f.i) >= len(f.list) {
 			w.stack = w.stack[:top]
 			return
 		}
@@ -482,7 +482,7 @@ func (w *flatWalker) continueRun(top int) {
 	// Every other frame advances an index; this one relies on each visit
 	// processing the child it was started for. Check it, so that a bug can
 	// only end the walk with an error, never loop.
-	if f.j > 0 && !w.processed.has(int32(f.j-1)) {
+	if f.j > 0 && !w.processed.has(f.j-1) {
 		w.err = errWalkDiverged
 		return
 	}
@@ -491,7 +491,7 @@ func (w *flatWalker) continueRun(top int) {
 		w.stack = w.stack[:top]
 		return
 	}
-	f.j = int(child) + 1
+	f.j = child + 1
 	if w.shouldDrain(parent) {
 		w.pushVisit(parent)
 		return
@@ -511,7 +511,7 @@ func (w *flatWalker) continueRun(top int) {
 	// for the duration of the visit, then restore them.
 	w.noteNarrow(parent)
 	prev, had := w.ix.narrow(parent, child)
-	hadPrev := 0
+	hadPrev := int32(0)
 	if had {
 		hadPrev = 1
 	}
