@@ -116,10 +116,10 @@ func (c *lru) unlink(e *list.Element) {
 }
 
 // sweep starts a new epoch and compacts, from the least recently used on,
-// the states not used in the last after epochs that settled says may be
-// (see conversation.Conversation.Compact). It stops at the first state
-// used more recently or not settled, and returns how many it compacted.
-func (c *lru) sweep(after uint32, settled func(*convState) bool) int {
+// the settled states not used in the last after epochs (see
+// conversation.Conversation.Compact). It stops at the first state used
+// more recently or not settled, and returns how many it compacted.
+func (c *lru) sweep(after uint32) int {
 	c.epoch++
 	e := c.order.Back()
 	if c.cold != nil {
@@ -128,7 +128,7 @@ func (c *lru) sweep(after uint32, settled func(*convState) bool) int {
 	n := 0
 	for ; e != nil; e = e.Prev() {
 		st := e.Value.(*convState)
-		if c.epoch-st.used < after || !settled(st) {
+		if c.epoch-st.used < after || !st.settled() {
 			break
 		}
 		if st.conv != nil {

@@ -71,16 +71,7 @@ func TestCacheBytes(t *testing.T) {
 			}
 		}
 	}
-	for conv, live := range want {
-		snap := waitCaughtUp(t, c, conv, 30*time.Second)
-		res, err := live.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := snapshotDiff(t, snap, res); d != "" {
-			t.Errorf("%s: %s", conv, d)
-		}
-	}
+	checkStored(t, c, want, 30*time.Second)
 	close(stop)
 	<-sampled
 	// One conversation alone may go over its lane's share while it is in
@@ -109,7 +100,6 @@ func TestLRUSweep(t *testing.T) {
 	for _, id := range []string{"a", "b", "c", "d"} {
 		c.put(&convState{id: id, conv: conv()})
 	}
-	all := func(*convState) bool { return true }
 	cold := func() string {
 		var s []string
 		c.each(func(st *convState) {
@@ -119,22 +109,24 @@ func TestLRUSweep(t *testing.T) {
 		})
 		return strings.Join(s, "")
 	}
-	if n := c.sweep(2, all); n != 0 {
+	if n := c.sweep(2); n != 0 {
 		t.Fatalf("first sweep compacted %d states, used in the epoch before", n)
 	}
 	c.get("b") // order now b d c a; b used in epoch 1
-	if n := c.sweep(2, all); n != 3 || cold() != "dca" {
+	if n := c.sweep(2); n != 3 || cold() != "dca" {
 		t.Fatalf("second sweep: %d compacted, cold %q; want d, c and a", n, cold())
 	}
 	c.get("c") // c b d a, with d and a compacted
 	if cold() != "da" || c.cold.Value.(*convState).id != "d" {
 		t.Fatalf("after c is used: cold %q", cold())
 	}
-	notB := func(st *convState) bool { return st.id != "b" }
-	if n := c.sweep(2, notB); n != 0 || cold() != "da" {
+	b := c.peek("b")
+	b.storing = true // a store queued: b is not settled
+	if n := c.sweep(2); n != 0 || cold() != "da" {
 		t.Fatalf("third sweep: %d compacted, cold %q; want none (b is not settled)", n, cold())
 	}
-	if n := c.sweep(2, all); n != 2 || cold() != "cbda" {
+	b.storing = false
+	if n := c.sweep(2); n != 2 || cold() != "cbda" {
 		t.Fatalf("fourth sweep: %d compacted, cold %q; want b and c", n, cold())
 	}
 	c.drop("c") // the most recent compacted state goes
@@ -150,10 +142,10 @@ func TestLRUSweep(t *testing.T) {
 	if c.cold != nil {
 		t.Fatal("no compacted state left, yet the next sweep would start inside the list")
 	}
-	if n := c.sweep(2, all); n != 0 {
+	if n := c.sweep(2); n != 0 {
 		t.Fatalf("fifth sweep compacted %d states; b was put in the epoch before", n)
 	}
-	if n := c.sweep(2, all); n != 1 || cold() != "b" {
+	if n := c.sweep(2); n != 1 || cold() != "b" {
 		t.Fatalf("sixth sweep: %d compacted, cold %q; want b", n, cold())
 	}
 }
@@ -169,33 +161,12 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	ctx := context.Background()
 	want := map[string]*conversation.Conversation{}
 	send := func(conv string, k int) {
-		data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": []string{"user", "assistant"}[k%2], "content": "hello", "parentId": nil}
-		if k > 0 {
-			data["parentId"] = fmt.Sprintf("m%d", k-1)
-		}
 		if want[conv] == nil {
 			want[conv] = conversation.NewConversation()
 		}
-		if err := want[conv].Append(conversation.MustMessage(data)); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := c.Send(ctx, conv, TypeMessageAppended, data); err != nil {
-			t.Fatal(err)
-		}
+		sendChained(t, c, want[conv], conv, k)
 	}
-	check := func() {
-		t.Helper()
-		for conv, live := range want {
-			snap := waitCaughtUp(t, c, conv, 10*time.Second)
-			res, err := live.Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := snapshotDiff(t, snap, res); d != "" {
-				t.Errorf("%s: %s", conv, d)
-			}
-		}
-	}
+	check := func() { checkStored(t, c, want, 10*time.Second) }
 	cold := func() int {
 		n := 0
 		for _, l := range r.w.lanes.all {

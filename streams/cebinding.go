@@ -219,20 +219,13 @@ func toEvent(m *natsMessage) (*event.Event, error) {
 // message carries Nats-Msg-Id = the event id, so that JetStream drops a
 // republished copy within its duplicate window.
 func EncodeEvent(subject string, ev *event.Event, mode Mode) (*nats.Msg, error) {
-	return encodeEvent(subject, ev, mode, true)
-}
-
-// encodeEvent is EncodeEvent; checkData false skips the check that JSON
-// data is valid JSON, for data this package encoded itself (a snapshot
-// delta per event: the check was 2% of the worker's time).
-func encodeEvent(subject string, ev *event.Event, mode Mode, checkData bool) (*nats.Msg, error) {
 	if err := ev.Validate(); err != nil {
 		return nil, fmt.Errorf("streams: encode event: %w", err)
 	}
 	msg := nats.NewMsg(subject)
 	msg.Header.Set(headerMsgID, ev.ID())
 	if mode == Structured {
-		if checkData && jsonContent(ev.DataContentType()) && !ev.DataBase64 && len(ev.Data()) > 0 && !json.Valid(ev.Data()) {
+		if jsonContent(ev.DataContentType()) && !ev.DataBase64 && len(ev.Data()) > 0 && !json.Valid(ev.Data()) {
 			// Data read from a binary-mode event need not be the JSON its
 			// content type (or its absence) claims; written inline it would
 			// break the envelope, so it goes as data_base64.

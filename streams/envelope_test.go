@@ -46,7 +46,7 @@ func TestDeltaEnvelope(t *testing.T) {
 				}
 				ev.SetTime(now)
 				InjectTraceContext(ctx, ev)
-				want, err := encodeEvent("convstream.snapshots.c-1", ev, Structured, false)
+				want, err := EncodeEvent("convstream.snapshots.c-1", ev, Structured)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -128,6 +128,22 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 	}
 }
 
+// checkStored waits for the stored snapshot of each conversation of want
+// to catch up, and requires it to equal Parse of the conversation.
+func checkStored(t testing.TB, c *Client, want map[string]*conversation.Conversation, timeout time.Duration) {
+	t.Helper()
+	for conv, live := range want {
+		snap := waitCaughtUp(t, c, conv, timeout)
+		res, err := live.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := snapshotDiff(t, snap, res); d != "" {
+			t.Errorf("%s: %s", conv, d)
+		}
+	}
+}
+
 // waitCaughtUp waits until the stored snapshot of conv covers the last
 // event of conv in the events stream (which must be one that applies:
 // versions are event sequences) and returns it.

@@ -36,8 +36,6 @@ type cacheConfig struct {
 	idle          time.Duration
 	total         *atomic.Int64
 	release       func(st *convState, evicted bool)
-	// settled tells whether a state may be compacted (nothing pending).
-	settled func(*convState) bool
 }
 
 // sweepEpochs is how many sweeps a conversation must go unused before it is
@@ -62,11 +60,11 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 			}
 		}()
 	}
-	if cfg.idle > 0 && cfg.settled != nil {
+	if cfg.idle > 0 {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()
-			ls.sweeping(cfg.idle/(sweepEpochs-1), cfg.settled)
+			ls.sweeping(cfg.idle / (sweepEpochs - 1))
 		}()
 	}
 	return ls
@@ -75,7 +73,7 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 // sweeping queues a sweep on every lane each period until shutdown. A lane
 // whose queue is full skips the sweep: its epoch then lasts longer, which
 // only delays compaction.
-func (ls *lanes) sweeping(period time.Duration, settled func(*convState) bool) {
+func (ls *lanes) sweeping(period time.Duration) {
 	t := time.NewTicker(max(period, time.Millisecond))
 	defer t.Stop()
 	for {
@@ -90,7 +88,7 @@ func (ls *lanes) sweeping(period time.Duration, settled func(*convState) bool) {
 				break
 			}
 			select {
-			case l.tasks <- func() { l.cache.sweep(sweepEpochs, settled) }:
+			case l.tasks <- func() { l.cache.sweep(sweepEpochs) }:
 			default:
 			}
 		}

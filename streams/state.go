@@ -170,6 +170,13 @@ func newState(id string, conv *conversation.Conversation, seq, version uint64, h
 		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()}
 }
 
+// settled reports whether st has nothing pending that needs its
+// conversation soon: no events awaiting a store, no store queued or being
+// written, no retry due, not leaving.
+func (st *convState) settled() bool {
+	return len(st.unstored) == 0 && !st.storing && st.inflight == nil && st.retryAt.IsZero() && !st.leaving
+}
+
 // weight approximates the memory st holds: the conversation (see
 // conversation.Conversation.Bytes) and the JSON of its flat list, which
 // shares the bytes of stored messages but not of virtual ones (counted in

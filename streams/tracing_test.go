@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -17,13 +18,7 @@ import (
 // carries the worker's span, and an inference request's span is the parent
 // of one span per processor.
 func TestTraceLinks(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	snaps := record(t, nc, "convstream.snapshots.>")
+	sr, tp, nc, snaps := tracedServer(t)
 	startWorker(t, nc, WithTracerProvider(tp), WithPipelines(testPipelines()))
 	c := newClient(t, nc, WithClientTracerProvider(tp))
 	ctx := context.Background()
@@ -123,13 +118,7 @@ func TestTraceLinks(t *testing.T) {
 // default): it records no span, yet each delta carries the trace context
 // of the event that caused it, so the sender's trace goes on.
 func TestTraceWithoutTracer(t *testing.T) {
-	sr := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	snaps := record(t, nc, "convstream.snapshots.>")
+	sr, tp, nc, snaps := tracedServer(t)
 	r := startWorker(t, nc)
 	if r.w.traced {
 		t.Fatal("the default tracer provider is taken for one that records")
@@ -153,4 +142,14 @@ func TestTraceWithoutTracer(t *testing.T) {
 	if want := send.SpanContext(); !strings.Contains(got, want.TraceID().String()) || !strings.Contains(got, want.SpanID().String()) {
 		t.Errorf("snapshot traceparent %q, want span %s of trace %s", got, want.SpanID(), want.TraceID())
 	}
+}
+
+// tracedServer starts a server and a tracer provider whose ended spans sr
+// records, and records the snapshots published on the connection nc.
+func tracedServer(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider, *nats.Conn, *recorder) {
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	nc := connect(t, startServer(t, ""))
+	return sr, tp, nc, record(t, nc, "convstream.snapshots.>")
 }

@@ -167,14 +167,7 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 // cacheConfig is what the lanes' caches keep.
 func (w *Worker) cacheConfig() cacheConfig {
 	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle,
-		total: &w.cached, release: w.release, settled: settled}
-}
-
-// settled reports whether st has nothing pending that needs its
-// conversation soon: no events awaiting a store, no store queued or being
-// written, no retry due.
-func settled(st *convState) bool {
-	return len(st.unstored) == 0 && !st.storing && st.inflight == nil && st.retryAt.IsZero() && !st.leaving
+		total: &w.cached, release: w.release}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
