@@ -303,6 +303,12 @@ func (o *ownership) forgetRetired() {
 	}
 }
 
+// partitionPullExpiry bounds how long a partition's pull request lasts.
+// It stays at 2 s: the unpartitioned consumer's pulls went to 1 s
+// (pullExpiry) for the stall of nats.go issue 1622, measured on that
+// consumer only, and a pinned consumer's pulls also renew its pin.
+const partitionPullExpiry = 2 * time.Second
+
 // start pulls partition p, unless already pulling.
 func (o *ownership) start(p int) {
 	o.mu.Lock()
@@ -311,8 +317,8 @@ func (o *ownership) start(p int) {
 		return
 	}
 	// A pull renews the pin: well within the pinned TTL, and no longer
-	// than pullExpiry.
-	expiry := min(pullExpiry, max(time.Second, o.w.cfg.pinnedTTL/2))
+	// than partitionPullExpiry.
+	expiry := min(partitionPullExpiry, max(time.Second, o.w.cfg.pinnedTTL/2))
 	it, err := o.cons[p].Messages(jetstream.PullMaxMessages(partitionWindow),
 		jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(expiry))
 	if err != nil {
