@@ -67,7 +67,8 @@ type childLists struct {
 	first []int32
 	// multi[p] tells that p has several children, listed in many[p]
 	// (clipped, so that an append never writes where a list returned
-	// before could see it).
+	// before could see it). A slice beside the map so that of, called at
+	// every step of a walk, looks in the map only for those.
 	multi []bool
 	many  map[int32][]int32
 }
@@ -97,11 +98,10 @@ func (c *childLists) toAppendable() {
 	for p := range n {
 		a, b := c.off[p], c.off[p+1]
 		c.first[p] = -1
-		switch {
-		case b-a == 1:
+		if b > a {
 			c.first[p] = c.data[a]
-		case b-a > 1:
-			c.first[p] = c.data[a]
+		}
+		if b-a > 1 {
 			c.multi[p] = true
 			c.many[int32(p)] = c.data[a:b:b]
 		}

@@ -170,7 +170,7 @@ func throughputs(results []roundResult, kind string, rate float64) []float64 {
 
 // median returns the median of xs (the mean of the middle two for an even
 // count), 0 for none.
-func median(xs []float64) float64 {
+func median[T ~int64 | ~float64](xs []T) T {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -244,7 +244,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 			if cfg.Rate > 0 {
 				at = fmt.Sprintf("%.0f ev/s", cfg.Rate)
 			}
-			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(medianDuration(sum.halfP99)))
+			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(median(sum.halfP99)))
 		}
 	}
 	if failed != nil {
@@ -297,14 +297,6 @@ func durations(ds []time.Duration) string {
 		parts[i] = ms(d)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func medianDuration(ds []time.Duration) time.Duration {
-	xs := make([]float64, len(ds))
-	for i, d := range ds {
-		xs[i] = float64(d)
-	}
-	return time.Duration(median(xs))
 }
 
 // machineNote describes where the figures come from.
