@@ -111,6 +111,7 @@ func TestClusterFailover(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: 6}
 
+	logger := failureLogger(t, 400)
 	recs := make([]*tracetest.SpanRecorder, 3)
 	conns := make([]*nats.Conn, 3)
 	workers := make([]*running, 3)
@@ -127,7 +128,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Cleanup(nc.Close)
 		conns[i] = nc
 		recs[i] = tracetest.NewSpanRecorder()
-		workers[i] = startWorker(t, nc, WithLogger(testLogger(t).With("worker", i)), WithStorage(storage), WithPinnedTTL(5*time.Second), WithAckWait(3*time.Second),
+		workers[i] = startWorker(t, nc, WithLogger(logger.With("worker", i)), WithStorage(storage), WithPinnedTTL(5*time.Second), WithAckWait(3*time.Second),
 			WithLanes(4), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]))))
 	}
 	pub, err := nats.Connect(natstest.ClusterURLs(servers, 0), nats.MaxReconnects(-1), nats.DontRandomize())
@@ -198,20 +199,34 @@ func TestClusterFailover(t *testing.T) {
 		}
 		return true
 	})
-	// Round 1 in slices, so that partitions handed off once more meanwhile
-	// have events to show their new owner.
-	for i, n := 0, len(rounds[1]); i < n; i += n / 4 {
-		send(rounds[1][i:min(n, i+n/4)])
-		time.Sleep(400 * time.Millisecond)
-	}
-	waitFor(t, 30*time.Second, "partitions spread over the workers", func() bool {
+	spread := func() bool {
 		for _, r := range workers {
 			if n := len(r.w.OwnedPartitions()); n < 1 || n > share {
 				return false
 			}
 		}
 		return true
-	})
+	}
+	// Round 1 in slices 0.6 s apart until the partitions are spread, so
+	// that partitions handed off once more meanwhile have events to show
+	// their new owner: a worker learns it owns a partition from its
+	// events, and a hand-off may wait up to 8 rebalances (5 s here) for a
+	// busy worker to catch up.
+	for i, n := 0, len(rounds[1]); i < n; i += n / 10 {
+		send(rounds[1][i:min(n, i+n/10)])
+		if !spread() {
+			time.Sleep(600 * time.Millisecond)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); !spread(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			for i, r := range workers {
+				t.Logf("worker %d owns %v", i, r.w.OwnedPartitions())
+			}
+			logPartitionConsumers(t, workers[1].w)
+			t.Fatal("timed out waiting for partitions spread over the workers")
+		}
+	}
 	spreadAt := time.Now()
 	// Worker 0 dies while round 2 is being sent: its connection is cut,
 	// nothing is drained or acked.
@@ -319,4 +334,24 @@ func TestClusterFailover(t *testing.T) {
 		"partitions spread %v after start; worker killed %v after start; converged %v after the last send; total %v",
 		convs, total, perWorker, len(perEvent), reapplied, spreadAt.Sub(start).Round(time.Millisecond), killedAt.Sub(start).Round(time.Millisecond),
 		converged.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+}
+
+// logPartitionConsumers logs what the server says of each partition's
+// consumer: its pinned client, waiting pulls and pending events.
+func logPartitionConsumers(t testing.TB, w *Worker) {
+	t.Helper()
+	for p, c := range w.own.cons {
+		info, err := c.Info(context.Background())
+		if err != nil {
+			t.Logf("partition %d: %v", p, err)
+			continue
+		}
+		pinned := ""
+		for _, g := range info.PriorityGroups {
+			pinned = fmt.Sprintf("%s pinned %q since %v", g.Group, g.PinnedClientID, g.PinnedTS)
+		}
+		t.Logf("partition %d: leader %s, %s; waiting %d, pending %d, ack pending %d, redelivered %d, delivered %d",
+			p, info.Cluster.Leader, pinned, info.NumWaiting, info.NumPending, info.NumAckPending, info.NumRedelivered,
+			info.Delivered.Stream)
+	}
 }

@@ -207,3 +207,62 @@ func checkAppliedOnce(t testing.TB, n int, recs ...*tracetest.SpanRecorder) {
 		t.Errorf("%d events applied, want %d", len(applied), n)
 	}
 }
+
+// TestBusyLanesKeepThePin holds the one lane of a partitioned worker for
+// two and a half pinned TTLs while more events arrive than the lane and the pull
+// buffer hold. The pull keeps asking for events meanwhile (see intake), so
+// the server keeps the partition pinned to the worker under the same pin
+// id; a pull that waited for the lane asked for nothing, and the server
+// pinned the partition anew (to any worker waiting on it) after one TTL.
+func TestBusyLanesKeepThePin(t *testing.T) {
+	ns := startServer(t, "")
+	rec := tracetest.NewSpanRecorder()
+	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1))...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+	sent := newAppends(t, c)
+	sent.send("busy-0", "busy-0-e0", map[string]any{"id": "m0", "role": "user", "content": "hello", "createdAt": 1000})
+	waitFor(t, 10*time.Second, "the first event applied", func() bool { return len(appliedSpans(0, rec)) == 1 })
+	pinned := func() string {
+		t.Helper()
+		info, err := r.w.own.cons[0].Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range info.PriorityGroups {
+			if g.Group == ownerGroup {
+				return g.PinnedClientID
+			}
+		}
+		return ""
+	}
+	before := pinned()
+	if before == "" {
+		t.Fatal("the partition is not pinned")
+	}
+
+	release := make(chan struct{})
+	if err := r.w.lanes.do(ctx, r.w.lanes.all[0], func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	const events = 3 * (partitionWindow + 64) // well over the pull buffer and the lane's queue
+	for k := range events {
+		conv := fmt.Sprintf("busy-%d", 1+k%50)
+		id := fmt.Sprintf("m%d", k/50)
+		data := map[string]any{"id": id, "role": "user", "content": "hi", "createdAt": 1000 + k}
+		if k >= 50 {
+			data["parentId"] = fmt.Sprintf("m%d", k/50-1)
+		}
+		sent.send(conv, fmt.Sprintf("%s-%s", conv, id), data)
+	}
+	time.Sleep(5 * time.Second) // two and a half pinned TTLs
+	after := pinned()
+	close(release)
+	if after != before {
+		t.Errorf("pinned client %q after the lane was held for 2.5 TTLs, %q before", after, before)
+	}
+	for conv, seq := range sent.last {
+		waitVersion(t, c, conv, seq, 30*time.Second)
+	}
+	checkAppliedOnce(t, 1+events, rec)
+}

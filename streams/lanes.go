@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
@@ -132,6 +133,29 @@ func (ls *lanes) call(ctx context.Context, l *lane, fn func()) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// callAll runs fn on every lane at once and waits for them all. When ctx
+// ends first, callAll returns its error and fn may still run later.
+func (ls *lanes) callAll(ctx context.Context, fn func(l *lane)) error {
+	var errs []error
+	dones := make([]chan struct{}, 0, len(ls.all))
+	for _, l := range ls.all {
+		done := make(chan struct{})
+		if err := ls.do(ctx, l, func() { defer close(done); fn(l) }); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		dones = append(dones, done)
+	}
+	for _, done := range dones {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return errors.Join(append(errs, ctx.Err())...)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // shutdown lets queued tasks finish and stops the lanes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -48,12 +49,17 @@ type ownership struct {
 	// under one of them, still buffered or queued, belongs to the
 	// partition's next owner and is handed back instead of applied.
 	retired map[string]time.Time
+	// waited counts, by partition over the share, the rebalances its
+	// hand-off has waited (caughtUp); rebalance alone uses it.
+	waited map[int]int
 }
 
-// puller is one partition's pull, handing events to the lanes.
+// puller is one partition's pull: pull takes its events into in, and
+// forward hands them to the lanes.
 type puller struct {
 	it   jetstream.MessagesContext
-	done chan struct{}
+	in   *intake
+	done chan struct{} // closed once forward handed out everything fetched
 }
 
 // partitionConsumer is the durable consumer name of a partition.
@@ -116,7 +122,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 		}
 	}
 	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
-		retired: map[string]time.Time{}}
+		retired: map[string]time.Time{}, waited: map[int]int{}}
 	w.own = o
 	w.ready.Store(true)
 	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
@@ -216,10 +222,49 @@ func (o *ownership) rebalance(ctx context.Context) {
 			o.stop(p)
 		}
 	}
-	for _, p := range owned[share:] {
+	excess := owned[share:]
+	for p := range o.waited {
+		if !slices.Contains(excess, p) {
+			delete(o.waited, p)
+		}
+	}
+	for _, p := range excess {
+		if !o.caughtUp(p) && o.waited[p] < handOffWaits {
+			o.waited[p]++
+			log.DebugContext(ctx, "hand-off waits for the lanes", "partition", p, "waited", o.waited[p])
+			continue
+		}
+		delete(o.waited, p)
 		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
 		o.handOff(ctx, p)
 	}
+}
+
+// handOffWaits is how many rebalances a hand-off waits at most for the
+// worker to catch up (caughtUp): a worker that never does still hands the
+// partition off, more slowly.
+const handOffWaits = 8
+
+// caughtUp reports whether a hand-off of p would wait for little: none of
+// p's fetched events waits for the lanes, and no lane has more than a
+// quarter of its depth queued. A hand-off stops pulling p and then waits
+// for the lanes; started behind a backlog (a partition just taken over,
+// each of its conversations loaded from the stream) it waited past the
+// pinned TTL, and the server pinned another worker, which applied the
+// events again, before they were stored.
+func (o *ownership) caughtUp(p int) bool {
+	o.mu.Lock()
+	pl := o.pullers[p]
+	o.mu.Unlock()
+	if pl != nil && pl.in.len() > 0 {
+		return false
+	}
+	for _, l := range o.w.lanes.all {
+		if len(l.tasks) > cap(l.tasks)/4 {
+			return false
+		}
+	}
+	return true
 }
 
 // handOff gives partition p up cleanly: the pull stops, the lanes apply
@@ -231,15 +276,20 @@ func (o *ownership) rebalance(ctx context.Context) {
 // rebalance: giving it up then would have the next owner apply the
 // unstored events a second time.
 func (o *ownership) handOff(ctx context.Context, p int) {
+	began := time.Now()
 	o.stop(p)
-	var kept atomic.Int32 // the lanes run fn in parallel
-	err := o.w.onPartition(o.work, p, true, func(l *lane, st *convState) {
-		o.w.storeNow(o.work, l, st)
-		if len(st.unstored) > 0 || st.inflight != nil {
-			kept.Add(1)
-			return
+	var kept, held atomic.Int32 // the lanes run fn in parallel
+	err := o.w.lanes.callAll(o.work, func(l *lane) {
+		in := o.w.partitionStates(l, p)
+		held.Add(int32(len(in)))
+		o.w.storeMany(o.work, l, in)
+		for _, st := range in {
+			if len(st.unstored) > 0 || st.inflight != nil {
+				kept.Add(1)
+				continue
+			}
+			l.cache.drop(st.id)
 		}
-		l.cache.drop(st.id)
 	})
 	if n := kept.Load(); err == nil && n > 0 {
 		err = fmt.Errorf("%d conversations not stored", n)
@@ -254,6 +304,8 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 		return
 	}
 	o.unpin(ctx, p)
+	o.w.cfg.logger.InfoContext(ctx, "partition handed off", "partition", p, "conversations", held.Load(),
+		"took", time.Since(began).Round(time.Millisecond))
 }
 
 // lose ends this worker's tenure of partition p, which the server gave
@@ -325,17 +377,18 @@ func (o *ownership) start(p int) {
 		o.w.cfg.logger.WarnContext(o.work, "pulling a partition", "partition", p, "err", err)
 		return
 	}
-	pl := &puller{it: it, done: make(chan struct{})}
+	pl := &puller{it: it, in: newIntake(), done: make(chan struct{})}
 	o.pullers[p] = pl
 	go o.pull(p, pl)
+	go o.forward(p, pl)
 }
 
-// pull hands partition p's events to the lanes until the pull stops. The
-// first event of a new tenure (a pin id not seen before) first drops the
-// partition's conversations from memory: another worker may have changed
-// them since.
+// pull takes partition p's events into pl.in until the pull stops,
+// without waiting for the lanes (see intake). It keeps the books of the
+// partition's tenures: an event under a pin id this worker retired is
+// handed back, and the first under a new one is marked for forward.
 func (o *ownership) pull(p int, pl *puller) {
-	defer close(pl.done)
+	defer pl.in.close()
 	for {
 		m, err := pl.it.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
@@ -357,6 +410,7 @@ func (o *ownership) pull(p int, pl *puller) {
 			o.w.cfg.logger.DebugContext(o.work, "pulling a partition", "partition", p, "err", err)
 			continue
 		}
+		f := fetched{msg: m}
 		if pin := m.Headers().Get(headerPinID); pin != "" {
 			o.mu.Lock()
 			_, old := o.retired[pin]
@@ -372,20 +426,39 @@ func (o *ownership) pull(p int, pl *puller) {
 			}
 			switch {
 			case fresh && prev != "":
-				// Pinned again under a new id while holding the partition (a
-				// new consumer leader does that): another worker may have
-				// held it in between, so what is cached is checked against
-				// the stream before its next event, not thrown away (which
-				// would apply its unstored events a second time).
-				o.w.suspectPartition(o.work, p)
+				f.tenure = renewedTenure
 				o.w.cfg.logger.InfoContext(o.work, "partition pinned again", "partition", p)
 			case fresh:
+				f.tenure = acquiredTenure
 				o.w.owned[p].Store(true)
-				o.w.forgetPartition(o.work, p)
 				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
 			}
 		}
-		o.w.route(o.work, m)
+		pl.in.push(f)
+	}
+}
+
+// forward hands the events pull took to the lanes, in order. The first
+// event of a new tenure first drops the partition's conversations from
+// memory (another worker may have changed them since), or, pinned again
+// while holding the partition, has them checked against the stream
+// before their next event rather than thrown away (which would apply their
+// unstored events a second time): another worker may have held the
+// partition in between.
+func (o *ownership) forward(p int, pl *puller) {
+	defer close(pl.done)
+	for {
+		f, ok := pl.in.next()
+		if !ok {
+			return
+		}
+		switch f.tenure {
+		case renewedTenure:
+			o.w.suspectPartition(o.work, p)
+		case acquiredTenure:
+			o.w.forgetPartition(o.work, p)
+		}
+		o.w.route(o.work, f.msg)
 	}
 }
 
@@ -432,45 +505,42 @@ func (o *ownership) release(ctx context.Context) {
 	}
 }
 
-// onPartition runs fn, on its lane, with every cached conversation of
-// partition p, ahead of anything queued on the lanes after it. With wait
-// it returns once every lane has done so; its error is that of a lane
-// that refused the work (shut down, or ctx ended).
-func (w *Worker) onPartition(ctx context.Context, p int, wait bool, fn func(l *lane, st *convState)) error {
+// partitionStates returns the conversations of partition p that lane l
+// holds. It runs on the lane.
+func (w *Worker) partitionStates(l *lane, p int) []*convState {
 	n := w.partitions()
-	var errs []error
+	var in []*convState
+	l.cache.each(func(st *convState) {
+		if PartitionOf(st.id, n) == p {
+			in = append(in, st)
+		}
+	})
+	return in
+}
+
+// onPartition queues fn, on its lane, with every cached conversation of
+// partition p, ahead of anything queued on the lanes after it.
+func (w *Worker) onPartition(ctx context.Context, p int, fn func(l *lane, st *convState)) {
 	for _, l := range w.lanes.all {
-		task := func() {
-			var in []*convState
-			l.cache.each(func(st *convState) {
-				if PartitionOf(st.id, n) == p {
-					in = append(in, st)
-				}
-			})
-			for _, st := range in {
+		_ = w.lanes.do(ctx, l, func() {
+			for _, st := range w.partitionStates(l, p) {
 				fn(l, st)
 			}
-		}
-		run := w.lanes.do
-		if wait {
-			run = w.lanes.call
-		}
-		errs = append(errs, run(ctx, l, task))
+		})
 	}
-	return errors.Join(errs...)
 }
 
 // forgetPartition drops the cached conversations of partition p from
 // every lane, ahead of anything queued after it.
 func (w *Worker) forgetPartition(ctx context.Context, p int) {
-	_ = w.onPartition(ctx, p, false, func(l *lane, st *convState) { l.cache.drop(st.id) })
+	w.onPartition(ctx, p, func(l *lane, st *convState) { l.cache.drop(st.id) })
 }
 
 // leavePartition lets go of the cached conversations of partition p, on
 // every lane, ahead of anything queued after it: at once when they have
 // nothing unstored, else once that is stored (see Worker.leave).
 func (w *Worker) leavePartition(ctx context.Context, p int) {
-	_ = w.onPartition(ctx, p, false, func(l *lane, st *convState) {
+	w.onPartition(ctx, p, func(l *lane, st *convState) {
 		st.leaving = true
 		w.leave(ctx, l, st)
 	})
@@ -480,7 +550,7 @@ func (w *Worker) leavePartition(ctx context.Context, p int) {
 // unverified (see convState.unverified) on every lane, ahead of anything
 // queued after it.
 func (w *Worker) suspectPartition(ctx context.Context, p int) {
-	_ = w.onPartition(ctx, p, false, func(_ *lane, st *convState) { st.unverified = true })
+	w.onPartition(ctx, p, func(_ *lane, st *convState) { st.unverified = true })
 }
 
 // ownsConversation reports whether this worker owns the partition of a

@@ -328,23 +328,57 @@ func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
 	// Otherwise a write is in flight: its completion comes back here.
 }
 
-// storeNow stores st and waits: the write in flight completes, then what
-// is left unstored is written. It runs on the lane.
-func (w *Worker) storeNow(ctx context.Context, l *lane, st *convState) {
-	if b := st.inflight; b != nil {
-		<-b.done
-		w.stored(ctx, l, st, b)
+// storeWave bounds the writes storeMany has in flight at once.
+const storeWave = 64
+
+// storeMany stores the states of lane l that have events not stored yet
+// and waits for them: the writes in flight complete, then what is left is
+// written, up to storeWave writes at once. It runs on the lane, which it
+// holds for about one write's time rather than one per conversation: a
+// hand-off or a stop that wrote one conversation after another held the
+// lanes (and, through them, every pull) for seconds, past the pinned TTL,
+// and the partitions went to another worker before their events were
+// stored.
+func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
+	for _, st := range states {
+		if b := st.inflight; b != nil {
+			<-b.done
+			w.stored(ctx, l, st, b)
+		}
 	}
-	if len(st.unstored) == 0 || st.inflight != nil {
-		return
+	type write struct {
+		st *convState
+		b  *storeBatch
 	}
-	b, value, err := w.beginStore(st)
-	if err == nil {
-		b.rev, err = w.writeSnapshot(ctx, st.id, value, st.rev)
+	wave := make([]write, 0, min(len(states), storeWave))
+	complete := func() {
+		for _, wr := range wave {
+			<-wr.b.done
+			w.stored(ctx, l, wr.st, wr.b)
+		}
+		wave = wave[:0]
 	}
-	b.err = err
-	close(b.done)
-	w.stored(ctx, l, st, b)
+	for _, st := range states {
+		if len(st.unstored) == 0 || st.inflight != nil {
+			continue
+		}
+		b, value, err := w.beginStore(st)
+		if err != nil {
+			b.err = err
+			close(b.done)
+		} else {
+			rev := st.rev
+			w.writers.run(func() {
+				b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
+				w.reuseSnapshotBuffer(value)
+				close(b.done)
+			})
+		}
+		if wave = append(wave, write{st, b}); len(wave) == storeWave {
+			complete()
+		}
+	}
+	complete()
 }
 
 // release is called on the lane with every state the lane lets go of. A
@@ -392,21 +426,17 @@ func nakAll(msgs []jetstream.Msg) {
 // yet, and waits for the writes: the last step of a graceful stop, after
 // the lanes ran what was fetched.
 func (w *Worker) storeAll(ctx context.Context) {
-	for _, l := range w.lanes.all {
-		err := w.lanes.call(ctx, l, func() {
-			var due []*convState
-			l.cache.each(func(st *convState) {
-				if len(st.unstored) > 0 || st.inflight != nil {
-					due = append(due, st)
-				}
-			})
-			for _, st := range due {
-				w.storeNow(ctx, l, st)
+	err := w.lanes.callAll(ctx, func(l *lane) {
+		var due []*convState
+		l.cache.each(func(st *convState) {
+			if len(st.unstored) > 0 || st.inflight != nil {
+				due = append(due, st)
 			}
 		})
-		if err != nil {
-			w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
-		}
+		w.storeMany(ctx, l, due)
+	})
+	if err != nil {
+		w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
 	}
 }
 
