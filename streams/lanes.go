@@ -15,6 +15,9 @@ import (
 type lane struct {
 	tasks chan func()
 	cache *lru
+	// taskStart is when the running task began (Unix nanoseconds), 0
+	// while the lane waits for one; lanes.stalled reads it.
+	taskStart atomic.Int64
 }
 
 // lanes is a fixed set of lanes.
@@ -57,7 +60,9 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 		go func() {
 			defer ls.wg.Done()
 			for t := range l.tasks {
+				l.taskStart.Store(time.Now().UnixNano())
 				t()
+				l.taskStart.Store(0)
 			}
 		}()
 	}
@@ -156,6 +161,18 @@ func (ls *lanes) callAll(ctx context.Context, fn func(l *lane)) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stalled returns the index of a lane whose running task began more than
+// limit ago, and how long ago; -1 when there is none.
+func (ls *lanes) stalled(limit time.Duration) (int, time.Duration) {
+	now := time.Now().UnixNano()
+	for i, l := range ls.all {
+		if began := l.taskStart.Load(); began != 0 && time.Duration(now-began) > limit {
+			return i, time.Duration(now - began)
+		}
+	}
+	return -1, 0
 }
 
 // shutdown lets queued tasks finish and stops the lanes.
