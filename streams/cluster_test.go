@@ -210,8 +210,7 @@ func TestClusterFailover(t *testing.T) {
 	// Round 1 in slices 0.6 s apart until the partitions are spread, so
 	// that partitions handed off once more meanwhile have events to show
 	// their new owner: a worker learns it owns a partition from its
-	// events, and a hand-off may wait up to 8 rebalances (5 s here) for a
-	// busy worker to catch up.
+	// events, and a busy worker's hand-off waits for its lanes.
 	for i, n := 0, len(rounds[1]); i < n; i += n / 10 {
 		send(rounds[1][i:min(n, i+n/10)])
 		if !spread() {

@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -265,4 +266,134 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 		waitVersion(t, c, conv, seq, 30*time.Second)
 	}
 	checkAppliedOnce(t, 1+events, rec)
+}
+
+// TestSlowHandOffKeepsThePin has a worker start a hand-off while its one
+// lane is held for 2.5 pinned TTLs, with events of the partition queued
+// behind it. The pull goes on during the hand-off, so the server keeps
+// the partition pinned to the worker under the same pin id (a hand-off
+// that stopped pulling first lost the pin after one TTL, and the next
+// owner could apply the unstored events again); once the lane is free the
+// partition is handed off and every event is applied once.
+func TestSlowHandOffKeepsThePin(t *testing.T) {
+	ns := startServer(t, "")
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1))...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+	sent := newAppends(t, c)
+	const convs = 20
+	for k := range convs {
+		conv := fmt.Sprintf("sh-%02d", k)
+		sent.send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+	}
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
+	})
+	before := consumerPins(t, a.w)
+
+	release := make(chan struct{})
+	if err := a.w.lanes.do(ctx, a.w.lanes.all[0], func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	for k := range convs {
+		conv := fmt.Sprintf("sh-%02d", k)
+		sent.send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	time.Sleep(5 * time.Second) // A hands a partition off, behind the held lane
+	during := consumerPins(t, a.w)
+	close(release)
+	if !slices.Equal(during, before) {
+		t.Errorf("pins %q while the hand-off waited for the lane, %q before", during, before)
+	}
+	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	for k := range convs {
+		conv := fmt.Sprintf("sh-%02d", k)
+		sent.send(conv, conv+"-e2", map[string]any{"id": "m2", "role": "user", "content": "again", "parentId": "m1", "createdAt": 1002})
+	}
+	for conv, seq := range sent.last {
+		waitVersion(t, c, conv, seq, 30*time.Second)
+	}
+	if len(b.w.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	}
+	checkAppliedOnce(t, 3*convs, recA, recB)
+}
+
+// consumerPins returns the pinned client id of every partition consumer of
+// w, as the server reports them.
+func consumerPins(t testing.TB, w *Worker) []string {
+	t.Helper()
+	var out []string
+	for _, cons := range w.own.cons {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range info.PriorityGroups {
+			out = append(out, g.PinnedClientID)
+		}
+	}
+	return out
+}
+
+// TestGracefulStopKeepsThePins stops a worker gracefully while its one
+// lane is held for 2.5 pinned TTLs with events queued behind it. Its pulls
+// go on while it stores, so the server keeps its partition pinned to it
+// under the same pin id; then the partition goes to the other worker and
+// every event is applied once.
+func TestGracefulStopKeepsThePins(t *testing.T) {
+	ns := startServer(t, "")
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1))...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+	sent := newAppends(t, c)
+	const convs = 20
+	round := func(j int) {
+		t.Helper()
+		for k := range convs {
+			conv := fmt.Sprintf("gs-%02d", k)
+			data := map[string]any{"id": fmt.Sprintf("m%d", j), "role": "user", "content": "hello", "createdAt": 1000 + j}
+			if j > 0 {
+				data["parentId"] = fmt.Sprintf("m%d", j-1)
+			}
+			sent.send(conv, fmt.Sprintf("%s-e%d", conv, j), data)
+		}
+	}
+	round(0)
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs
+	})
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	round(1) // B learns it owns the other partition from its events
+	waitFor(t, 20*time.Second, "a partition each", func() bool { return len(b.w.OwnedPartitions()) == 1 })
+	owned := a.w.OwnedPartitions()[0]
+	before := consumerPins(t, a.w)[owned]
+
+	release := make(chan struct{})
+	if err := a.w.lanes.do(ctx, a.w.lanes.all[0], func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	round(2)
+	a.cancel()
+	time.Sleep(5 * time.Second) // A stores, behind the held lane
+	during := consumerPins(t, b.w)[owned]
+	close(release)
+	if during != before {
+		t.Errorf("partition %d pinned to %q while worker A stopped, %q before", owned, during, before)
+	}
+	a.stop(t)
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	round(3)
+	for conv, seq := range sent.last {
+		waitVersion(t, c, conv, seq, 30*time.Second)
+	}
+	if len(b.w.OwnedPartitions()) != 2 {
+		t.Errorf("worker B owns partitions %v, want both", b.w.OwnedPartitions())
+	}
+	checkAppliedOnce(t, 4*convs, recA, recB)
 }

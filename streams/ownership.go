@@ -2,15 +2,12 @@ package streams
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -49,17 +46,6 @@ type ownership struct {
 	// under one of them, still buffered or queued, belongs to the
 	// partition's next owner and is handed back instead of applied.
 	retired map[string]time.Time
-	// waited counts, by partition over the share, the rebalances its
-	// hand-off has waited (caughtUp); rebalance alone uses it.
-	waited map[int]int
-}
-
-// puller is one partition's pull: pull takes its events into in, and
-// forward hands them to the lanes.
-type puller struct {
-	it   jetstream.MessagesContext
-	in   *intake
-	done chan struct{} // closed once forward handed out everything fetched
 }
 
 // partitionConsumer is the durable consumer name of a partition.
@@ -122,7 +108,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 		}
 	}
 	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
-		retired: map[string]time.Time{}, waited: map[int]int{}}
+		retired: map[string]time.Time{}}
 	w.own = o
 	w.ready.Store(true)
 	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
@@ -130,10 +116,17 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 
 	o.balance(ctx)
 
-	// Fetched events are handed out, then the lanes finish them; only then
-	// are the partitions given up, so a successor starts after them.
-	o.stopAll()
+	// As in a hand-off: the pulls go on (keeping the pins) while their
+	// events wait and the lanes finish what they hold and store it; then
+	// the pulls stop, the events that waited go back, and only then are
+	// the partitions given up, so a successor starts after them.
+	o.setModes(holding)
 	w.finish(work)
+	o.setModes(returning)
+	o.stopAll()
+	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !w.nc.IsClosed() {
+		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
+	}
 	o.release(work)
 	mem.leave(work)
 	w.cfg.logger.InfoContext(work, "worker stopped")
@@ -222,64 +215,40 @@ func (o *ownership) rebalance(ctx context.Context) {
 			o.stop(p)
 		}
 	}
-	excess := owned[share:]
-	for p := range o.waited {
-		if !slices.Contains(excess, p) {
-			delete(o.waited, p)
-		}
-	}
-	for _, p := range excess {
-		if !o.caughtUp(p) && o.waited[p] < handOffWaits {
-			o.waited[p]++
-			log.DebugContext(ctx, "hand-off waits for the lanes", "partition", p, "waited", o.waited[p])
-			continue
-		}
-		delete(o.waited, p)
+	for _, p := range owned[share:] {
 		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
 		o.handOff(ctx, p)
 	}
 }
 
-// handOffWaits is how many rebalances a hand-off waits at most for the
-// worker to catch up (caughtUp): a worker that never does still hands the
-// partition off, more slowly.
-const handOffWaits = 8
+// handOffTimeout bounds how long a hand-off waits for the lanes to store
+// the partition's conversations before it keeps the partition for now.
+const handOffTimeout = 15 * time.Second
 
-// caughtUp reports whether a hand-off of p would wait for little: none of
-// p's fetched events waits for the lanes, and no lane has more than a
-// quarter of its depth queued. A hand-off stops pulling p and then waits
-// for the lanes; started behind a backlog (a partition just taken over,
-// each of its conversations loaded from the stream) it waited past the
-// pinned TTL, and the server pinned another worker, which applied the
-// events again, before they were stored.
-func (o *ownership) caughtUp(p int) bool {
+// handOff gives partition p up cleanly. The pull goes on, renewing the
+// pin, but p's events wait in its intake while the lanes apply what they
+// hold of p and store every conversation of p (its events acknowledged),
+// all at once, and let them go. Then the pull stops, the events that
+// waited are handed back to the server, and p is unpinned: the next owner
+// starts from stored snapshots, with nothing of p applied twice or by two
+// workers at once, however long the stores took (a hand-off that stopped
+// pulling first lost the pin when they outlasted the pinned TTL, and the
+// next owner applied the unstored events again). When a store fails or
+// the lanes take longer than handOffTimeout, the worker keeps the
+// partition, its events flow again, and it tries at the next rebalance.
+func (o *ownership) handOff(ctx context.Context, p int) {
+	began := time.Now()
 	o.mu.Lock()
 	pl := o.pullers[p]
 	o.mu.Unlock()
-	if pl != nil && pl.in.len() > 0 {
-		return false
+	if pl == nil {
+		o.start(p) // owned but not pulled: pull, and hand off next time
+		return
 	}
-	for _, l := range o.w.lanes.all {
-		if len(l.tasks) > cap(l.tasks)/4 {
-			return false
-		}
-	}
-	return true
-}
-
-// handOff gives partition p up cleanly: the pull stops, the lanes apply
-// what was fetched, every conversation of p is stored (its events
-// acknowledged) and let go, and only then is p unpinned. The next owner
-// thus starts from stored snapshots, with nothing of p applied twice or
-// by two workers at once. When a store fails (the bucket is away) the
-// worker keeps the partition, pulls again, and tries at the next
-// rebalance: giving it up then would have the next owner apply the
-// unstored events a second time.
-func (o *ownership) handOff(ctx context.Context, p int) {
-	began := time.Now()
-	o.stop(p)
+	pl.setMode(holding)
 	var kept, held atomic.Int32 // the lanes run fn in parallel
-	err := o.w.lanes.callAll(o.work, func(l *lane) {
+	storeCtx, cancel := context.WithTimeout(o.work, handOffTimeout)
+	err := o.w.lanes.callAll(storeCtx, func(l *lane) {
 		in := o.w.partitionStates(l, p)
 		held.Add(int32(len(in)))
 		o.w.storeMany(o.work, l, in)
@@ -291,17 +260,21 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 			l.cache.drop(st.id)
 		}
 	})
+	cancel()
 	if n := kept.Load(); err == nil && n > 0 {
 		err = fmt.Errorf("%d conversations not stored", n)
 	}
-	// The acknowledgements go out before the partition does.
-	if fErr := o.w.nc.FlushTimeout(5 * time.Second); fErr != nil {
-		err = errors.Join(err, fmt.Errorf("flush: %w", fErr))
-	}
 	if err != nil {
 		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: kept for now", "partition", p, "err", err)
-		o.start(p)
+		pl.setMode(forwarding)
 		return
+	}
+	pl.setMode(returning)
+	o.stop(p)
+	// The acknowledgements and the events handed back go out before the
+	// partition does.
+	if err := o.w.nc.FlushTimeout(5 * time.Second); err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
 	}
 	o.unpin(ctx, p)
 	o.w.cfg.logger.InfoContext(ctx, "partition handed off", "partition", p, "conversations", held.Load(),
@@ -377,89 +350,10 @@ func (o *ownership) start(p int) {
 		o.w.cfg.logger.WarnContext(o.work, "pulling a partition", "partition", p, "err", err)
 		return
 	}
-	pl := &puller{it: it, in: newIntake(), done: make(chan struct{})}
+	pl := newPuller(it)
 	o.pullers[p] = pl
 	go o.pull(p, pl)
 	go o.forward(p, pl)
-}
-
-// pull takes partition p's events into pl.in until the pull stops,
-// without waiting for the lanes (see intake). It keeps the books of the
-// partition's tenures: an event under a pin id this worker retired is
-// handed back, and the first under a new one is marked for forward.
-func (o *ownership) pull(p int, pl *puller) {
-	defer pl.in.close()
-	for {
-		m, err := pl.it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
-			return
-		}
-		if errors.Is(err, jetstream.ErrPinIDMismatch) {
-			// The server pinned another worker: events of the tenure that
-			// ended, still buffered or queued here, are handed back.
-			o.mu.Lock()
-			held := o.pins[p] != ""
-			o.mu.Unlock()
-			if held {
-				o.lose(p)
-			}
-			continue
-		}
-		if err != nil {
-			// Missed heartbeats and the like: the iterator recovers.
-			o.w.cfg.logger.DebugContext(o.work, "pulling a partition", "partition", p, "err", err)
-			continue
-		}
-		f := fetched{msg: m}
-		if pin := m.Headers().Get(headerPinID); pin != "" {
-			o.mu.Lock()
-			_, old := o.retired[pin]
-			prev := o.pins[p]
-			fresh := !old && prev != pin
-			if !old {
-				o.pins[p] = pin
-			}
-			o.mu.Unlock()
-			if old {
-				_ = m.Nak() // the partition's next owner applies it
-				continue
-			}
-			switch {
-			case fresh && prev != "":
-				f.tenure = renewedTenure
-				o.w.cfg.logger.InfoContext(o.work, "partition pinned again", "partition", p)
-			case fresh:
-				f.tenure = acquiredTenure
-				o.w.owned[p].Store(true)
-				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
-			}
-		}
-		pl.in.push(f)
-	}
-}
-
-// forward hands the events pull took to the lanes, in order. The first
-// event of a new tenure first drops the partition's conversations from
-// memory (another worker may have changed them since), or, pinned again
-// while holding the partition, has them checked against the stream
-// before their next event rather than thrown away (which would apply their
-// unstored events a second time): another worker may have held the
-// partition in between.
-func (o *ownership) forward(p int, pl *puller) {
-	defer close(pl.done)
-	for {
-		f, ok := pl.in.next()
-		if !ok {
-			return
-		}
-		switch f.tenure {
-		case renewedTenure:
-			o.w.suspectPartition(o.work, p)
-		case acquiredTenure:
-			o.w.forgetPartition(o.work, p)
-		}
-		o.w.route(o.work, f.msg)
-	}
 }
 
 // stop ends the pull of partition p, handing out what it fetched first.
@@ -471,8 +365,21 @@ func (o *ownership) stop(p int) {
 	if !ok {
 		return
 	}
-	pl.it.Drain()
-	<-pl.done
+	pl.stop()
+}
+
+// setModes sets what every pull's forward does with its events (see
+// forwardMode).
+func (o *ownership) setModes(m forwardMode) {
+	o.mu.Lock()
+	pls := make([]*puller, 0, len(o.pullers))
+	for _, pl := range o.pullers {
+		pls = append(pls, pl)
+	}
+	o.mu.Unlock()
+	for _, pl := range pls {
+		pl.setMode(m)
+	}
 }
 
 // stopAll ends every pull.
