@@ -209,8 +209,13 @@ func checkAppliedOnce(t testing.TB, n int, recs ...*tracetest.SpanRecorder) {
 	}
 }
 
+// heldTTL is the pinned TTL of the tests that hold a lane for two of
+// them: a pull renews the pin every 1.5 s with it, leaving a loaded
+// machine 1.5 s of slack.
+const heldTTL = 3 * time.Second
+
 // TestBusyLanesKeepThePin holds the one lane of a partitioned worker for
-// two and a half pinned TTLs while more events arrive than the lane and the pull
+// two pinned TTLs while more events arrive than the lane and the pull
 // buffer hold. The pull keeps asking for events meanwhile (see intake), so
 // the server keeps the partition pinned to the worker under the same pin
 // id; a pull that waited for the lane asked for nothing, and the server
@@ -218,7 +223,7 @@ func checkAppliedOnce(t testing.TB, n int, recs ...*tracetest.SpanRecorder) {
 func TestBusyLanesKeepThePin(t *testing.T) {
 	ns := startServer(t, "")
 	rec := tracetest.NewSpanRecorder()
-	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1))...)
+	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1), WithPinnedTTL(heldTTL))...)
 	c := newClient(t, connect(t, ns))
 	ctx := context.Background()
 	sent := newAppends(t, c)
@@ -256,11 +261,11 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 		}
 		sent.send(conv, fmt.Sprintf("%s-%s", conv, id), data)
 	}
-	time.Sleep(5 * time.Second) // two and a half pinned TTLs
+	time.Sleep(2 * heldTTL)
 	after := pinned()
 	close(release)
 	if after != before {
-		t.Errorf("pinned client %q after the lane was held for 2.5 TTLs, %q before", after, before)
+		t.Errorf("pinned client %q after the lane was held for two TTLs, %q before", after, before)
 	}
 	for conv, seq := range sent.last {
 		waitVersion(t, c, conv, seq, 30*time.Second)
@@ -269,7 +274,7 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 }
 
 // TestSlowHandOffKeepsThePin has a worker start a hand-off while its one
-// lane is held for 2.5 pinned TTLs, with events of the partition queued
+// lane is held for two pinned TTLs, with events of the partition queued
 // behind it. The pull goes on during the hand-off, so the server keeps
 // the partition pinned to the worker under the same pin id (a hand-off
 // that stopped pulling first lost the pin after one TTL, and the next
@@ -278,7 +283,7 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 func TestSlowHandOffKeepsThePin(t *testing.T) {
 	ns := startServer(t, "")
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1))...)
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
 	c := newClient(t, connect(t, ns))
 	ctx := context.Background()
 	sent := newAppends(t, c)
@@ -301,7 +306,7 @@ func TestSlowHandOffKeepsThePin(t *testing.T) {
 		sent.send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
 	}
 	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
-	time.Sleep(5 * time.Second) // A hands a partition off, behind the held lane
+	time.Sleep(2 * heldTTL) // A hands a partition off, behind the held lane
 	during := consumerPins(t, a.w)
 	close(release)
 	if !slices.Equal(during, before) {
@@ -340,14 +345,14 @@ func consumerPins(t testing.TB, w *Worker) []string {
 }
 
 // TestGracefulStopKeepsThePins stops a worker gracefully while its one
-// lane is held for 2.5 pinned TTLs with events queued behind it. Its pulls
+// lane is held for two pinned TTLs with events queued behind it. Its pulls
 // go on while it stores, so the server keeps its partition pinned to it
 // under the same pin id; then the partition goes to the other worker and
 // every event is applied once.
 func TestGracefulStopKeepsThePins(t *testing.T) {
 	ns := startServer(t, "")
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1))...)
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
 	c := newClient(t, connect(t, ns))
 	ctx := context.Background()
 	sent := newAppends(t, c)
@@ -380,7 +385,7 @@ func TestGracefulStopKeepsThePins(t *testing.T) {
 	}
 	round(2)
 	a.cancel()
-	time.Sleep(5 * time.Second) // A stores, behind the held lane
+	time.Sleep(2 * heldTTL) // A stores, behind the held lane
 	during := consumerPins(t, b.w)[owned]
 	close(release)
 	if during != before {
