@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,7 +36,7 @@ const (
 )
 
 func newPuller(it jetstream.MessagesContext) *puller {
-	pl := &puller{it: it, in: newIntake(), done: make(chan struct{})}
+	pl := &puller{it: it, in: newIntake(intakeMaxBytes), done: make(chan struct{})}
 	pl.changed = sync.NewCond(&pl.mu)
 	return pl
 }
@@ -114,7 +115,10 @@ func (o *ownership) pull(p int, pl *puller) {
 				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
 			}
 		}
-		pl.in.push(f)
+		if began := time.Now(); pl.in.push(f) && time.Since(began) > time.Second {
+			o.w.cfg.logger.WarnContext(o.work, "partition intake full: its pull waited for the lanes",
+				"partition", p, "waited", time.Since(began).Round(time.Millisecond), "max_bytes", intakeMaxBytes)
+		}
 	}
 }
 
