@@ -333,7 +333,8 @@ const storeWave = 64
 
 // storeMany stores the states of lane l that have events not stored yet
 // and waits for them: the writes in flight complete, then what is left is
-// written, up to storeWave writes at once. It runs on the lane, which it
+// written, up to storeWave writes at once, until a whole wave fails as
+// writes do while the bucket is away. It runs on the lane, which it
 // holds for about one write's time rather than one per conversation: a
 // hand-off or a stop that wrote one conversation after another held the
 // lanes (and, through them, every pull) for seconds, past the pinned TTL,
@@ -351,14 +352,26 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 		b  *storeBatch
 	}
 	wave := make([]write, 0, min(len(states), storeWave))
+	away := false // a whole wave failed as the bucket does when it is away
 	complete := func() {
+		failed := 0
 		for _, wr := range wave {
 			<-wr.b.done
+			if wr.b.err != nil && !errors.Is(wr.b.err, errConflict) && !tooLarge(wr.b.err) {
+				failed++
+			}
 			w.stored(ctx, l, wr.st, wr.b)
 		}
+		away = away || (len(wave) > 0 && failed == len(wave))
 		wave = wave[:0]
 	}
 	for _, st := range states {
+		if away {
+			// The rest would wait as long, wave after wave, holding the
+			// lane: they stay unstored (a hand-off keeps the partition,
+			// a stop leaves their events to be redelivered).
+			return
+		}
 		if len(st.unstored) == 0 || st.inflight != nil {
 			continue
 		}

@@ -300,3 +300,73 @@ func TestNextSlot(t *testing.T) {
 		}
 	}
 }
+
+// TestStoreManyStopsWhileBucketAway has storeMany store 150 conversations
+// while the bucket refuses every write (its message size limit lowered):
+// once a whole wave of storeWave writes has failed it tries no more, so
+// that a bucket that is away does not hold the lane for wave after wave of
+// timeouts. Every conversation keeps its events unstored.
+func TestStoreManyStopsWhileBucketAway(t *testing.T) {
+	const convs = 150
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	long := 20 * time.Second
+	r := startWorker(t, nc, WithLanes(1), WithSnapshotInterval(long), WithSnapshotMaxInterval(long), WithAckWait(time.Minute))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	for k := range convs {
+		conv := fmt.Sprintf("away-%03d", k)
+		if _, err := c.Send(ctx, conv, TypeMessageAppended, map[string]any{"id": "m0", "role": "user", "content": "hi", "createdAt": 1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l := r.w.lanes.all[0]
+	held := func() (n int) {
+		if err := r.w.lanes.call(ctx, l, func() { l.cache.each(func(*convState) { n++ }) }); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "every event applied", func() bool { return held() == convs })
+
+	kvStream, err := r.w.js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kvStream.CachedInfo().Config
+	cfg.MaxMsgSize = 16
+	if _, err := r.w.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Each conversation's first store comes at a random point of the
+	// interval, so a few may be stored (or have failed) already: the lane
+	// runs nothing else during the call, which counts the writes storeMany
+	// tries by the failures they add.
+	var due, tried, left int
+	if err := r.w.lanes.call(ctx, l, func() {
+		var states []*convState
+		failures := map[*convState]int{}
+		l.cache.each(func(st *convState) {
+			if len(st.unstored) > 0 {
+				states = append(states, st)
+				failures[st] = st.storeFailures
+			}
+		})
+		due = len(states)
+		r.w.storeMany(ctx, l, states)
+		for _, st := range states {
+			tried += st.storeFailures - failures[st]
+			if len(st.unstored) > 0 {
+				left++
+			}
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if due <= storeWave {
+		t.Skipf("only %d conversations left unstored before the bucket refused writes", due)
+	}
+	if tried != storeWave || left != due {
+		t.Errorf("%d writes tried, %d of %d conversations left unstored; want %d tried, all left", tried, left, due, storeWave)
+	}
+}
