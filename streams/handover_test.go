@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -94,19 +95,9 @@ func TestHandOffWaitsForStores(t *testing.T) {
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
 	a := startWorker(t, connect(t, ns), handoverOptions(2, recA)...)
 	c := newClient(t, connect(t, ns))
-	ctx := context.Background()
 
 	// The bucket refuses every snapshot from now on: A applies events it cannot store.
-	kvStream, err := a.w.js.Stream(ctx, "KV_"+a.w.cfg.subjects.SnapshotBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := kvStream.CachedInfo().Config
-	limit := cfg.MaxMsgSize
-	cfg.MaxMsgSize = 16
-	if _, err := a.w.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	accept := refuseSnapshots(t, a.w)
 
 	const convs = 20
 	sent := newAppends(t, c)
@@ -125,10 +116,7 @@ func TestHandOffWaitsForStores(t *testing.T) {
 		t.Fatalf("worker A gave a partition up with its snapshots not stored: it owns %v", got)
 	}
 
-	cfg.MaxMsgSize = limit
-	if _, err := a.w.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	accept()
 	// B learns that it owns the partition from the next events it gets.
 	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
@@ -144,6 +132,29 @@ func TestHandOffWaitsForStores(t *testing.T) {
 	}
 
 	checkAppliedOnce(t, 2*convs, recA, recB)
+}
+
+// refuseSnapshots lowers the message size limit of w's snapshot bucket
+// to 16 bytes, so that every write fails as it does while the bucket is
+// away, until the returned accept restores the limit.
+func refuseSnapshots(t testing.TB, w *Worker) (accept func()) {
+	t.Helper()
+	ctx := context.Background()
+	kvStream, err := w.js.Stream(ctx, "KV_"+w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kvStream.CachedInfo().Config
+	limit := cfg.MaxMsgSize
+	set := func(n int32) {
+		t.Helper()
+		cfg.MaxMsgSize = n
+		if _, err := w.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	set(16)
+	return func() { set(limit) }
 }
 
 // handoverOptions are the options of the two workers of these tests, on
@@ -225,32 +236,15 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1), WithPinnedTTL(heldTTL))...)
 	c := newClient(t, connect(t, ns))
-	ctx := context.Background()
 	sent := newAppends(t, c)
 	sent.send("busy-0", "busy-0-e0", map[string]any{"id": "m0", "role": "user", "content": "hello", "createdAt": 1000})
 	waitFor(t, 10*time.Second, "the first event applied", func() bool { return len(appliedSpans(0, rec)) == 1 })
-	pinned := func() string {
-		t.Helper()
-		info, err := r.w.own.cons[0].Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, g := range info.PriorityGroups {
-			if g.Group == ownerGroup {
-				return g.PinnedClientID
-			}
-		}
-		return ""
-	}
-	before := pinned()
+	before := consumerPins(t, r.w)[0]
 	if before == "" {
 		t.Fatal("the partition is not pinned")
 	}
 
-	release := make(chan struct{})
-	if err := r.w.lanes.do(ctx, r.w.lanes.all[0], func() { <-release }); err != nil {
-		t.Fatal(err)
-	}
+	release := holdLane(t, r.w)
 	const events = 3 * (partitionWindow + 64) // well over the pull buffer and the lane's queue
 	for k := range events {
 		conv := fmt.Sprintf("busy-%d", 1+k%50)
@@ -262,8 +256,8 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 		sent.send(conv, fmt.Sprintf("%s-%s", conv, id), data)
 	}
 	time.Sleep(2 * heldTTL)
-	after := pinned()
-	close(release)
+	after := consumerPins(t, r.w)[0]
+	release()
 	if after != before {
 		t.Errorf("pinned client %q after the lane was held for two TTLs, %q before", after, before)
 	}
@@ -281,50 +275,79 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 // owner could apply the unstored events again); once the lane is free the
 // partition is handed off and every event is applied once.
 func TestSlowHandOffKeepsThePin(t *testing.T) {
-	ns := startServer(t, "")
-	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
-	c := newClient(t, connect(t, ns))
-	ctx := context.Background()
-	sent := newAppends(t, c)
-	const convs = 20
-	for k := range convs {
-		conv := fmt.Sprintf("sh-%02d", k)
-		sent.send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
-	}
+	ns, a, recA, sent := startHeldLane(t, "sh")
+	recB := tracetest.NewSpanRecorder()
+	sent.round(0)
 	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
-		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
+		return len(appliedSpans(0, recA)) == heldConvs && len(a.w.OwnedPartitions()) == 2
 	})
 	before := consumerPins(t, a.w)
 
-	release := make(chan struct{})
-	if err := a.w.lanes.do(ctx, a.w.lanes.all[0], func() { <-release }); err != nil {
-		t.Fatal(err)
-	}
-	for k := range convs {
-		conv := fmt.Sprintf("sh-%02d", k)
-		sent.send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
-	}
+	release := holdLane(t, a.w)
+	sent.round(1)
 	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
 	time.Sleep(2 * heldTTL) // A hands a partition off, behind the held lane
 	during := consumerPins(t, a.w)
-	close(release)
+	release()
 	if !slices.Equal(during, before) {
 		t.Errorf("pins %q while the hand-off waited for the lane, %q before", during, before)
 	}
 	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
-	for k := range convs {
-		conv := fmt.Sprintf("sh-%02d", k)
-		sent.send(conv, conv+"-e2", map[string]any{"id": "m2", "role": "user", "content": "again", "parentId": "m1", "createdAt": 1002})
-	}
+	sent.round(2)
 	for conv, seq := range sent.last {
-		waitVersion(t, c, conv, seq, 30*time.Second)
+		waitVersion(t, sent.c, conv, seq, 30*time.Second)
 	}
 	if len(b.w.OwnedPartitions()) != 1 {
 		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
 	}
-	checkAppliedOnce(t, 3*convs, recA, recB)
+	checkAppliedOnce(t, 3*heldConvs, recA, recB)
+}
+
+// heldConvs is how many conversations the held-lane tests with two
+// partitions drive.
+const heldConvs = 20
+
+// heldLane is the client side of those tests: it sends rounds of events to
+// heldConvs conversations named prefix-NN.
+type heldLane struct {
+	*appends
+	prefix string
+}
+
+// startHeldLane starts a server and worker A of a held-lane test (two
+// partitions, one lane, a pinned TTL of heldTTL) tracing to recA, and a
+// client sending to conversations named prefix-NN.
+func startHeldLane(t testing.TB, prefix string) (*server.Server, *running, *tracetest.SpanRecorder, *heldLane) {
+	t.Helper()
+	ns := startServer(t, "")
+	recA := tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
+	return ns, a, recA, &heldLane{appends: newAppends(t, newClient(t, connect(t, ns))), prefix: prefix}
+}
+
+// round appends message mJ to every conversation, chained to m(J-1).
+func (h *heldLane) round(j int) {
+	h.t.Helper()
+	for k := range heldConvs {
+		conv := fmt.Sprintf("%s-%02d", h.prefix, k)
+		data := map[string]any{"id": fmt.Sprintf("m%d", j), "role": "user", "content": "hello", "createdAt": 1000 + j}
+		if j > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", j-1)
+		}
+		h.send(conv, fmt.Sprintf("%s-e%d", conv, j), data)
+	}
+}
+
+// holdLane holds w's first lane with a task until the returned release is
+// called.
+func holdLane(t testing.TB, w *Worker) (release func()) {
+	t.Helper()
+	held := make(chan struct{})
+	if err := w.lanes.do(context.Background(), w.lanes.all[0], func() { <-held }); err != nil {
+		t.Fatal(err)
+	}
+	return func() { close(held) }
 }
 
 // consumerPins returns the pinned client id of every partition consumer of
@@ -337,9 +360,13 @@ func consumerPins(t testing.TB, w *Worker) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
+		pinned := ""
 		for _, g := range info.PriorityGroups {
-			out = append(out, g.PinnedClientID)
+			if g.Group == ownerGroup {
+				pinned = g.PinnedClientID
+			}
 		}
+		out = append(out, pinned)
 	}
 	return out
 }
@@ -350,55 +377,36 @@ func consumerPins(t testing.TB, w *Worker) []string {
 // under the same pin id; then the partition goes to the other worker and
 // every event is applied once.
 func TestGracefulStopKeepsThePins(t *testing.T) {
-	ns := startServer(t, "")
-	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
-	c := newClient(t, connect(t, ns))
-	ctx := context.Background()
-	sent := newAppends(t, c)
-	const convs = 20
-	round := func(j int) {
-		t.Helper()
-		for k := range convs {
-			conv := fmt.Sprintf("gs-%02d", k)
-			data := map[string]any{"id": fmt.Sprintf("m%d", j), "role": "user", "content": "hello", "createdAt": 1000 + j}
-			if j > 0 {
-				data["parentId"] = fmt.Sprintf("m%d", j-1)
-			}
-			sent.send(conv, fmt.Sprintf("%s-e%d", conv, j), data)
-		}
-	}
-	round(0)
+	ns, a, recA, sent := startHeldLane(t, "gs")
+	recB := tracetest.NewSpanRecorder()
+	sent.round(0)
 	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
-		return len(appliedSpans(0, recA)) == convs
+		return len(appliedSpans(0, recA)) == heldConvs
 	})
 	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
 	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
-	round(1) // B learns it owns the other partition from its events
+	sent.round(1) // B learns it owns the other partition from its events
 	waitFor(t, 20*time.Second, "a partition each", func() bool { return len(b.w.OwnedPartitions()) == 1 })
 	owned := a.w.OwnedPartitions()[0]
 	before := consumerPins(t, a.w)[owned]
 
-	release := make(chan struct{})
-	if err := a.w.lanes.do(ctx, a.w.lanes.all[0], func() { <-release }); err != nil {
-		t.Fatal(err)
-	}
-	round(2)
+	release := holdLane(t, a.w)
+	sent.round(2)
 	a.cancel()
 	time.Sleep(2 * heldTTL) // A stores, behind the held lane
 	during := consumerPins(t, b.w)[owned]
-	close(release)
+	release()
 	if during != before {
 		t.Errorf("partition %d pinned to %q while worker A stopped, %q before", owned, during, before)
 	}
 	a.stop(t)
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
-	round(3)
+	sent.round(3)
 	for conv, seq := range sent.last {
-		waitVersion(t, c, conv, seq, 30*time.Second)
+		waitVersion(t, sent.c, conv, seq, 30*time.Second)
 	}
 	if len(b.w.OwnedPartitions()) != 2 {
 		t.Errorf("worker B owns partitions %v, want both", b.w.OwnedPartitions())
 	}
-	checkAppliedOnce(t, 4*convs, recA, recB)
+	checkAppliedOnce(t, 4*heldConvs, recA, recB)
 }

@@ -329,15 +329,7 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "every event applied", func() bool { return held() == convs })
 
-	kvStream, err := r.w.js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := kvStream.CachedInfo().Config
-	cfg.MaxMsgSize = 16
-	if _, err := r.w.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
+	refuseSnapshots(t, r.w)
 	// Each conversation's first store comes at a random point of the
 	// interval, so a few may be stored (or have failed) already: the lane
 	// runs nothing else during the call, which counts the writes storeMany
