@@ -127,10 +127,3 @@ func (q *intake) next() (m fetched, ok bool) {
 		<-q.wake
 	}
 }
-
-// len returns how many events wait in the queue.
-func (q *intake) len() int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return len(q.msgs) - q.head
-}

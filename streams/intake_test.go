@@ -116,3 +116,10 @@ func TestIntakeBound(t *testing.T) {
 		t.Fatalf("len %d, want 2", q.len())
 	}
 }
+
+// len returns how many events wait in the queue.
+func (q *intake) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.msgs) - q.head
+}

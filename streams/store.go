@@ -334,7 +334,8 @@ const storeWave = 64
 // storeMany stores the states of lane l that have events not stored yet
 // and waits for them: the writes in flight complete, then what is left is
 // written, up to storeWave writes at once, until a whole wave fails as
-// writes do while the bucket is away. It runs on the lane, which it
+// writes do while the bucket is away. l is nil when the lane is letting
+// the states go already (see stored). It runs on the lane, which it
 // holds for about one write's time rather than one per conversation: a
 // hand-off or a stop that wrote one conversation after another held the
 // lanes (and, through them, every pull) for seconds, past the pinned TTL,
@@ -401,20 +402,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 // on its own).
 func (w *Worker) release(st *convState, evicted bool) {
 	if evicted && (len(st.unstored) > 0 || st.inflight != nil) {
-		ctx := context.Background()
-		if b := st.inflight; b != nil {
-			<-b.done
-			w.stored(ctx, nil, st, b)
-		}
-		if len(st.unstored) > 0 {
-			b, value, err := w.beginStore(st)
-			if err == nil {
-				b.rev, err = w.writeSnapshot(ctx, st.id, value, st.rev)
-			}
-			b.err = err
-			close(b.done)
-			w.stored(ctx, nil, st, b)
-		}
+		w.storeMany(context.Background(), nil, []*convState{st})
 		return
 	}
 	nakAll(st.unstored)
