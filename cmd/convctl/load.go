@@ -32,6 +32,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.Float64Var(&cfg.Rate, "rate", 0, "target events/s (0: flat out, then again at half the worker's peak)")
 	fs.IntVar(&cfg.ContentBytes, "content-bytes", 256, "size of each message's content")
 	fs.DurationVar(&cfg.Wait, "wait", time.Minute, "how long to wait for the last event to come back")
+	fs.DurationVar(&cfg.Window, "timeline", 0, "also report each run's p99 by window of publishing of this length, e.g. 200ms (0: off): shows whether a tail is spread over the run or bunched in pauses")
 	fs.BoolVar(&cfg.Warmup, "warmup", false, "send the first event of every conversation, and wait for it, before measuring (steady state: no conversation is new)")
 	raw := fs.Bool("raw", true, "also run raw JetStream publish+consume of the same payloads, side by side")
 	half := fs.Bool("half", true, "with --rate 0: run again at half of the worker's peak throughput")
@@ -49,7 +50,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if !ok {
 		return 2
 	}
-	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 {
+	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 {
 		fs.Usage()
 		return 2
 	}
@@ -246,6 +247,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 			}
 			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(median(sum.halfP99)))
 		}
+		printTimelines(stdout, cfg.Window, rounds, results)
 	}
 	if failed != nil {
 		fmt.Fprintln(stderr, "convctl load:", failed)
@@ -279,6 +281,35 @@ func summarize(results []roundResult) summary {
 		}
 	}
 	return s
+}
+
+// printTimelines prints, for each run, its p99 in every window of
+// publishing, in milliseconds.
+func printTimelines(w io.Writer, window time.Duration, rounds int, results []roundResult) {
+	if window <= 0 {
+		return
+	}
+	fmt.Fprintf(w, "\np99 (ms) of the events published in each %v of a run:\n", window)
+	for _, r := range results {
+		name := r.Name
+		if rounds > 1 {
+			name = fmt.Sprintf("%s (%d)", r.Name, r.Round)
+		}
+		parts := make([]string, len(r.Timeline))
+		for i, win := range r.Timeline {
+			parts[i] = shortMS(win.P99)
+		}
+		fmt.Fprintf(w, "%-18s %s\n", name, strings.Join(parts, " "))
+	}
+}
+
+// shortMS is d in milliseconds, one decimal below 10.
+func shortMS(d time.Duration) string {
+	v := float64(d) / 1e6
+	if v < 10 {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }

@@ -46,6 +46,15 @@ func TestLoadRounds(t *testing.T) {
 		t.Errorf("JSON summary: %+v", res)
 	}
 
+	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "40", "--rate", "400", "--raw=false", "--timeline", "20ms")
+	if code != 0 {
+		t.Fatalf("load --timeline: %d\n%s\n%s", code, out, errOut)
+	}
+	_, tl, _ := strings.Cut(out, "p99 (ms) of the events published in each 20ms of a run:\n")
+	if fields := strings.Fields(strings.TrimPrefix(tl, "worker")); !strings.HasPrefix(tl, "worker ") || len(fields) < 2 {
+		t.Errorf("no timeline of the worker run (40 events at 400 ev/s: about 5 windows of 20ms) in\n%s", out)
+	}
+
 	if code, _, _ := convctl(t, "", "load", "--rounds", "0"); code != 2 {
 		t.Errorf("--rounds 0: status %d, want 2", code)
 	}

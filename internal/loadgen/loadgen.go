@@ -37,6 +37,9 @@ type Config struct {
 	Warmup bool
 	// Progress, when set, is called about five times a second.
 	Progress func(Progress)
+	// Window, when positive, splits the run by publish time into windows
+	// of this length and measures each (Result.Timeline).
+	Window time.Duration
 }
 
 // Progress is where a run stands.
@@ -54,6 +57,8 @@ type Result struct {
 	PublishRate        float64 // events/s published
 	Throughput         float64 // events/s received: received / (last received − first published)
 	P50, P90, P99, Max time.Duration
+	// Timeline is the latency by publish window when Config.Window is set.
+	Timeline []Window `json:",omitempty"`
 }
 
 // ErrIncomplete is returned with the result when not every event came
@@ -77,6 +82,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 	}
 	res := Result{Name: name, Events: cfg.Events - skip, Rate: cfg.Rate}
 	sent := make([]atomic.Int64, cfg.Events) // publish time, unix ns
+	recv := make([]int64, cfg.Events)        // when it came back, unix ns (under mu)
 	lat := make([]time.Duration, 0, cfg.Events)
 	var mu sync.Mutex
 	seen := make([]bool, cfg.Events)
@@ -95,6 +101,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 			return
 		}
 		seen[i] = true
+		recv[i] = now
 		if i < skip {
 			if warm.Add(1) == int64(skip) {
 				close(warmed)
@@ -198,8 +205,14 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		res.Elapsed = time.Duration(last.Load() - start.UnixNano())
 		res.Throughput = float64(res.Received) / res.Elapsed.Seconds()
 		slices.Sort(lat)
-		q := func(f float64) time.Duration { return lat[min(len(lat)-1, int(f*float64(len(lat))))] }
-		res.P50, res.P90, res.P99, res.Max = q(0.50), q(0.90), q(0.99), lat[len(lat)-1]
+		res.P50, res.P90, res.P99, res.Max = quantile(lat, 0.50), quantile(lat, 0.90), quantile(lat, 0.99), lat[len(lat)-1]
+		if cfg.Window > 0 {
+			sentAt := make([]int64, len(sent))
+			for i := range sent {
+				sentAt[i] = sent[i].Load()
+			}
+			res.Timeline = timeline(start, cfg.Window, sentAt, recv, skip)
+		}
 	}
 	return res, err
 }
