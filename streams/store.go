@@ -54,13 +54,18 @@ const storeAmplification = 4
 
 // storeFloor is the least a snapshot write counts for in the
 // storeAmplification rule while its conversation is busy (written less
-// than a maximum interval ago): a write's fixed cost (a JetStream publish
-// and its acknowledgement, the file store's record and the previous
-// revision's removal) is that of about this many bytes. Without it a
-// conversation of a few messages was written after nearly every event:
-// 4,000 to 9,000 writes a second at 10,000 events a second over 1,000
-// conversations. A conversation written longer ago than that (idle, then
-// an event) is written at the interval, whatever its size.
+// than a maximum interval ago). Without it a conversation of a few
+// messages was written after nearly every event: 4,000 to 9,000 writes a
+// second at 10,000 events a second over 1,000 conversations. At 16 KiB
+// (seven 600-byte events make a quarter) a debug count still found about
+// 2,000 a second. At 64 KiB a conversation getting 10 events a second is
+// written once a maximum interval unless its events add up to 16 KiB
+// first; that cut the worker process's CPU in each of ten alternating
+// pairs at 8,000 and 10,000 events a second (by 1 to 12%, about 5% on
+// average; BENCHMARKS.md). The bucket is behind the deltas by at most a
+// maximum interval either way. A conversation written longer ago than
+// that (idle, then an event) is written at the interval, whatever its
+// size.
 //
 // A partitioned worker does without it: a partition's pin can move
 // between live workers without a hand-off (a consumer leader that changes
@@ -69,7 +74,7 @@ const storeAmplification = 4
 // unstored instead of 50 ms, TestClusterFailover once saw that (a node
 // stopped right after a round of events); this is the likely path, not a
 // reproduced one.
-const storeFloor = 16 << 10
+const storeFloor = 64 << 10
 
 // deferAck holds the acknowledgement of a delivery whose delta was
 // published until a store covers it, and makes sure one is due. It runs on
