@@ -263,7 +263,14 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 }
 
 // fetchWindow is how many events the consumer buffers ahead of the lanes.
-const fetchWindow = 256
+// At 256, a worker connected over TCP and driven flat out lost its pull
+// now and then (nats: no heartbeat received) and waited out the missed
+// heartbeats each time, about one stall a second; at 1024 it did not.
+// Flat out over loopback TCP, 60,000 events: seven of seven runs stalled
+// at 256 (6,300 to 18,000 ev/s), none of four at 1024 (25,600 to 26,600
+// ev/s; BENCHMARKS.md). The measurement is all I have, not the mechanism.
+// Over the in-process connection both sizes did the same.
+const fetchWindow = 1024
 
 // pullExpiry is how long one pull request of the worker's consumers lasts;
 // the server's heartbeats come every half of it. As short as nats.go
