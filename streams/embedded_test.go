@@ -31,3 +31,24 @@ func TestEmbeddedWebSocket(t *testing.T) {
 		t.Fatal("a bad websocket address was accepted")
 	}
 }
+
+// TestLoopbackURL reaches an embedded server over TCP, on loopback when it
+// listens on every interface.
+func TestLoopbackURL(t *testing.T) {
+	for _, listen := range []string{"127.0.0.1:-1", "0.0.0.0:-1"} {
+		ns, err := StartEmbedded(EmbeddedConfig{Listen: listen, StoreDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		url, ok := LoopbackURL(ns)
+		if !ok || !strings.HasPrefix(url, "nats://127.0.0.1:") {
+			t.Errorf("%s: LoopbackURL = %q, %v", listen, url, ok)
+		} else if nc, err := nats.Connect(url); err != nil {
+			t.Errorf("%s: connect to %s: %v", listen, url, err)
+		} else {
+			nc.Close()
+		}
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+}
