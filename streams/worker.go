@@ -268,7 +268,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 // heartbeats each time, about one stall a second; at 1024 it did not.
 // Flat out over loopback TCP, 60,000 events: seven of seven runs stalled
 // at 256 (6,300 to 18,000 ev/s), none of four at 1024 (25,600 to 26,600
-// ev/s; BENCHMARKS.md). The measurement is all I have, not the mechanism.
+// ev/s; BENCHMARKS.md). The mechanism is not known, only the measurement.
 // Over the in-process connection both sizes did the same.
 const fetchWindow = 1024
 
