@@ -178,6 +178,15 @@ func newAppends(t testing.TB, c *Client) *appends {
 	return &appends{t: t, c: c, last: map[string]uint64{}, want: map[string]*conversation.Conversation{}}
 }
 
+// waitApplied waits until every conversation's snapshot is at the last
+// event sent to it.
+func (a *appends) waitApplied() {
+	a.t.Helper()
+	for conv, seq := range a.last {
+		waitVersion(a.t, a.c, conv, seq, 30*time.Second)
+	}
+}
+
 // send appends data (a message) to conv as event id.
 func (a *appends) send(conv, id string, data map[string]any) {
 	a.t.Helper()
@@ -261,9 +270,7 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 	if after != before {
 		t.Errorf("pinned client %q after the lane was held for two TTLs, %q before", after, before)
 	}
-	for conv, seq := range sent.last {
-		waitVersion(t, c, conv, seq, 30*time.Second)
-	}
+	sent.waitApplied()
 	checkAppliedOnce(t, 1+events, rec)
 }
 
@@ -295,9 +302,7 @@ func TestSlowHandOffKeepsThePin(t *testing.T) {
 	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
 	sent.round(2)
-	for conv, seq := range sent.last {
-		waitVersion(t, sent.c, conv, seq, 30*time.Second)
-	}
+	sent.waitApplied()
 	if len(b.w.OwnedPartitions()) != 1 {
 		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
 	}
@@ -402,9 +407,7 @@ func TestGracefulStopKeepsThePins(t *testing.T) {
 	a.stop(t)
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
 	sent.round(3)
-	for conv, seq := range sent.last {
-		waitVersion(t, sent.c, conv, seq, 30*time.Second)
-	}
+	sent.waitApplied()
 	if len(b.w.OwnedPartitions()) != 2 {
 		t.Errorf("worker B owns partitions %v, want both", b.w.OwnedPartitions())
 	}
