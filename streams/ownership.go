@@ -253,7 +253,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 		held.Add(int32(len(in)))
 		o.w.storeMany(o.work, l, in)
 		for _, st := range in {
-			if len(st.unstored) > 0 || st.inflight != nil {
+			if st.unsaved() {
 				kept.Add(1)
 				continue
 			}

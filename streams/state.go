@@ -170,11 +170,15 @@ func newState(id string, conv *conversation.Conversation, seq, version uint64, h
 		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()}
 }
 
+// unsaved reports whether st has events no stored snapshot covers yet:
+// waiting for a store, or in a write under way.
+func (st *convState) unsaved() bool { return len(st.unstored) > 0 || st.inflight != nil }
+
 // settled reports whether st has nothing pending that needs its
 // conversation soon: no events awaiting a store, no store queued or being
 // written, no retry due, not leaving.
 func (st *convState) settled() bool {
-	return len(st.unstored) == 0 && !st.storing && st.inflight == nil && st.retryAt.IsZero() && !st.leaving
+	return !st.unsaved() && !st.storing && st.retryAt.IsZero() && !st.leaving
 }
 
 // weight approximates the memory st holds: the conversation (see

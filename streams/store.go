@@ -188,16 +188,25 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 		w.stored(ctx, l, st, b)
 		return
 	}
-	rev := st.rev
 	w.writing.Add(1)
+	w.writeStore(ctx, st, b, value, func() {
+		w.writing.Add(-1)
+		// Refused once the lanes are shut down: storeAll has taken it.
+		_ = w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) })
+	})
+}
+
+// writeStore writes value, the snapshot b stores of st, on the writers:
+// b.rev and b.err are set and b.done closed once the write returned, then
+// after runs, when set. It is called on the lane (st.rev is read there).
+func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, value []byte, after func()) {
+	rev := st.rev
 	w.writers.run(func() {
 		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
 		w.reuseSnapshotBuffer(value) // the write copied it
-		w.writing.Add(-1)
 		close(b.done)
-		if w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) }) != nil {
-			// The lanes are shut down: storeAll has taken it.
-			return
+		if after != nil {
+			after()
 		}
 	})
 }
@@ -325,7 +334,7 @@ const leavingRetries = 4
 // completion of each write.
 func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
-	case len(st.unstored) == 0 && st.inflight == nil:
+	case !st.unsaved():
 		l.cache.drop(st.id)
 	case st.inflight == nil:
 		w.store(ctx, l, st) // now, not at the end of the interval
@@ -386,12 +395,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			b.err = err
 			close(b.done)
 		} else {
-			rev := st.rev
-			w.writers.run(func() {
-				b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
-				w.reuseSnapshotBuffer(value)
-				close(b.done)
-			})
+			w.writeStore(ctx, st, b, value, nil)
 		}
 		if wave = append(wave, write{st, b}); len(wave) == storeWave {
 			complete()
@@ -406,7 +410,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 // so that a rebuild applies and stores them (a write in flight completes
 // on its own).
 func (w *Worker) release(st *convState, evicted bool) {
-	if evicted && (len(st.unstored) > 0 || st.inflight != nil) {
+	if evicted && st.unsaved() {
 		w.storeMany(context.Background(), nil, []*convState{st})
 		return
 	}
@@ -435,7 +439,7 @@ func (w *Worker) storeAll(ctx context.Context) {
 	err := w.lanes.callAll(ctx, func(l *lane) {
 		var due []*convState
 		l.cache.each(func(st *convState) {
-			if len(st.unstored) > 0 || st.inflight != nil {
+			if st.unsaved() {
 				due = append(due, st)
 			}
 		})
