@@ -157,6 +157,14 @@ type roundResult struct {
 	loadgen.Result
 }
 
+// label names the run in the report: with its round when there are several.
+func (r roundResult) label(rounds int) string {
+	if rounds > 1 {
+		return fmt.Sprintf("%s (%d)", r.Name, r.Round)
+	}
+	return r.Name
+}
+
 // throughputs returns the sustained ev/s of the runs of one kind ("raw" or
 // "worker") at target rate.
 func throughputs(results []roundResult, kind string, rate float64) []float64 {
@@ -227,11 +235,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 			if r.Received < r.Events {
 				note = fmt.Sprintf("  (%d of %d back)", r.Received, r.Events)
 			}
-			name := r.Name
-			if rounds > 1 {
-				name = fmt.Sprintf("%s (%d)", r.Name, r.Round)
-			}
-			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s%s\n", name, target, r.PublishRate, r.Throughput,
+			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
 				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), note)
 		}
 		switch {
@@ -291,15 +295,11 @@ func printTimelines(w io.Writer, window time.Duration, rounds int, results []rou
 	}
 	fmt.Fprintf(w, "\np99 (ms) of the events published in each %v of a run:\n", window)
 	for _, r := range results {
-		name := r.Name
-		if rounds > 1 {
-			name = fmt.Sprintf("%s (%d)", r.Name, r.Round)
-		}
 		parts := make([]string, len(r.Timeline))
 		for i, win := range r.Timeline {
 			parts[i] = shortMS(win.P99)
 		}
-		fmt.Fprintf(w, "%-18s %s\n", name, strings.Join(parts, " "))
+		fmt.Fprintf(w, "%-18s %s\n", r.label(rounds), strings.Join(parts, " "))
 	}
 }
 
