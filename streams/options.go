@@ -202,8 +202,10 @@ func WithPinnedTTL(d time.Duration) Option { return func(c *config) { c.pinnedTT
 // WithSnapshotInterval sets how often, at most, the full snapshot of a
 // conversation is written to the snapshot bucket (default 50ms): changes
 // within the interval are stored together, and the last one is always
-// stored. Every applied event still publishes its delta at once. 0 stores
-// after every event.
+// stored. A write is put off by up to half the interval, so that those of
+// conversations due close together go out together: the bucket is at most
+// one and a half intervals behind. Every applied event still publishes its
+// delta at once. 0 stores after every event.
 func WithSnapshotInterval(d time.Duration) Option { return func(c *config) { c.snapshotInterval = d } }
 
 // DefaultSnapshotMaxInterval is how far the snapshot interval stretches

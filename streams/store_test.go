@@ -362,3 +362,23 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 		t.Errorf("%d writes tried, %d of %d conversations left unstored; want %d tried, all left", tried, left, due, storeWave)
 	}
 }
+
+func TestRoundUp(t *testing.T) {
+	const grain = 25 * time.Millisecond
+	on := time.Unix(1_800_000_000, 0)
+	for _, c := range []struct {
+		at, want time.Time
+	}{
+		{on, on},
+		{on.Add(time.Nanosecond), on.Add(grain)},
+		{on.Add(grain - time.Nanosecond), on.Add(grain)},
+		{on.Add(grain + 1), on.Add(2 * grain)},
+	} {
+		if got := roundUp(c.at, grain); !got.Equal(c.want) {
+			t.Errorf("roundUp(%v) = %v, want %v", c.at.Sub(on), got.Sub(on), c.want.Sub(on))
+		}
+	}
+	if at := on.Add(7); !roundUp(at, 0).Equal(at) {
+		t.Error("a zero grain (snapshot interval 0) must leave the time as it is")
+	}
+}

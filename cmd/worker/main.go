@@ -132,7 +132,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
-	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "longest time between stores of a changed conversation's full snapshot in the bucket (0: after every event); deltas are published at once")
+	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	num(&o.gcPercent, "gc-percent", "CONVSTREAM_GC_PERCENT", defaultGCPercent, "garbage collector target, as GOGC (which wins when set): heap growth in percent of the live heap before a collection")
 	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9, "soft memory limit (GOMEMLIMIT, which wins when set) as a fraction of the container's memory limit (cgroup), when there is one; 0: none")
