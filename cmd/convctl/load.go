@@ -225,7 +225,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 		if rounds > 1 {
 			name = "run (round)"
 		}
-		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max")
+		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s %9s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max", "cpu busy")
 		for _, r := range results {
 			target := "flat out"
 			if r.Rate > 0 {
@@ -235,8 +235,8 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 			if r.Received < r.Events {
 				note = fmt.Sprintf("  (%d of %d back)", r.Received, r.Events)
 			}
-			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), note)
+			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s %9s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), percent(r.CPUBusy), note)
 		}
 		switch {
 		case len(sum.ratios) == 1:
@@ -293,13 +293,21 @@ func printTimelines(w io.Writer, window time.Duration, rounds int, results []rou
 	if window <= 0 {
 		return
 	}
-	fmt.Fprintf(w, "\np99 (ms) of the events published in each %v of a run:\n", window)
+	fmt.Fprintf(w, "\np99 (ms) of the events published in each %v of a run, and under it how busy the machine's CPUs were (%%):\n", window)
 	for _, r := range results {
 		parts := make([]string, len(r.Timeline))
+		busy := make([]string, len(r.Timeline))
+		known := false
 		for i, win := range r.Timeline {
-			parts[i] = shortMS(win.P99)
+			p99, b := shortMS(win.P99), fmt.Sprintf("%.0f", 100*win.CPUBusy)
+			n := max(len(p99), len(b)) // the columns line up
+			parts[i], busy[i] = fmt.Sprintf("%*s", n, p99), fmt.Sprintf("%*s", n, b)
+			known = known || win.CPUBusy > 0
 		}
 		fmt.Fprintf(w, "%-18s %s\n", r.label(rounds), strings.Join(parts, " "))
+		if known {
+			fmt.Fprintf(w, "%-18s %s\n", "  cpu busy", strings.Join(busy, " "))
+		}
 	}
 }
 
@@ -313,6 +321,14 @@ func shortMS(d time.Duration) string {
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+// percent is a share in whole percent, "-" when unknown (0).
+func percent(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100*x)
+}
 
 func percents(xs []float64) string {
 	parts := make([]string, len(xs))

@@ -16,7 +16,7 @@ func TestLoadRounds(t *testing.T) {
 	}
 	for _, want := range []string{
 		"raw JetStream (1)", "worker (1)", "raw JetStream (2)", "worker (2)",
-		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak by round: ",
+		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak by round: ", "cpu busy\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
@@ -50,7 +50,7 @@ func TestLoadRounds(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("load --timeline: %d\n%s\n%s", code, out, errOut)
 	}
-	_, tl, _ := strings.Cut(out, "p99 (ms) of the events published in each 20ms of a run:\n")
+	_, tl, _ := strings.Cut(out, "p99 (ms) of the events published in each 20ms of a run, and under it how busy the machine's CPUs were (%):\n")
 	if fields := strings.Fields(strings.TrimPrefix(tl, "worker")); !strings.HasPrefix(tl, "worker ") || len(fields) < 2 {
 		t.Errorf("no timeline of the worker run (40 events at 400 ev/s: about 5 windows of 20ms) in\n%s", out)
 	}

@@ -57,6 +57,10 @@ type Result struct {
 	PublishRate        float64 // events/s published
 	Throughput         float64 // events/s received: received / (last received − first published)
 	P50, P90, P99, Max time.Duration
+	// CPUBusy is the share of the machine's CPU time (every process, every
+	// core) that was busy from the start of publishing until the last
+	// event came back; 0 where it cannot be read (Linux /proc/stat only).
+	CPUBusy float64 `json:",omitempty"`
 	// Timeline is the latency by publish window when Config.Window is set.
 	Timeline []Window `json:",omitempty"`
 }
@@ -140,6 +144,8 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 
 	var published atomic.Int64
 	start := time.Now()
+	cpu := startCPUSampler(cfg.Window)
+	defer cpu.stop()
 	stopProgress := make(chan struct{})
 	var wg sync.WaitGroup
 	if cfg.Progress != nil {
@@ -198,6 +204,8 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	busy, busyByWindow := cpu.stop()
+	res.CPUBusy = busy
 	mu.Lock()
 	defer mu.Unlock()
 	res.Received = int(received.Load())
@@ -212,6 +220,11 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 				sentAt[i] = sent[i].Load()
 			}
 			res.Timeline = timeline(start, cfg.Window, sentAt, recv, skip)
+			for i, w := range res.Timeline {
+				if b := int(w.Start / cfg.Window); b < len(busyByWindow) {
+					res.Timeline[i].CPUBusy = busyByWindow[b]
+				}
+			}
 		}
 	}
 	return res, err

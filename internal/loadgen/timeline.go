@@ -13,6 +13,10 @@ type Window struct {
 	Start         time.Duration // since publishing began
 	Events        int           // events published in the window that came back
 	P50, P99, Max time.Duration
+	// CPUBusy is the share of the machine's CPU time that was busy in the
+	// window (by the clock, which is the publishing time while the
+	// generator keeps up), as Result.CPUBusy.
+	CPUBusy float64 `json:",omitempty"`
 }
 
 // timeline buckets the events from skip on by when they were published,
