@@ -299,7 +299,10 @@ func printTimelines(w io.Writer, window time.Duration, rounds int, results []rou
 		busy := make([]string, len(r.Timeline))
 		known := false
 		for i, win := range r.Timeline {
-			p99, b := shortMS(win.P99), fmt.Sprintf("%.0f", 100*win.CPUBusy)
+			p99, b := shortMS(win.P99), "-"
+			if win.CPUBusy > 0 {
+				b = fmt.Sprintf("%.0f", 100*win.CPUBusy)
+			}
 			n := max(len(p99), len(b)) // the columns line up
 			parts[i], busy[i] = fmt.Sprintf("%*s", n, p99), fmt.Sprintf("%*s", n, b)
 			known = known || win.CPUBusy > 0

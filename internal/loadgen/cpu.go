@@ -63,10 +63,12 @@ func busyShare(a, b cpuTimes) float64 {
 // cpuSampler reads the counters every period from when it starts until it
 // stops: sample i is taken about i periods after the start.
 type cpuSampler struct {
+	period   time.Duration
 	stopOnce sync.Once
 	quit     chan struct{}
 	done     chan struct{}
 	samples  []cpuTimes // written by the sampling goroutine until done
+	last     time.Time  // when the last sample was taken, likewise
 }
 
 // startCPUSampler takes the first sample now and then one every period;
@@ -76,7 +78,7 @@ func startCPUSampler(period time.Duration) *cpuSampler {
 	if !ok {
 		return nil
 	}
-	s := &cpuSampler{quit: make(chan struct{}), done: make(chan struct{}), samples: []cpuTimes{first}}
+	s := &cpuSampler{period: period, quit: make(chan struct{}), done: make(chan struct{}), samples: []cpuTimes{first}, last: time.Now()}
 	go func() {
 		defer close(s.done)
 		if period <= 0 {
@@ -94,7 +96,7 @@ func startCPUSampler(period time.Duration) *cpuSampler {
 				if !ok { // keeps sample i at period i; that period reads 0
 					c = s.samples[len(s.samples)-1]
 				}
-				s.samples = append(s.samples, c)
+				s.samples, s.last = append(s.samples, c), time.Now()
 			}
 		}
 	}()
@@ -102,7 +104,8 @@ func startCPUSampler(period time.Duration) *cpuSampler {
 }
 
 // stop ends the sampling and returns the busy share from the start to now
-// and, by period, the busy share of each period (the last one up to now).
+// and, by period, the busy share of each period, the last one up to now
+// when at least half of it has passed (a few clock ticks say nothing).
 func (s *cpuSampler) stop() (total float64, byPeriod []float64) {
 	if s == nil {
 		return 0, nil
@@ -113,7 +116,10 @@ func (s *cpuSampler) stop() (total float64, byPeriod []float64) {
 	if !ok {
 		return 0, nil
 	}
-	samples := append(s.samples, last)
+	samples := s.samples
+	if time.Since(s.last) >= s.period/2 {
+		samples = append(samples, last)
+	}
 	for i := 1; i < len(samples); i++ {
 		byPeriod = append(byPeriod, busyShare(samples[i-1], samples[i]))
 	}
