@@ -58,13 +58,20 @@ func (t *traceFields) Keys() []string { return []string{"traceparent", "tracesta
 // deltaMsg returns the structured-mode message of the TypeSnapshotDelta
 // event of conversation conv whose data, of about dataSize bytes, is
 // written by data, appending to the buffer it is given. source is as
-// eventSource returns it.
-func deltaMsg(ctx context.Context, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
+// eventSource returns it. With scratch (a lane's), the message and its
+// buffer are scratch's, valid until its next deltaMsg; without, new.
+func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
 	var tf traceFields
 	propagator.Inject(ctx, &tf)
 	// The envelope's attributes, with room for a trace context: one
-	// allocation for the whole event.
-	b := make([]byte, 0, 512+len(id)+len(source)+len(conv)+dataSize)
+	// allocation for the whole event, none when the scratch buffer holds it.
+	size := 512 + len(id) + len(source) + len(conv) + dataSize
+	var b []byte
+	if scratch != nil && cap(scratch.buf) >= size {
+		b = scratch.buf[:0]
+	} else {
+		b = make([]byte, 0, size)
+	}
 	b = append(b, `{"specversion":"`+event.CloudEventsVersionV1+`","id":`...)
 	b = jsvalue.AppendJSONString(b, id)
 	b = append(b, `,"source":`...)
@@ -85,11 +92,47 @@ func deltaMsg(ctx context.Context, subject, source, id, conv string, now time.Ti
 		b = jsvalue.AppendJSONString(b, tf.state)
 	}
 	b = append(b, '}')
-	msg := nats.NewMsg(subject)
-	msg.Header.Set(headerMsgID, id)
-	msg.Header.Set(headerContentType, ContentTypeCloudEvents)
-	msg.Data = b
-	return msg
+	if scratch == nil {
+		msg := nats.NewMsg(subject)
+		msg.Header.Set(headerMsgID, id)
+		msg.Header.Set(headerContentType, ContentTypeCloudEvents)
+		msg.Data = b
+		return msg
+	}
+	if cap(b) <= maxScratch {
+		scratch.buf = b
+	}
+	return scratch.message(subject, id, b)
+}
+
+// deltaScratch is a lane's delta message, written over by each delta the
+// lane publishes: nats.go copies a message into its write buffer before
+// PublishMsg returns. It saves the buffer, the message and its headers of
+// every delta: deltaMsg was 9% of the bytes the worker process (server
+// included) allocated in a profile at 10,000 events a second, and
+// BenchmarkWorkerThroughput/cache=10000 allocated 3% fewer bytes and 1.5%
+// fewer objects with it (three runs each).
+type deltaScratch struct {
+	buf     []byte
+	msg     nats.Msg
+	msgID   []string // the header's value slices, set in place
+	initted bool
+}
+
+// maxScratch is the largest buffer a lane keeps for its deltas: the first
+// delta of a long conversation, the whole flat list, is not held on to.
+const maxScratch = 64 << 10
+
+// message returns the scratch message with subject, event id and data.
+func (s *deltaScratch) message(subject, id string, data []byte) *nats.Msg {
+	if !s.initted {
+		s.msgID = []string{""}
+		s.msg.Header = nats.Header{headerMsgID: s.msgID, headerContentType: {ContentTypeCloudEvents}}
+		s.initted = true
+	}
+	s.msgID[0] = id
+	s.msg.Subject, s.msg.Data = subject, data
+	return &s.msg
 }
 
 // deltaID is the event id of conversation conv's delta to version.

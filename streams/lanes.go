@@ -15,6 +15,7 @@ import (
 type lane struct {
 	tasks chan func()
 	cache *lru
+	delta deltaScratch // the message of the lane's deltas (see publish)
 	// taskStart is when the running task began (Unix nanoseconds), 0
 	// while the lane waits for one; lanes.stalled reads it.
 	taskStart atomic.Int64
