@@ -113,10 +113,9 @@ func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, c
 // BenchmarkWorkerThroughput/cache=10000 allocated 3% fewer bytes and 1.5%
 // fewer objects with it (three runs each).
 type deltaScratch struct {
-	buf     []byte
-	msg     nats.Msg
-	msgID   []string // the header's value slices, set in place
-	initted bool
+	buf   []byte
+	msg   nats.Msg
+	msgID []string // the Nats-Msg-Id header's values, set in place
 }
 
 // maxScratch is the largest buffer a lane keeps for its deltas: the first
@@ -125,10 +124,9 @@ const maxScratch = 64 << 10
 
 // message returns the scratch message with subject, event id and data.
 func (s *deltaScratch) message(subject, id string, data []byte) *nats.Msg {
-	if !s.initted {
+	if s.msg.Header == nil {
 		s.msgID = []string{""}
 		s.msg.Header = nats.Header{headerMsgID: s.msgID, headerContentType: {ContentTypeCloudEvents}}
-		s.initted = true
 	}
 	s.msgID[0] = id
 	s.msg.Subject, s.msg.Data = subject, data
