@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
@@ -278,9 +281,43 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 		t.Errorf("endpoint: %v %d exporters", err, len(tel.shutdown))
 	}
 	_ = tel.close(ctx)
+	both := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}
+	tel, err = setupTelemetry(ctx, func(k string) string { return both[k] }, discard())
+	if err != nil || len(tel.shutdown) != 2 {
+		t.Errorf("traces and metrics: %v %d exporters", err, len(tel.shutdown))
+	} else {
+		_ = tel.close(ctx) // nothing listens there: the last export fails
+	}
 	for _, bad := range []map[string]string{{"OTEL_TRACES_EXPORTER": "zipkin"}, {"OTEL_TRACES_EXPORTER": "otlp", "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}} {
 		if _, err := setupTelemetry(ctx, func(k string) string { return bad[k] }, discard()); err == nil {
 			t.Errorf("%v accepted", bad)
+		}
+	}
+}
+
+// TestRuntimeMetrics collects once from the worker's meter provider: the
+// Go runtime's metrics are there, next to the worker's own.
+func TestRuntimeMetrics(t *testing.T) {
+	ctx := context.Background()
+	reader := sdkmetric.NewManualReader(runtimeProducer())
+	mp, err := meterProvider(reader, resource.Empty())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mp.Shutdown(ctx)
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(ctx, &rm); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			got[m.Name] = true
+		}
+	}
+	for _, name := range []string{"go.memory.used", "go.memory.allocated", "go.memory.gc.goal", "go.config.gogc", "go.goroutine.count", "go.schedule.duration"} {
+		if !got[name] {
+			t.Errorf("no %s among %v", name, got)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	otelruntime "go.opentelemetry.io/contrib/instrumentation/runtime"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -80,12 +81,35 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 		if err != nil {
 			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
 		}
-		mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)), sdkmetric.WithResource(res))
+		mp, err := meterProvider(sdkmetric.NewPeriodicReader(exp, runtimeProducer()), res)
+		if err != nil {
+			return nil, err
+		}
 		t.meter = mp
 		t.shutdown = append(t.shutdown, mp.Shutdown)
 		log.Info("exporting metrics over OTLP/HTTP")
 	}
 	return t, nil
+}
+
+// meterProvider returns the provider of the worker's metrics, read by
+// reader (made with runtimeProducer), which also reports the Go runtime's:
+// go.memory.used, go.memory.allocated, go.memory.gc.goal, go.config.gogc,
+// go.goroutine.count and the like, and go.schedule.duration, how long
+// goroutines waited for a thread. A latency tail on a busy host shows
+// there: the collector's marks and a want of cores (BENCHMARKS.md).
+func meterProvider(reader sdkmetric.Reader, res *resource.Resource) (*sdkmetric.MeterProvider, error) {
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+	if err := otelruntime.Start(otelruntime.WithMeterProvider(mp)); err != nil {
+		return nil, fmt.Errorf("runtime metrics: %w", err)
+	}
+	return mp, nil
+}
+
+// runtimeProducer is the reader option that adds the runtime's histograms
+// (go.schedule.duration) to what a reader collects.
+func runtimeProducer() sdkmetric.ReaderOption {
+	return sdkmetric.WithProducer(otelruntime.NewProducer())
 }
 
 // exporterWanted reads OTEL_<KIND>_EXPORTER.
