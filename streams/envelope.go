@@ -58,8 +58,8 @@ func (t *traceFields) Keys() []string { return []string{"traceparent", "tracesta
 // deltaMsg returns the structured-mode message of the TypeSnapshotDelta
 // event of conversation conv whose data, of about dataSize bytes, is
 // written by data, appending to the buffer it is given. source is as
-// eventSource returns it. With scratch (a lane's), the message and its
-// buffer are scratch's, valid until its next deltaMsg; without, new.
+// eventSource returns it. The message and its buffer are scratch's (a
+// lane's), valid until its next deltaMsg.
 func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
 	var tf traceFields
 	propagator.Inject(ctx, &tf)
@@ -67,7 +67,7 @@ func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, c
 	// allocation for the whole event, none when the scratch buffer holds it.
 	size := 512 + len(id) + len(source) + len(conv) + dataSize
 	var b []byte
-	if scratch != nil && cap(scratch.buf) >= size {
+	if cap(scratch.buf) >= size {
 		b = scratch.buf[:0]
 	} else {
 		b = make([]byte, 0, size)
@@ -92,13 +92,6 @@ func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, c
 		b = jsvalue.AppendJSONString(b, tf.state)
 	}
 	b = append(b, '}')
-	if scratch == nil {
-		msg := nats.NewMsg(subject)
-		msg.Header.Set(headerMsgID, id)
-		msg.Header.Set(headerContentType, ContentTypeCloudEvents)
-		msg.Data = b
-		return msg
-	}
 	if cap(b) <= maxScratch {
 		scratch.buf = b
 	}

@@ -36,14 +36,14 @@ func TestDeltaEnvelope(t *testing.T) {
 					t.Fatal(err)
 				}
 				id := deltaID("c-1", 7)
-				got := deltaMsg(ctx, nil, "convstream.snapshots.c-1", source, id, "c-1", now, len(data),
+				got := deltaMsg(ctx, &deltaScratch{}, "convstream.snapshots.c-1", source, id, "c-1", now, len(data),
 					func(b []byte) []byte { return append(b, data...) })
 				var scratch deltaScratch
-				for range 2 { // the lane's way, twice over the same scratch
+				for range 2 { // as a lane does, twice over the same scratch
 					again := deltaMsg(ctx, &scratch, "convstream.snapshots.c-1", source, id, "c-1", now, len(data),
 						func(b []byte) []byte { return append(b, data...) })
 					if !reflect.DeepEqual(again.Header, got.Header) || !bytes.Equal(again.Data, got.Data) || again.Subject != got.Subject {
-						t.Fatalf("with scratch: %v %s %s, without: %v %s %s", again.Header, again.Subject, again.Data, got.Header, got.Subject, got.Data)
+						t.Fatalf("reused scratch: %v %s %s, fresh: %v %s %s", again.Header, again.Subject, again.Data, got.Header, got.Subject, got.Data)
 					}
 				}
 				if !json.Valid(got.Data) {
