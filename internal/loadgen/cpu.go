@@ -69,6 +69,8 @@ type cpuSampler struct {
 	done     chan struct{}
 	samples  []cpuTimes // written by the sampling goroutine until done
 	last     time.Time  // when the last sample was taken, likewise
+	total    float64    // what stop returns, set once
+	byPeriod []float64
 }
 
 // startCPUSampler takes the first sample now and then one every period;
@@ -106,22 +108,26 @@ func startCPUSampler(period time.Duration) *cpuSampler {
 // stop ends the sampling and returns the busy share from the start to now
 // and, by period, the busy share of each period, the last one up to now
 // when at least half of it has passed (a few clock ticks say nothing).
+// Later calls return the same.
 func (s *cpuSampler) stop() (total float64, byPeriod []float64) {
 	if s == nil {
 		return 0, nil
 	}
-	s.stopOnce.Do(func() { close(s.quit) })
-	<-s.done
-	last, ok := readCPUTimes()
-	if !ok {
-		return 0, nil
-	}
-	samples := s.samples
-	if time.Since(s.last) >= s.period/2 {
-		samples = append(samples, last)
-	}
-	for i := 1; i < len(samples); i++ {
-		byPeriod = append(byPeriod, busyShare(samples[i-1], samples[i]))
-	}
-	return busyShare(samples[0], last), byPeriod
+	s.stopOnce.Do(func() {
+		close(s.quit)
+		<-s.done
+		last, ok := readCPUTimes()
+		if !ok {
+			return
+		}
+		samples := s.samples
+		if time.Since(s.last) >= s.period/2 {
+			samples = append(samples, last)
+		}
+		for i := 1; i < len(samples); i++ {
+			s.byPeriod = append(s.byPeriod, busyShare(samples[i-1], samples[i]))
+		}
+		s.total = busyShare(samples[0], last)
+	})
+	return s.total, s.byPeriod
 }
