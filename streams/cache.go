@@ -5,19 +5,25 @@ import (
 	"sync/atomic"
 )
 
-// lru holds conversation states, dropping the least recently used beyond
-// its capacity in conversations or in bytes. It belongs to one lane and is
-// not safe for concurrent use.
+// lru holds conversation states, dropping the least recently used while
+// the caches sharing its budget hold more conversations or bytes than it
+// allows (see cacheShare). It belongs to one lane and is not safe for
+// concurrent use, but for tailUse and trimQueued.
 type lru struct {
-	cap   int
+	share *cacheShare
+	index int        // in share.caches
 	order *list.List // front: most recent; values are *convState
 	byID  map[string]*list.Element
-	// maxBytes is the lane's share of the byte budget (0: none); bytes is
-	// what the states held weigh (convState.size), and total the sum over
-	// every lane's cache, for metrics and tests.
-	maxBytes, bytes int64
-	total           *atomic.Int64
-	reported        int64 // the part of total that is this cache's bytes
+	// tailUse is when the least recently used state was used (the share's
+	// clock; emptyTail when there is none), for other lanes to compare;
+	// trimQueued is set while a trim of this cache waits on its lane.
+	tailUse    atomic.Int64
+	trimQueued atomic.Bool
+	// bytes is what the states held weigh (convState.size), and total the
+	// sum over every lane's cache as last reported, for metrics and tests.
+	bytes    int64
+	total    *atomic.Int64
+	reported int64 // the part of total that is this cache's bytes
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
@@ -29,15 +35,26 @@ type lru struct {
 	cold  *list.Element
 }
 
+// newLRU returns a cache with a budget of its own: capacity conversations
+// and maxBytes (0: no byte limit).
 func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *convState, evicted bool)) *lru {
-	if total == nil {
-		total = new(atomic.Int64)
-	}
-	return &lru{cap: capacity, maxBytes: maxBytes, total: total, order: list.New(), byID: map[string]*list.Element{}, release: release}
+	return newCacheShare(capacity, maxBytes).add(total, release)
 }
 
 // weigh adds d bytes to the cache's weight.
-func (c *lru) weigh(d int64) { c.bytes += d }
+func (c *lru) weigh(d int64) {
+	c.bytes += d
+	c.share.bytes.Add(d)
+}
+
+// noteTail publishes when the cache's least recently used state was used.
+func (c *lru) noteTail() {
+	if e := c.order.Back(); e != nil {
+		c.tailUse.Store(e.Value.(*convState).lastUse)
+	} else {
+		c.tailUse.Store(emptyTail)
+	}
+}
 
 // report publishes the cache's weight to the shared total once a change
 // is complete (evictions included), so that a reader never sees the
@@ -61,18 +78,28 @@ func (c *lru) resize(st *convState) {
 	c.report()
 }
 
-// evict lets go of the least recently used states, never keep, while the
-// cache is over its capacity or its byte budget.
+// evict lets go of least recently used states, never keep, while the
+// caches are over their budget: this cache's own when they are the oldest
+// or the caches are over by more than the slack, otherwise it asks the
+// cache holding the oldest to trim.
 func (c *lru) evict(keep *convState) {
-	for c.order.Len() > c.cap || (c.maxBytes > 0 && c.bytes > c.maxBytes) {
+	defer c.noteTail()
+	for c.share.over() {
 		last := c.order.Back()
-		old := last.Value.(*convState)
-		if old == keep {
+		mine := last != nil && last.Value.(*convState) != keep
+		if !mine || c.share.withinSlack() {
+			if o := c.share.older(c); o != nil && c.share.askTrim(o) {
+				return
+			}
+		}
+		if !mine {
 			return // alone over the budget: it stays while in use
 		}
+		old := last.Value.(*convState)
 		c.unlink(last)
 		c.order.Remove(last)
 		delete(c.byID, old.id)
+		c.share.convs.Add(-1)
 		c.weigh(-old.size)
 		c.let(old, true)
 	}
@@ -100,11 +127,13 @@ func (c *lru) get(id string) *convState {
 // compacted ones if it was one.
 func (c *lru) use(e *list.Element, st *convState) {
 	st.used = c.epoch
+	st.lastUse = c.share.now()
 	if st.cold {
 		st.cold = false
 		c.unlink(e)
 	}
 	c.order.MoveToFront(e)
+	c.noteTail()
 }
 
 // unlink keeps cold pointing into the compacted states when e, one of
@@ -168,8 +197,9 @@ func (c *lru) put(st *convState) {
 		c.report()
 		return
 	}
-	st.used = c.epoch
+	st.used, st.lastUse = c.epoch, c.share.now()
 	c.byID[st.id] = c.order.PushFront(st)
+	c.share.convs.Add(1)
 	c.weigh(st.size)
 	c.evict(st)
 	c.report()
@@ -182,7 +212,9 @@ func (c *lru) drop(id string) {
 		c.order.Remove(e)
 		delete(c.byID, id)
 		st := e.Value.(*convState)
+		c.share.convs.Add(-1)
 		c.weigh(-st.size)
+		c.noteTail()
 		c.report()
 		c.let(st, false)
 	}

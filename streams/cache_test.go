@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,8 +13,8 @@ import (
 )
 
 // TestCacheBytes drives conversations whose messages weigh about 5 times
-// the worker's byte budget: what the cache holds stays within the budget (sampled while
-// events flow), evicted conversations are stored first and rebuilt when
+// the worker's byte budget: what the cache holds stays within the budget,
+// give or take the slack the lanes share (sampled while events flow), evicted conversations are stored first and rebuilt when
 // their next event comes, and every conversation ends equal to Parse of
 // its messages.
 func TestCacheBytes(t *testing.T) {
@@ -74,13 +75,28 @@ func TestCacheBytes(t *testing.T) {
 	checkStored(t, c, want, 30*time.Second)
 	close(stop)
 	<-sampled
-	// One conversation alone may go over its lane's share while it is in
-	// use; here each weighs far less than a share.
-	if p := peak.Load(); p > budget {
-		t.Errorf("the cache weighed %d bytes at its peak, over the budget of %d", p, budget)
+	// The lanes share the budget: until a lane holding older conversations
+	// has trimmed, the caches may hold a thirty-second more, and a lane
+	// holding only the conversation in use keeps it (see cacheShare).
+	var (
+		mu      sync.Mutex // the lanes run at once
+		largest int64
+	)
+	if err := r.w.lanes.callAll(ctx, func(l *lane) {
+		l.cache.each(func(st *convState) {
+			mu.Lock()
+			largest = max(largest, st.size)
+			mu.Unlock()
+		})
+	}); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("%d conversations, %d bytes of messages' JSON; cache budget %d, peak %d, now %d",
-		convs, jsonBytes, budget, peak.Load(), r.w.CacheBytes())
+	bound := int64(budget + budget/32 + 2*largest)
+	if p := peak.Load(); p > bound {
+		t.Errorf("the cache weighed %d bytes at its peak, over the budget of %d plus its slack and one conversation a lane (%d)", p, budget, bound)
+	}
+	t.Logf("%d conversations, %d bytes of messages' JSON; cache budget %d (bound %d), peak %d, now %d",
+		convs, jsonBytes, budget, bound, peak.Load(), r.w.CacheBytes())
 }
 
 // TestLRUSweep checks which states a sweep compacts: those unused for the

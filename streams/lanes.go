@@ -52,10 +52,10 @@ const sweepEpochs = 3
 // bounds.
 func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{})}
-	per := max(1, cfg.conversations/n)
-	perBytes := cfg.bytes / int64(n)
+	share := newCacheShare(cfg.conversations, cfg.bytes)
+	share.post = ls.try
 	for i := range ls.all {
-		l := &lane{tasks: make(chan func(), depth), cache: newLRU(per, perBytes, cfg.total, cfg.release)}
+		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {
@@ -122,6 +122,22 @@ func (ls *lanes) do(ctx context.Context, l *lane, fn func()) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// try queues fn on lane i if its queue has room, without waiting, and
+// reports whether it did.
+func (ls *lanes) try(i int, fn func()) bool {
+	ls.mu.RLock()
+	defer ls.mu.RUnlock()
+	if ls.close {
+		return false
+	}
+	select {
+	case ls.all[i].tasks <- fn:
+		return true
+	default:
+		return false
 	}
 }
 

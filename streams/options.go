@@ -107,6 +107,10 @@ func WithLanes(n int) Option { return func(c *config) { c.lanes = n } }
 
 // WithCacheConversations bounds how many conversations are kept in memory;
 // the least recently used are dropped and rebuilt from JetStream on demand.
+// The lanes share the bound (and the byte budget of WithCacheBytes): a lane
+// over it drops its own least recently used conversation when that is the
+// oldest of all, and otherwise asks the lane holding the oldest to drop
+// it; until that lane has, the caches may hold a thirty-second more.
 func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize = n } }
 
 // DefaultCacheBytes is the memory the cached conversations may take
@@ -116,8 +120,8 @@ const DefaultCacheBytes = 1 << 30
 // WithCacheBytes bounds the memory the cached conversations take, as
 // estimated from their messages' JSON (see conversation.Conversation.Bytes)
 // and their flat lists: past it the least recently used are stored (when
-// they have unstored events) and let go. Each lane gets an equal share; a
-// single conversation larger than its lane's share stays while in use.
+// they have unstored events) and let go, as WithCacheConversations says; a
+// lane holding only the conversation in use keeps it even when over.
 // 0 means no byte limit.
 func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBytes = n } }
 

@@ -60,6 +60,8 @@ type convState struct {
 	// while its conversation is compacted (see lru.sweep).
 	used uint32
 	cold bool
+	// lastUse is when the cache last used the state (cacheShare.now).
+	lastUse int64
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
 	// given (a crashed worker's, awaiting redelivery), so the first event
