@@ -39,6 +39,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	rounds := fs.Int("rounds", 1, "run every phase this many times, raw and worker alternately, and report each round and the medians (the worker's peak for the half-peak rate is the median)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator itself to this file (what measuring costs the machine)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl load [flags]")
 		fmt.Fprintln(stderr, "Appends to new conversations through a running worker and measures sustained")
@@ -58,6 +59,14 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl load:", err)
 		return 2
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "convctl load:", err)
+			return 1
+		}
+		defer stop()
 	}
 	connect := func(name string) (*nats.Conn, error) {
 		c := nf.conn

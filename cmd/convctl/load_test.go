@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -53,6 +55,19 @@ func TestLoadRounds(t *testing.T) {
 	_, tl, _ := strings.Cut(out, "p99 (ms) of the events published in each 20ms of a run, and under it how busy the machine's CPUs were (%):\n")
 	if fields := strings.Fields(strings.TrimPrefix(tl, "worker")); !strings.HasPrefix(tl, "worker ") || len(fields) < 2 {
 		t.Errorf("no timeline of the worker run (40 events at 400 ev/s: about 5 windows of 20ms) in\n%s", out)
+	}
+
+	prof := filepath.Join(t.TempDir(), "load.pprof")
+	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--raw=false", "--half=false", "--cpuprofile", prof)
+	if code != 0 {
+		t.Fatalf("load --cpuprofile: %d\n%s\n%s", code, out, errOut)
+	}
+	// A profile is a gzipped protocol buffer.
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Errorf("--cpuprofile wrote no profile: %v (%d bytes)", err, len(b))
+	}
+	if code, _, _ := convctl(t, "", "load", "--quiet", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")); code != 1 {
+		t.Errorf("--cpuprofile into a missing directory: status %d, want 1", code)
 	}
 
 	if code, _, _ := convctl(t, "", "load", "--rounds", "0"); code != 2 {
