@@ -22,8 +22,9 @@ import (
 type cacheShare struct {
 	maxConvs, maxBytes     int64 // maxBytes 0: none
 	slackConvs, slackBytes int64
-	convs, bytes           atomic.Int64 // held now by every cache
-	born                   time.Time    // origin of the caches' clock
+	convs                  *atomic.Int64 // held now by every cache
+	bytes                  atomic.Int64
+	born                   time.Time // origin of the caches' clock
 	caches                 []*lru
 	// post queues fn on the lane of caches[i] without waiting, and reports
 	// whether it did; nil: the caches do not ask each other.
@@ -33,7 +34,7 @@ type cacheShare struct {
 // newCacheShare returns a budget of conversations and bytes (0: none) for
 // caches to share (see add).
 func newCacheShare(conversations int, bytes int64) *cacheShare {
-	s := &cacheShare{maxConvs: int64(conversations), maxBytes: bytes, born: time.Now()}
+	s := &cacheShare{maxConvs: int64(conversations), maxBytes: bytes, convs: new(atomic.Int64), born: time.Now()}
 	// A trim is one task away; until it has run, the caches may hold a
 	// thirty-second more than the budget (at least one conversation).
 	s.slackConvs = max(1, s.maxConvs/32)

@@ -1,8 +1,17 @@
 package streams
 
 import (
+	"context"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
+	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/convstream/convstream/conversation"
 )
 
 // TestCacheShare checks how two caches share a budget of four
@@ -82,4 +91,59 @@ func TestCacheShare(t *testing.T) {
 	s.post = func(int, func()) bool { return false }
 	put(a, "a3")
 	check("no room to ask", []string{"a3"}, []string{"b3", "b4", "b5"}, []string{"b1", "a1", "b2", "a2"}, 0)
+}
+
+// TestCacheGauges drives more conversations than the cache holds through
+// two lanes: the conversations gauge reports what the lanes hold, within
+// the bound and its slack, and the bytes gauge what they weigh.
+func TestCacheGauges(t *testing.T) {
+	const limit, convs = 4, 9
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCacheConversations(limit), WithLanes(2),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	want := map[string]*conversation.Conversation{}
+	for i := range convs {
+		conv := fmt.Sprintf("g%d", i)
+		data := map[string]any{"id": "m0", "role": "user", "content": "hello", "parentId": nil}
+		m, err := conversation.NewMessage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[conv] = conversation.NewConversation()
+		if err := want[conv].Append(m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Send(ctx, conv, TypeMessageAppended, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkStored(t, c, want, 30*time.Second)
+
+	var held int64
+	var mu sync.Mutex
+	if err := r.w.lanes.callAll(ctx, func(l *lane) {
+		mu.Lock()
+		held += int64(l.cache.len())
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	gauges := map[string]int64{}
+	for _, sm := range collect(t, reader).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && len(g.DataPoints) == 1 {
+				gauges[m.Name] = g.DataPoints[0].Value
+			}
+		}
+	}
+	if got := gauges[MetricCacheConversations]; got != held || got < 1 || got > limit+1 {
+		t.Errorf("%s = %d; the lanes hold %d (bound %d, slack 1)", MetricCacheConversations, got, held, limit)
+	}
+	if got := gauges[MetricCacheBytes]; got <= 0 || got != r.w.CacheBytes() {
+		t.Errorf("%s = %d, CacheBytes %d", MetricCacheBytes, got, r.w.CacheBytes())
+	}
 }

@@ -34,12 +34,14 @@ type lanes struct {
 // cacheConfig bounds what the lanes keep: conversations and bytes shared
 // among them (0 bytes: no byte limit), and after how long unused a
 // conversation is compacted (0: never; see lru.sweep). total receives the
-// caches' weight; release is called with every state a cache lets go of.
+// caches' weight and held how many conversations they hold; release is
+// called with every state a cache lets go of.
 type cacheConfig struct {
 	conversations int
 	bytes         int64
 	idle          time.Duration
 	total         *atomic.Int64
+	held          *atomic.Int64
 	release       func(st *convState, evicted bool)
 }
 
@@ -54,6 +56,9 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{})}
 	share := newCacheShare(cfg.conversations, cfg.bytes)
 	share.post = ls.try
+	if cfg.held != nil {
+		share.convs = cfg.held
+	}
 	for i := range ls.all {
 		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
 		ls.all[i] = l

@@ -38,18 +38,19 @@ func (ins *instruments) typeOption(typ string) (string, metric.MeasurementOption
 
 // Metric names.
 const (
-	MetricEventsApplied     = "convstream.events.applied"
-	MetricEventsRejected    = "convstream.events.rejected"
-	MetricEventsSkipped     = "convstream.events.skipped"
-	MetricEventsFailed      = "convstream.events.failed"
-	MetricEventDuration     = "convstream.event.duration"
-	MetricSnapshotLatency   = "convstream.snapshot.latency"
-	MetricRebuilds          = "convstream.rebuilds"
-	MetricRebuildDuration   = "convstream.rebuild.duration"
-	MetricPipelineDuration  = "convstream.pipeline.duration"
-	MetricProcessorDuration = "convstream.processor.duration"
-	MetricInferences        = "convstream.inference.requests"
-	MetricCacheBytes        = "convstream.cache.bytes"
+	MetricEventsApplied      = "convstream.events.applied"
+	MetricEventsRejected     = "convstream.events.rejected"
+	MetricEventsSkipped      = "convstream.events.skipped"
+	MetricEventsFailed       = "convstream.events.failed"
+	MetricEventDuration      = "convstream.event.duration"
+	MetricSnapshotLatency    = "convstream.snapshot.latency"
+	MetricRebuilds           = "convstream.rebuilds"
+	MetricRebuildDuration    = "convstream.rebuild.duration"
+	MetricPipelineDuration   = "convstream.pipeline.duration"
+	MetricProcessorDuration  = "convstream.processor.duration"
+	MetricInferences         = "convstream.inference.requests"
+	MetricCacheBytes         = "convstream.cache.bytes"
+	MetricCacheConversations = "convstream.cache.conversations"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -129,13 +130,25 @@ func (ins *instruments) rebuilt(ctx context.Context, d time.Duration) {
 }
 
 // observeCache reports what the cached conversations weigh (see
-// WithCacheBytes) as a gauge.
+// WithCacheBytes) and how many they are (see WithCacheConversations) as
+// gauges.
 func (w *Worker) observeCache(mp metric.MeterProvider) error {
-	_, err := mp.Meter(instrumentationName).Int64ObservableGauge(MetricCacheBytes,
+	m := mp.Meter(instrumentationName)
+	_, err := m.Int64ObservableGauge(MetricCacheBytes,
 		metric.WithDescription("Estimated memory of the conversations cached, against --cache-bytes."),
 		metric.WithUnit("By"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(w.CacheBytes())
+			return nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = m.Int64ObservableGauge(MetricCacheConversations,
+		metric.WithDescription("Conversations cached, against --cache-conversations."),
+		metric.WithUnit("{conversation}"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(w.CachedConversations())
 			return nil
 		}))
 	return err

@@ -33,6 +33,7 @@ type Worker struct {
 	own     *ownership    // when partitioned
 	ready   atomic.Bool
 	cached  atomic.Int64 // what the lanes' caches weigh
+	held    atomic.Int64 // how many conversations they hold
 	writing atomic.Int64 // snapshot writes in flight
 	writers *writers     // the goroutines that run them
 	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
@@ -167,12 +168,16 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 // cacheConfig is what the lanes' caches keep.
 func (w *Worker) cacheConfig() cacheConfig {
 	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle,
-		total: &w.cached, release: w.release}
+		total: &w.cached, held: &w.held, release: w.release}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
 // (see WithCacheBytes); 0 before Run.
 func (w *Worker) CacheBytes() int64 { return w.cached.Load() }
+
+// CachedConversations returns how many conversations the lanes hold now,
+// against WithCacheConversations.
+func (w *Worker) CachedConversations() int64 { return w.held.Load() }
 
 // finish stops serving and lets the work handed to the lanes complete.
 func (w *Worker) finish(work context.Context) {
