@@ -54,6 +54,8 @@ const sweepEpochs = 3
 // bounds.
 func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{})}
+	// Lane i holds the share's cache i: a cache asks another to trim by
+	// queuing on that lane.
 	share := newCacheShare(cfg.conversations, cfg.bytes)
 	share.post = ls.try
 	if cfg.held != nil {
