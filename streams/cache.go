@@ -95,13 +95,7 @@ func (c *lru) evict(keep *convState) {
 		if !mine {
 			return // alone over the budget: it stays while in use
 		}
-		old := last.Value.(*convState)
-		c.unlink(last)
-		c.order.Remove(last)
-		delete(c.byID, old.id)
-		c.share.convs.Add(-1)
-		c.weigh(-old.size)
-		c.let(old, true)
+		c.let(c.remove(last), true)
 	}
 }
 
@@ -208,16 +202,23 @@ func (c *lru) put(st *convState) {
 // drop forgets id, so that it is rebuilt from JetStream when next needed.
 func (c *lru) drop(id string) {
 	if e, ok := c.byID[id]; ok {
-		c.unlink(e)
-		c.order.Remove(e)
-		delete(c.byID, id)
-		st := e.Value.(*convState)
-		c.share.convs.Add(-1)
-		c.weigh(-st.size)
+		st := c.remove(e)
 		c.noteTail()
 		c.report()
 		c.let(st, false)
 	}
+}
+
+// remove takes the state of e out of the cache and its share's count and
+// weight, and returns it.
+func (c *lru) remove(e *list.Element) *convState {
+	st := e.Value.(*convState)
+	c.unlink(e)
+	c.order.Remove(e)
+	delete(c.byID, st.id)
+	c.share.convs.Add(-1)
+	c.weigh(-st.size)
+	return st
 }
 
 func (c *lru) len() int { return len(c.byID) }

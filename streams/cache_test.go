@@ -14,9 +14,9 @@ import (
 
 // TestCacheBytes drives conversations whose messages weigh about 5 times
 // the worker's byte budget: what the cache holds stays within the budget,
-// give or take the slack the lanes share (sampled while events flow), evicted conversations are stored first and rebuilt when
-// their next event comes, and every conversation ends equal to Parse of
-// its messages.
+// give or take the slack the lanes share (sampled while events flow);
+// evicted conversations are stored first and rebuilt when their next event
+// comes, and every conversation ends equal to Parse of its messages.
 func TestCacheBytes(t *testing.T) {
 	const (
 		budget = 256 << 10
