@@ -96,17 +96,9 @@ func (ls *lanes) sweeping(period time.Duration) {
 			return
 		case <-t.C:
 		}
-		ls.mu.RLock()
-		for _, l := range ls.all {
-			if ls.close {
-				break
-			}
-			select {
-			case l.tasks <- func() { l.cache.sweep(sweepEpochs) }:
-			default:
-			}
+		for i, l := range ls.all {
+			ls.try(i, func() { l.cache.sweep(sweepEpochs) })
 		}
-		ls.mu.RUnlock()
 	}
 }
 
@@ -133,8 +125,8 @@ func (ls *lanes) do(ctx context.Context, l *lane, fn func()) error {
 }
 
 // try queues fn on lane i if its queue has room, without waiting, and
-// reports whether it did. Lanes call it from their tasks, so it does not
-// wait for mu either: a shutdown waiting for mu while a dispatcher holds it,
+// reports whether it did (the sweeper and the caches' trims use it). Lanes
+// call it from their tasks, so it does not wait for mu either: a shutdown waiting for mu while a dispatcher holds it,
 // blocked on this lane's full queue, would wait for ever.
 func (ls *lanes) try(i int, fn func()) bool {
 	if !ls.mu.TryRLock() {
