@@ -14,11 +14,14 @@ import (
 // leaderGetTimeout bounds one read from a stream's leader.
 const leaderGetTimeout = 2 * time.Second
 
-// msgGetRequest is the JetStream API's request for one stored message.
+// msgGetRequest is the JetStream API's request for stored messages: one,
+// or with Batch a run of them (direct gets only).
 type msgGetRequest struct {
-	Seq     uint64 `json:"seq,omitempty"`
-	LastFor string `json:"last_by_subj,omitempty"`
-	NextFor string `json:"next_by_subj,omitempty"`
+	Seq      uint64 `json:"seq,omitempty"`
+	LastFor  string `json:"last_by_subj,omitempty"`
+	NextFor  string `json:"next_by_subj,omitempty"`
+	Batch    int    `json:"batch,omitempty"`
+	MaxBytes int    `json:"max_bytes,omitempty"`
 }
 
 // msgGetResponse is its answer.

@@ -19,9 +19,9 @@ const replayTimeout = time.Minute
 // and returns the conversation and the sequence of the last event that
 // changed it (its version; 0 when none did). Events that would be refused
 // are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader for a new conversation; otherwise a
-// count, then one read per event when there are at most replayDirect, or
-// one ordered consumer.
+// one read from the stream's leader for a new conversation; otherwise
+// that read, one batched read per replayBatch events, and a last read from
+// the leader.
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
@@ -31,30 +31,8 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	// The first event tells whether there is anything to replay (a new
-	// conversation: nothing). Short histories are then read from the
-	// leader one event at a time: no consumer to create, which on a cluster
-	// goes through the meta leader and made a failover's burst of rebuilds
-	// slow. Longer ones are read by an ordered consumer: one round trip
-	// per event would make them slow instead (a crash-looping worker
-	// rebuilding hundreds of long conversations).
 	r := &replay{w: w, id: id, before: before, conv: conv}
-	done, err := r.direct(ctx, 1)
-	if err == nil && !done {
-		var n uint64
-		if n, err = w.storedEvents(ctx, id); err == nil && n <= replayDirect {
-			done, err = r.direct(ctx, replayDirect)
-		}
-	}
-	for err == nil && !done {
-		from := r.seen + 1
-		if done, err = r.pass(ctx, from); err == nil && !done {
-			// The pass stalled (its consumer's server went away, or it
-			// lags): go on from where it stopped, with a new consumer.
-			w.cfg.logger.WarnContext(ctx, "rebuild stalled; resuming", "conversation", id, "after", r.seen)
-		}
-	}
-	if err != nil {
+	if err := r.run(ctx); err != nil {
 		return nil, 0, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
 	}
 	w.metrics.rebuilt(ctx, time.Since(start))
@@ -62,14 +40,13 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 	return conv, r.last, nil
 }
 
-// replayDirect is the most events a conversation may have stored for a
-// rebuild to read them from the stream's leader one by one rather than
-// with a consumer.
-const replayDirect = 32
-
-// replayStall is how long a rebuild waits for its next event before it
-// asks the leader whether one is due and, if so, starts a new consumer.
-const replayStall = 2 * time.Second
+// replayBatch is the most events one batched read of a rebuild returns,
+// and replayBatchBytes about the most bytes (the server stops after the
+// event that reaches it).
+const (
+	replayBatch      = 256
+	replayBatchBytes = 4 << 20
+)
 
 // replay is one rebuild in progress.
 type replay struct {
@@ -80,26 +57,75 @@ type replay struct {
 	n      int    // events read
 	seen   uint64 // sequence of the last event read
 	last   uint64 // sequence of the last event that changed conv
+	// noBatch is set once the server refused a batched read (a server
+	// older than 2.11): the rest is read from the leader one by one.
+	noBatch bool
 }
 
-// direct reads up to limit events of the conversation after r.seen from
-// the stream's leader and applies those before r.before. It returns true
-// when every such event has been read.
-func (r *replay) direct(ctx context.Context, limit int) (bool, error) {
-	for range limit {
-		m, err := r.w.nextEvent(ctx, r.id, r.seen+1)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return true, nil
+// run reads and applies every event of the conversation before r.before.
+func (r *replay) run(ctx context.Context) error {
+	// The leader tells first whether there is anything to replay: for a
+	// new conversation, the most common rebuild, that is all. The rest
+	// comes in batches from whichever replica answers, without a consumer
+	// (creating one goes through the meta leader, which made a failover's
+	// burst of rebuilds slow) and without a round trip per event. A replica
+	// may lag behind the leader, so when one has nothing more, the leader is
+	// asked again: it has the last word, and its answer is applied, so that
+	// every turn of the loop makes progress.
+	done, err := r.fromLeader(ctx)
+	for err == nil && !done {
+		var more bool
+		if more, done, err = r.batch(ctx); err == nil && !done && !more {
+			done, err = r.fromLeader(ctx)
 		}
-		if err != nil {
-			return false, err
-		}
-		if m.Sequence >= r.before {
-			return true, nil
-		}
-		r.apply(ctx, r.w.decodeStored(m), m.Sequence)
 	}
+	return err
+}
+
+// fromLeader reads the conversation's next event after r.seen from the
+// stream's leader and applies it when it was stored before r.before. It
+// returns true when there is no such event: the rebuild is complete.
+func (r *replay) fromLeader(ctx context.Context) (bool, error) {
+	m, err := r.w.nextEvent(ctx, r.id, r.seen+1)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if m.Sequence >= r.before {
+		return true, nil
+	}
+	r.apply(ctx, r.w.decodeStored(m), m.Sequence)
 	return false, nil
+}
+
+// batch reads the conversation's events after r.seen in one batched direct
+// get, answered by any replica, and applies those stored before r.before.
+// done is true when it read an event at or after r.before (a replica
+// applies the stream in order, so it had every event before that one);
+// more is true when the replica had more events than one batch holds.
+func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
+	if r.noBatch {
+		return false, false, nil
+	}
+	var pending uint64
+	err = r.w.directBatch(ctx, r.w.cfg.subjects.EventsStream(), r.w.eventSubject(r.id), r.seen+1, replayBatch, replayBatchBytes,
+		func(m *jetstream.RawStreamMsg, left uint64) bool {
+			if m.Sequence >= r.before {
+				done = true
+				return false
+			}
+			r.apply(ctx, r.w.decodeStored(m), m.Sequence)
+			pending = left
+			done = m.Sequence == r.before-1
+			return !done
+		})
+	if errors.Is(err, errBatchUnsupported) {
+		r.noBatch = true
+		return false, false, nil
+	}
+	return pending > 0 && !done, done, err
 }
 
 // apply applies one stored event to the conversation being rebuilt.
@@ -109,88 +135,4 @@ func (r *replay) apply(ctx context.Context, d *delivery, seq uint64) {
 	}
 	r.n++
 	r.seen = seq
-}
-
-// pass reads the events of the conversation from sequence from on, with an
-// ordered consumer, and applies those before r.before. It returns true
-// when every such event has been read, false when the consumer stalled
-// with events left.
-func (r *replay) pass(ctx context.Context, from uint64) (bool, error) {
-	w := r.w
-	cons, err := w.stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects:    []string{w.eventSubject(r.id)},
-		DeliverPolicy:     jetstream.DeliverByStartSequencePolicy,
-		OptStartSeq:       from,
-		InactiveThreshold: 10 * time.Second,
-	})
-	if err != nil {
-		return false, err
-	}
-	name := cons.CachedInfo().Name
-	defer func() {
-		// Ordered consumers are ephemeral; delete rather than wait for the
-		// inactivity threshold, so a burst of rebuilds leaves nothing behind.
-		dctx, dcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer dcancel()
-		_ = w.stream.DeleteConsumer(dctx, name)
-	}()
-	it, err := cons.Messages(jetstream.PullMaxMessages(256))
-	if err != nil {
-		return false, err
-	}
-	defer it.Stop()
-	for {
-		next, cancel := context.WithTimeout(ctx, replayStall)
-		m, err := it.Next(jetstream.NextContext(next))
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
-				return false, err
-			}
-			return r.complete(ctx)
-		}
-		meta, err := m.Metadata()
-		if err != nil {
-			return false, err
-		}
-		seq := meta.Sequence.Stream
-		if seq >= r.before {
-			return true, nil
-		}
-		r.apply(ctx, w.decode(m), seq)
-		if seq == r.before-1 {
-			return true, nil
-		}
-		if meta.NumPending == 0 {
-			// The consumer may live on a replica that has not caught up:
-			// only the leader can say that nothing is left.
-			if done, err := r.complete(ctx); done || err != nil {
-				return done, err
-			}
-		}
-	}
-}
-
-// complete asks the stream's leader whether an event of the conversation
-// before r.before follows the last one read.
-func (r *replay) complete(ctx context.Context) (bool, error) {
-	next, err := r.w.nextEvent(ctx, r.id, r.seen+1)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return true, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return next.Sequence >= r.before, nil
-}
-
-// storedEvents returns how many events of conversation id the events
-// stream holds, as its leader counts them.
-func (w *Worker) storedEvents(ctx context.Context, id string) (uint64, error) {
-	subject := w.eventSubject(id)
-	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Subjects[subject], nil
 }

@@ -1,0 +1,84 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// TestRebuildReadsEveryEventBefore rebuilds a conversation longer than
+// several batched reads, its events interleaved with another's, up to
+// sequences within it and past its end, with batched reads and without
+// them (a server older than 2.11). An event exactly at the size limit
+// must be replayed: a batched read adds headers that are not the event's.
+func TestRebuildReadsEveryEventBefore(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	w, err := NewWorker(nc, WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 2*replayBatch + 90
+	seqs := make([]uint64, n) // of conversation "long"'s events
+	big := 0                  // the index of the largest
+	for i := range n {
+		content := "x"
+		if i == n/2 {
+			content, big = strings.Repeat("y", 4096), i
+		}
+		msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": content}
+		if i > 0 {
+			msg["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		sent, err := c.Send(ctx, "long", TypeMessageAppended, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = sent.Sequence
+		if _, err := c.Send(ctx, "other", TypeMessageAppended, map[string]any{"id": fmt.Sprintf("o%d", i), "role": "user"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The limit is the largest event's size as stored, headers included.
+	stored, err := w.nextEvent(ctx, "long", seqs[big])
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.cfg.limits.MaxEventBytes = len(stored.Data) + headerSize(stored.Header)
+
+	for _, batched := range []bool{true, false} {
+		for _, upTo := range []int{0, 1, replayBatch, replayBatch + 1, n - 1, n} {
+			before := seqs[n-1] + 2 // past the end (and past "other"'s last event)
+			if upTo < n {
+				before = seqs[upTo]
+			}
+			r := &replay{w: w, id: "long", before: before, noBatch: !batched,
+				conv: conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))}
+			if err := r.run(ctx); err != nil {
+				t.Fatalf("batched %v, up to %d: %v", batched, upTo, err)
+			}
+			var last uint64
+			if upTo > 0 {
+				last = seqs[upTo-1]
+			}
+			if r.conv.Len() != upTo || r.n != upTo || r.last != last {
+				t.Errorf("batched %v, up to %d: %d messages from %d events, last %d; want %d, last %d",
+					batched, upTo, r.conv.Len(), r.n, r.last, upTo, last)
+			}
+			if upTo > big {
+				if _, ok := r.conv.Get(fmt.Sprintf("m%d", big)); !ok {
+					t.Errorf("batched %v, up to %d: the event at the size limit was not replayed", batched, upTo)
+				}
+			}
+		}
+	}
+}
