@@ -94,6 +94,12 @@ func (w *Worker) nextEvent(ctx context.Context, id string, from uint64) (*jetstr
 	return w.leaderGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{Seq: max(from, 1), NextFor: w.eventSubject(id)})
 }
 
+// lastEvent returns the last stored event of conversation id, read from
+// the leader.
+func (w *Worker) lastEvent(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
+	return w.leaderGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{LastFor: w.eventSubject(id)})
+}
+
 // kvOperation is the header a KV bucket marks deletes and purges with.
 const kvOperation = "KV-Operation"
 

@@ -19,9 +19,8 @@ const replayTimeout = time.Minute
 // and returns the conversation and the sequence of the last event that
 // changed it (its version; 0 when none did). Events that would be refused
 // are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader for a new conversation; otherwise
-// that read, one batched read per replayBatch events, and a last read from
-// the leader.
+// one read from the stream's leader for a new conversation; otherwise two
+// and one batched read per replayBatch events (see replay.run).
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
@@ -44,8 +43,8 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conver
 // and replayBatchBytes about the most bytes (the server stops after the
 // event that reaches it).
 const (
-	replayBatch      = 256
-	replayBatchBytes = 4 << 20
+	replayBatch      = 1024
+	replayBatchBytes = 8 << 20
 )
 
 // replay is one rebuild in progress.
@@ -54,37 +53,71 @@ type replay struct {
 	id     string
 	before uint64
 	conv   *conversation.Conversation
-	n      int    // events read
-	seen   uint64 // sequence of the last event read
-	last   uint64 // sequence of the last event that changed conv
-	// noBatch is set once the server refused a batched read (a server
-	// older than 2.11): the rest is read from the leader one by one.
-	noBatch bool
+	// end is the sequence of the last event to read: the conversation's
+	// last before r.before, or r.before-1 when events after it are stored.
+	end  uint64
+	n    int    // events read
+	seen uint64 // sequence of the last event read
+	last uint64 // sequence of the last event that changed conv
+	// oneByOne is set when the events are read from the leader one at a
+	// time instead of in batches: when events after r.before are stored
+	// (see run), or once the server refused a batched read (a server older
+	// than 2.11).
+	oneByOne bool
 }
 
 // run reads and applies every event of the conversation before r.before.
+//
+// The leader first names the conversation's first event: for a new
+// conversation, the most common rebuild, there is none before r.before, and
+// that is all. Then it names the last, and the rest comes in batches from
+// whichever replica answers, without a consumer (creating one goes through
+// the meta leader, which made a failover's burst of rebuilds slow) and
+// without a round trip per event. The first batch starts at the stream's
+// beginning, where the server counts a subject's events from its index
+// (from anywhere else it scans a block), and the batches stop at the last
+// event needed. A replica may lag behind the leader: when one has nothing
+// more before the end, the leader is asked for the next event, which is
+// applied, so that every turn of the loop makes progress.
+//
+// When events after r.before are stored already (the worker is behind: a
+// restart with a backlog, a thrashing cache), a batch would go on to read
+// them, up to a batch's worth, and for a conversation whose events are
+// spread thinly over the stream each costs the server a scan from the one
+// before. The events are then read from the leader one at a time instead,
+// each read stopping at the next event.
 func (r *replay) run(ctx context.Context) error {
-	// The leader tells first whether there is anything to replay: for a
-	// new conversation, the most common rebuild, that is all. The rest
-	// comes in batches from whichever replica answers, without a consumer
-	// (creating one goes through the meta leader, which made a failover's
-	// burst of rebuilds slow) and without a round trip per event. A replica
-	// may lag behind the leader, so when one has nothing more, the leader is
-	// asked again: it has the last word, and its answer is applied, so that
-	// every turn of the loop makes progress.
-	done, err := r.fromLeader(ctx)
-	for err == nil && !done {
+	first, err := r.w.nextEvent(ctx, r.id, 1)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
+	if err != nil || first.Sequence >= r.before {
+		return err
+	}
+	last, err := r.w.lastEvent(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	r.end = min(last.Sequence, r.before-1)
+	if last.Sequence > r.before {
+		r.oneByOne = true
+		r.apply(ctx, r.w.decodeStored(first), first.Sequence)
+	}
+	for done := r.seen >= r.end; !done; {
 		var more bool
 		if more, done, err = r.batch(ctx); err == nil && !done && !more {
 			done, err = r.fromLeader(ctx)
 		}
+		if err != nil {
+			return err
+		}
 	}
-	return err
+	return nil
 }
 
 // fromLeader reads the conversation's next event after r.seen from the
 // stream's leader and applies it when it was stored before r.before. It
-// returns true when there is no such event: the rebuild is complete.
+// returns true when the rebuild is complete.
 func (r *replay) fromLeader(ctx context.Context) (bool, error) {
 	m, err := r.w.nextEvent(ctx, r.id, r.seen+1)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -97,32 +130,30 @@ func (r *replay) fromLeader(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	r.apply(ctx, r.w.decodeStored(m), m.Sequence)
-	return false, nil
+	return m.Sequence >= r.end, nil
 }
 
 // batch reads the conversation's events after r.seen in one batched direct
 // get, answered by any replica, and applies those stored before r.before.
-// done is true when it read an event at or after r.before (a replica
-// applies the stream in order, so it had every event before that one);
-// more is true when the replica had more events than one batch holds.
+// done is true when it read r.end or an event after it (a replica applies
+// the stream in order, so it had every event before that one); more is
+// true when the replica had more events than one batch holds.
 func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
-	if r.noBatch {
+	if r.oneByOne {
 		return false, false, nil
 	}
 	var pending uint64
 	err = r.w.directBatch(ctx, r.w.cfg.subjects.EventsStream(), r.w.eventSubject(r.id), r.seen+1, replayBatch, replayBatchBytes,
 		func(m *jetstream.RawStreamMsg, left uint64) bool {
-			if m.Sequence >= r.before {
-				done = true
-				return false
+			if m.Sequence < r.before {
+				r.apply(ctx, r.w.decodeStored(m), m.Sequence)
 			}
-			r.apply(ctx, r.w.decodeStored(m), m.Sequence)
 			pending = left
-			done = m.Sequence == r.before-1
+			done = m.Sequence >= r.end
 			return !done
 		})
 	if errors.Is(err, errBatchUnsupported) {
-		r.noBatch = true
+		r.oneByOne = true
 		return false, false, nil
 	}
 	return pending > 0 && !done, done, err

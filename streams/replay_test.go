@@ -11,8 +11,9 @@ import (
 
 // TestRebuildReadsEveryEventBefore rebuilds a conversation longer than
 // several batched reads, its events interleaved with another's, up to
-// sequences within it and past its end, with batched reads and without
-// them (a server older than 2.11). An event exactly at the size limit
+// sequences within it (read one by one: later events are stored), up to its
+// last event and past its end (in batches), and all of them again without
+// batches (a server older than 2.11). An event exactly at the size limit
 // must be replayed: a batched read adds headers that are not the event's.
 func TestRebuildReadsEveryEventBefore(t *testing.T) {
 	ns := startServer(t, "")
@@ -55,13 +56,13 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 	}
 	w.cfg.limits.MaxEventBytes = len(stored.Data) + headerSize(stored.Header)
 
-	for _, batched := range []bool{true, false} {
+	for _, batched := range []bool{true, false} { // whether batches may be used
 		for _, upTo := range []int{0, 1, replayBatch, replayBatch + 1, n - 1, n} {
 			before := seqs[n-1] + 2 // past the end (and past "other"'s last event)
 			if upTo < n {
 				before = seqs[upTo]
 			}
-			r := &replay{w: w, id: "long", before: before, noBatch: !batched,
+			r := &replay{w: w, id: "long", before: before, oneByOne: !batched,
 				conv: conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))}
 			if err := r.run(ctx); err != nil {
 				t.Fatalf("batched %v, up to %d: %v", batched, upTo, err)
