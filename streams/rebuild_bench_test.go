@@ -20,14 +20,21 @@ import (
 func BenchmarkRebuild(b *testing.B) {
 	for _, conn := range []string{"inprocess", "tcp"} {
 		for _, n := range []int{1, 8, 32, 128, 1024} {
-			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4) })
+			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4, 0) })
 		}
 	}
-	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000) })
+	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0) })
+	// Behind: as many events again are stored after the one being applied.
+	for _, spread := range []int{4, 1000} {
+		b.Run(fmt.Sprintf("conn=inprocess/spread=%d/events=32/behind=32", spread), func(b *testing.B) {
+			benchmarkRebuild(b, "inprocess", 32, spread, 32)
+		})
+	}
 }
 
-// benchmarkRebuild is one case of BenchmarkRebuild.
-func benchmarkRebuild(b *testing.B, conn string, n, spread int) {
+// benchmarkRebuild is one case of BenchmarkRebuild: n events of each of
+// spread conversations, then behind more, rebuilt up to the first of those.
+func benchmarkRebuild(b *testing.B, conn string, n, spread, behind int) {
 	ns := startServer(b, "")
 	opts := []nats.Option{nats.InProcessServer(ns)}
 	if conn == "tcp" {
@@ -44,7 +51,8 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread int) {
 		b.Fatal(err)
 	}
 	content := strings.Repeat("x", 256)
-	for i := range n {
+	var before uint64
+	for i := range n + behind {
 		for k := range spread {
 			conv := fmt.Sprintf("rb%d", k)
 			msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": content, "createdAt": i}
@@ -59,6 +67,15 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread int) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if i == n && k == 0 {
+				// The first event after the n: as if a worker applied it.
+				ack, err := js.PublishMsg(context.Background(), m)
+				if err != nil {
+					b.Fatal(err)
+				}
+				before = ack.Sequence
+				continue
+			}
 			if _, err := js.PublishMsgAsync(m); err != nil {
 				b.Fatal(err)
 			}
@@ -66,15 +83,17 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread int) {
 	}
 	<-js.PublishAsyncComplete()
 	ctx := context.Background()
-	stream, err := js.Stream(ctx, r.w.cfg.subjects.EventsStream())
-	if err != nil {
-		b.Fatal(err)
+	if behind == 0 {
+		stream, err := js.Stream(ctx, r.w.cfg.subjects.EventsStream())
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := stream.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		before = info.State.LastSeq + 1
 	}
-	info, err := stream.Info(ctx)
-	if err != nil {
-		b.Fatal(err)
-	}
-	before := info.State.LastSeq + 1
 	b.ResetTimer()
 	for range b.N {
 		conv, _, err := r.w.rebuild(ctx, "rb0", before)

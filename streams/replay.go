@@ -47,6 +47,11 @@ const (
 	replayBatchBytes = 8 << 20
 )
 
+// replayBehind is the size of a rebuild's first batched read when events
+// after the one being applied are stored already; each batch after it is
+// twice the last, up to replayBatch (see replay.run).
+const replayBehind = 64
+
 // replay is one rebuild in progress.
 type replay struct {
 	w      *Worker
@@ -59,10 +64,11 @@ type replay struct {
 	n    int    // events read
 	seen uint64 // sequence of the last event read
 	last uint64 // sequence of the last event that changed conv
-	// oneByOne is set when the events are read from the leader one at a
-	// time instead of in batches: when events after r.before are stored
-	// (see run), or once the server refused a batched read (a server older
-	// than 2.11).
+	// size is the size of the next batched read.
+	size int
+	// oneByOne is set once the server refused a batched read (a server
+	// older than 2.11): the events are then read from the leader one at a
+	// time.
 	oneByOne bool
 }
 
@@ -81,11 +87,15 @@ type replay struct {
 // applied, so that every turn of the loop makes progress.
 //
 // When events after r.before are stored already (the worker is behind: a
-// restart with a backlog, a thrashing cache), a batch would go on to read
-// them, up to a batch's worth, and for a conversation whose events are
-// spread thinly over the stream each costs the server a scan from the one
-// before. The events are then read from the leader one at a time instead,
-// each read stopping at the next event.
+// restart with a backlog, a thrashing cache), a batch goes on to read them
+// too, up to its size, and for a conversation whose events are spread
+// thinly over the stream each costs the server a scan from the one before.
+// Batches then start small and double, so that what is read for nothing
+// stays below what is needed plus replayBehind. (Reading one event at a
+// time from the leader instead made a restart with a backlog twice as slow:
+// a round trip an event.) Only the first batch starts at the stream's
+// beginning; a later one costs the server a partial scan of a block to
+// count what follows.
 func (r *replay) run(ctx context.Context) error {
 	first, err := r.w.nextEvent(ctx, r.id, 1)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -99,11 +109,11 @@ func (r *replay) run(ctx context.Context) error {
 		return err
 	}
 	r.end = min(last.Sequence, r.before-1)
+	r.size = replayBatch
 	if last.Sequence > r.before {
-		r.oneByOne = true
-		r.apply(ctx, r.w.decodeStored(first), first.Sequence)
+		r.size = replayBehind
 	}
-	for done := r.seen >= r.end; !done; {
+	for done := false; !done; {
 		var more bool
 		if more, done, err = r.batch(ctx); err == nil && !done && !more {
 			done, err = r.fromLeader(ctx)
@@ -143,7 +153,9 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 		return false, false, nil
 	}
 	var pending uint64
-	err = r.w.directBatch(ctx, r.w.cfg.subjects.EventsStream(), r.w.eventSubject(r.id), r.seen+1, replayBatch, replayBatchBytes,
+	size := r.size
+	r.size = min(2*r.size, replayBatch)
+	err = r.w.directBatch(ctx, r.w.cfg.subjects.EventsStream(), r.w.eventSubject(r.id), r.seen+1, size, replayBatchBytes,
 		func(m *jetstream.RawStreamMsg, left uint64) bool {
 			if m.Sequence < r.before {
 				r.apply(ctx, r.w.decodeStored(m), m.Sequence)
