@@ -19,8 +19,8 @@ const replayTimeout = time.Minute
 // and returns the conversation and the sequence of the last event that
 // changed it (its version; 0 when none did). Events that would be refused
 // are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader for a new conversation; otherwise two
-// and one batched read per replayBatch events (see replay.run).
+// one read from the stream's leader for a new conversation; otherwise two,
+// and batched reads of up to replayBatch events (see replay.run).
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
@@ -58,8 +58,8 @@ type replay struct {
 	id     string
 	before uint64
 	conv   *conversation.Conversation
-	// end is the sequence of the last event to read: the conversation's
-	// last before r.before, or r.before-1 when events after it are stored.
+	// end is the sequence of the last event to read: r.before-1, or the
+	// conversation's last event when that is earlier.
 	end  uint64
 	n    int    // events read
 	seen uint64 // sequence of the last event read
