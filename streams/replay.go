@@ -19,8 +19,9 @@ const replayTimeout = time.Minute
 // and returns the conversation and the sequence of the last event that
 // changed it (its version; 0 when none did). Events that would be refused
 // are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader for a new conversation; otherwise two,
-// and batched reads of up to replayBatch events (see replay.run).
+// one read from the stream's leader for a new conversation; otherwise two
+// (three when later events are stored) and batched reads of up to
+// replayBatch events (see replay.run).
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
 	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
@@ -47,10 +48,32 @@ const (
 	replayBatchBytes = 8 << 20
 )
 
-// replayBehind is the size of a rebuild's first batched read when events
-// after the one being applied are stored already; each batch after it is
-// twice the last, up to replayBatch (see replay.run).
-const replayBehind = 64
+// behindBatch returns the size of a rebuild's first batched read when
+// events after the one being applied are stored already (see replay.run):
+// as many events before sequence before as there would be if the stored
+// ones were spread evenly between the first and the last, one to see the
+// end, and one to spare.
+func behindBatch(stored, first, last, before uint64) int {
+	needed := uint64(1) // the first
+	if stored > 2 && last > first {
+		// Of the stored-2 between the first and the last, the share
+		// stored before before, rounded up.
+		span := last - first
+		needed += ((stored-2)*(before-1-first) + span - 1) / span
+	}
+	return int(min(needed+2, replayBatch))
+}
+
+// storedEvents returns how many events of conversation id the events
+// stream holds, as its leader counts them.
+func (w *Worker) storedEvents(ctx context.Context, id string) (uint64, error) {
+	subject := w.eventSubject(id)
+	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
+	if err != nil {
+		return 0, err
+	}
+	return info.State.Subjects[subject], nil
+}
 
 // replay is one rebuild in progress.
 type replay struct {
@@ -90,12 +113,13 @@ type replay struct {
 // restart with a backlog, a thrashing cache), a batch goes on to read them
 // too, up to its size, and for a conversation whose events are spread
 // thinly over the stream each costs the server a scan from the one before.
-// Batches then start small and double, so that what is read for nothing
-// stays below what is needed plus replayBehind. (Reading one event at a
-// time from the leader instead made a restart with a backlog twice as slow:
-// a round trip an event.) Only the first batch starts at the stream's
-// beginning; a later one costs the server a partial scan of a block to
-// count what follows.
+// The leader's count of the conversation's events then sizes the first
+// batch to what is needed, as if the events were spread evenly (see
+// behindBatch), and any batch after it is twice the last. Too small costs
+// more than too large: only the first batch starts at the stream's
+// beginning, and a later one costs the server a partial scan of a block to
+// count what follows. (Reading one event at a time from the leader instead
+// made a restart with a backlog twice as slow: a round trip an event.)
 func (r *replay) run(ctx context.Context) error {
 	first, err := r.w.nextEvent(ctx, r.id, 1)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -111,7 +135,11 @@ func (r *replay) run(ctx context.Context) error {
 	r.end = min(last.Sequence, r.before-1)
 	r.size = replayBatch
 	if last.Sequence > r.before {
-		r.size = replayBehind
+		stored, err := r.w.storedEvents(ctx, r.id)
+		if err != nil {
+			return err
+		}
+		r.size = behindBatch(stored, first.Sequence, last.Sequence, r.before)
 	}
 	for done := false; !done; {
 		var more bool

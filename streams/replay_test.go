@@ -83,3 +83,70 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 		}
 	}
 }
+
+// TestRebuildBehindUneven rebuilds, with later events stored, a
+// conversation whose events are bunched at both ends of the stream, so
+// that the first batch's estimate (see behindBatch) is wrong both ways.
+func TestRebuildBehindUneven(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	w, err := NewWorker(nc, WithLogger(testLogger(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var seqs []uint64
+	send := func(conv string, i int) {
+		msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user"}
+		if i > 0 {
+			msg["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		sent, err := c.Send(ctx, conv, TypeMessageAppended, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conv == "bunched" {
+			seqs = append(seqs, sent.Sequence)
+		}
+	}
+	for i := range 40 {
+		send("bunched", i)
+	}
+	for i := range 300 {
+		send("other", i)
+	}
+	for i := 40; i < 80; i++ {
+		send("bunched", i)
+	}
+	for _, upTo := range []int{5, 39, 40, 41, 70, 79} {
+		r := &replay{w: w, id: "bunched", before: seqs[upTo],
+			conv: conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))}
+		if err := r.run(ctx); err != nil {
+			t.Fatalf("up to %d: %v", upTo, err)
+		}
+		if r.conv.Len() != upTo || r.last != seqs[upTo-1] {
+			t.Errorf("up to %d: %d messages, last %d; want last %d", upTo, r.conv.Len(), r.last, seqs[upTo-1])
+		}
+	}
+}
+
+func TestBehindBatch(t *testing.T) {
+	for _, tc := range []struct {
+		stored, first, last, before uint64
+		want                        int
+	}{
+		{2, 10, 20, 15, 3},          // the first only, then one to see the end and one to spare
+		{1, 10, 10, 11, 3},          // not behind, but answered
+		{10, 1, 100, 50, 7},         // 8 between, 48 of 99 before: 3.9 rounds up to 4
+		{10, 1, 100, 100, 11},       // all but the last
+		{5000, 1, 5000, 4000, 1024}, // capped
+	} {
+		if got := behindBatch(tc.stored, tc.first, tc.last, tc.before); got != tc.want {
+			t.Errorf("behindBatch(%d, %d, %d, %d) = %d, want %d", tc.stored, tc.first, tc.last, tc.before, got, tc.want)
+		}
+	}
+}
