@@ -126,8 +126,9 @@ func (ls *lanes) do(ctx context.Context, l *lane, fn func()) error {
 
 // try queues fn on lane i if its queue has room, without waiting, and
 // reports whether it did (the sweeper and the caches' trims use it). Lanes
-// call it from their tasks, so it does not wait for mu either: a shutdown waiting for mu while a dispatcher holds it,
-// blocked on this lane's full queue, would wait for ever.
+// call it from their tasks, so it does not wait for mu either: a shutdown
+// waiting for mu while a dispatcher holds it, blocked on this lane's full
+// queue, would wait for ever.
 func (ls *lanes) try(i int, fn func()) bool {
 	if !ls.mu.TryRLock() {
 		return false
