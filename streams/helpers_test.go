@@ -144,6 +144,20 @@ func startWorker(t testing.TB, nc *nats.Conn, opts ...Option) *running {
 	return r
 }
 
+// provisionedWorker returns a worker on nc that is not running, with its
+// stream and bucket provisioned: a test drives its parts directly.
+func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
+	t.Helper()
+	w, err := NewWorker(nc, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func newClient(t testing.TB, nc *nats.Conn, opts ...ClientOption) *Client {
 	t.Helper()
 	c, err := NewClient(nc, opts...)

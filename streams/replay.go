@@ -24,20 +24,26 @@ const replayTimeout = time.Minute
 // replayBatch events (see replay.run).
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
 	start := time.Now()
-	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
+	r := w.newReplay(id, before)
 	if before <= 1 {
-		return conv, 0, nil
+		return r.conv, 0, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	r := &replay{w: w, id: id, before: before, conv: conv}
 	if err := r.run(ctx); err != nil {
 		return nil, 0, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
 	}
 	w.metrics.rebuilt(ctx, time.Since(start))
 	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", r.n, "before", before, "elapsed", time.Since(start))
-	return conv, r.last, nil
+	return r.conv, r.last, nil
+}
+
+// newReplay returns a rebuild of conversation id up to sequence before,
+// not yet begun, into an empty conversation.
+func (w *Worker) newReplay(id string, before uint64) *replay {
+	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
+	return &replay{w: w, id: id, before: before, conv: conv}
 }
 
 // replayBatch is the most events one batched read of a rebuild returns,

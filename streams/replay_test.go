@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/convstream/convstream/conversation"
 )
 
 // TestRebuildReadsEveryEventBefore rebuilds a conversation longer than
@@ -16,17 +14,10 @@ import (
 // batches (a server older than 2.11). An event exactly at the size limit
 // must be replayed: a batched read adds headers that are not the event's.
 func TestRebuildReadsEveryEventBefore(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	nc := connect(t, startServer(t, ""))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	w, err := NewWorker(nc, WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
 
 	const n = 2*replayBatch + 90
 	seqs := make([]uint64, n) // of conversation "long"'s events
@@ -62,8 +53,8 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 			if upTo < n {
 				before = seqs[upTo]
 			}
-			r := &replay{w: w, id: "long", before: before, oneByOne: !batched,
-				conv: conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))}
+			r := w.newReplay("long", before)
+			r.oneByOne = !batched
 			if err := r.run(ctx); err != nil {
 				t.Fatalf("batched %v, up to %d: %v", batched, upTo, err)
 			}
@@ -88,17 +79,10 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 // conversation whose events are bunched at both ends of the stream, so
 // that the first batch's estimate (see behindBatch) is wrong both ways.
 func TestRebuildBehindUneven(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	nc := connect(t, startServer(t, ""))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	w, err := NewWorker(nc, WithLogger(testLogger(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
 	var seqs []uint64
 	send := func(conv string, i int) {
 		msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user"}
@@ -123,8 +107,7 @@ func TestRebuildBehindUneven(t *testing.T) {
 		send("bunched", i)
 	}
 	for _, upTo := range []int{5, 39, 40, 41, 70, 79} {
-		r := &replay{w: w, id: "bunched", before: seqs[upTo],
-			conv: conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))}
+		r := w.newReplay("bunched", seqs[upTo])
 		if err := r.run(ctx); err != nil {
 			t.Fatalf("up to %d: %v", upTo, err)
 		}

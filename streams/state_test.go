@@ -32,13 +32,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w, err := NewWorker(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if w.stream, w.kv, err = Provision(ctx, w.js, w.cfg.subjects, Storage{}, nil); err != nil {
-		t.Fatal(err)
-	}
+	w := provisionedWorker(t, nc)
 	w.lanes = newLanes(1, 4, cacheConfig{conversations: 10})
 	defer w.lanes.shutdown()
 	l := w.lanes.all[0]
