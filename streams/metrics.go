@@ -15,10 +15,14 @@ type instruments struct {
 	eventDuration                      metric.Float64Histogram
 	snapshotLat                        metric.Float64Histogram
 	rebuilds                           metric.Int64Counter
-	rebuildDuration                    metric.Float64Histogram
-	pipelineDuration                   metric.Float64Histogram
-	processorDuration                  metric.Float64Histogram
-	inferences                         metric.Int64Counter
+	checkpoints                        metric.Int64Counter
+	// fromCheckpoint and fromEvents are the attribute options of a
+	// rebuild's start.
+	fromCheckpoint, fromEvents metric.MeasurementOption
+	rebuildDuration            metric.Float64Histogram
+	pipelineDuration           metric.Float64Histogram
+	processorDuration          metric.Float64Histogram
+	inferences                 metric.Int64Counter
 	// byType holds the attribute option of each event type, "unknown"
 	// standing for any other (a rejected event's type is the sender's
 	// string: one series each would have no bound); byOutcome that of each
@@ -46,6 +50,7 @@ const (
 	MetricSnapshotLatency    = "convstream.snapshot.latency"
 	MetricRebuilds           = "convstream.rebuilds"
 	MetricRebuildDuration    = "convstream.rebuild.duration"
+	MetricCheckpoints        = "convstream.checkpoints"
 	MetricPipelineDuration   = "convstream.pipeline.duration"
 	MetricProcessorDuration  = "convstream.processor.duration"
 	MetricInferences         = "convstream.inference.requests"
@@ -76,6 +81,14 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.snapshotLat = seconds(MetricSnapshotLatency, "Time from an event being stored in JetStream to its snapshot being stored.")
 	ins.rebuilds = counter(MetricRebuilds, "Conversations rebuilt from the events stream.")
 	ins.rebuildDuration = seconds(MetricRebuildDuration, "Time to rebuild one conversation from the events stream.")
+	ins.fromCheckpoint = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "checkpoint")))
+	ins.fromEvents = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "events")))
+	if c, err := m.Int64Counter(MetricCheckpoints, metric.WithUnit("{checkpoint}"),
+		metric.WithDescription("Conversation checkpoints, by outcome: written, failed, skipped (too large), busy (too many writes under way).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.checkpoints = c
+	}
 	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
 	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
 	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
@@ -124,9 +137,19 @@ func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
 	ins.snapshotLat.Record(ctx, d.Seconds())
 }
 
-func (ins *instruments) rebuilt(ctx context.Context, d time.Duration) {
-	ins.rebuilds.Add(ctx, 1)
-	ins.rebuildDuration.Record(ctx, d.Seconds())
+// rebuilt counts a rebuild, from a checkpoint or from the first event.
+func (ins *instruments) rebuilt(ctx context.Context, d time.Duration, fromCheckpoint bool) {
+	from := ins.fromEvents
+	if fromCheckpoint {
+		from = ins.fromCheckpoint
+	}
+	ins.rebuilds.Add(ctx, 1, from)
+	ins.rebuildDuration.Record(ctx, d.Seconds(), from)
+}
+
+// checkpointed counts a checkpoint by outcome.
+func (ins *instruments) checkpointed(ctx context.Context, outcome string) {
+	ins.checkpoints.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
 // observeCache reports what the cached conversations weigh (see

@@ -37,6 +37,7 @@ type config struct {
 	pinnedTTL        time.Duration
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
+	checkpoints      bool
 }
 
 func defaultConfig() config {
@@ -62,6 +63,7 @@ func defaultConfig() config {
 		pinnedTTL:        DefaultPinnedTTL,
 		snapshotInterval: DefaultSnapshotInterval,
 		snapshotMax:      DefaultSnapshotMaxInterval,
+		checkpoints:      true,
 	}
 }
 
@@ -225,3 +227,12 @@ const DefaultSnapshotMaxInterval = time.Second
 // the ack wait. A follower resyncing from the bucket is at most this far
 // behind the deltas.
 func WithSnapshotMaxInterval(d time.Duration) Option { return func(c *config) { c.snapshotMax = d } }
+
+// WithCheckpoints turns conversation checkpoints on (the default) or off.
+// With them a worker writes a conversation's messages to the checkpoint
+// bucket (Subjects.CheckpointBucket) when it lets go of it (an eviction,
+// a hand-off, a graceful stop) after enough change, and the next rebuild
+// starts there and replays only the later events. Off, every rebuild
+// replays the conversation from its first event, and the worker needs no
+// right to the bucket.
+func WithCheckpoints(on bool) Option { return func(c *config) { c.checkpoints = on } }

@@ -22,6 +22,8 @@ func WorkerPermissions(s Subjects) Permissions {
 	stream, bucket := s.EventsStream(), s.SnapshotBucket()
 	kvStream := "KV_" + bucket
 	members := s.MembersBucket() // partitioned mode's live workers
+	checkpoints := s.CheckpointBucket()
+	cpStream := "KV_" + checkpoints
 	return Permissions{
 		Publish: []string{
 			"$JS.API.STREAM.*.KV_" + members,
@@ -53,6 +55,12 @@ func WorkerPermissions(s Subjects) Permissions {
 			"$JS.FC." + kvStream + ".>",
 			"$KV." + bucket + ".>",
 			"$SRV.>", // the inference micro service's discovery replies
+			// The checkpoint bucket (see WithCheckpoints): create, get, put.
+			"$JS.API.STREAM.*." + cpStream,
+			"$JS.API.STREAM.MSG.*." + cpStream,
+			"$JS.API.DIRECT.GET." + cpStream,
+			"$JS.API.DIRECT.GET." + cpStream + ".>",
+			"$KV." + checkpoints + ".>",
 		},
 		Subscribe: []string{
 			p + ".>",

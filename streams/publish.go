@@ -58,6 +58,9 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	clear(entries[delta.from:]) // the old tail's bytes may go
 	entries = append(entries[:delta.from], delta.tail...)
 	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes = version, d.seq, flat, entries, flatBytes
+	st.events++
+	st.sinceEvents++
+	st.sinceBytes += d.size
 	d.lane.cache.resize(st)
 	d.dirty = false
 	d.version = version

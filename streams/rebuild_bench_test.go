@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,21 +21,29 @@ import (
 func BenchmarkRebuild(b *testing.B) {
 	for _, conn := range []string{"inprocess", "tcp"} {
 		for _, n := range []int{1, 8, 32, 128, 1024} {
-			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4, 0) })
+			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4, 0, false) })
 		}
 	}
-	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0) })
+	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, false) })
+	// From a checkpoint of every event: one get, one read from the leader.
+	for _, n := range []int{32, 1024} {
+		b.Run(fmt.Sprintf("conn=inprocess/spread=4/events=%d/checkpoint", n), func(b *testing.B) {
+			benchmarkRebuild(b, "inprocess", n, 4, 0, true)
+		})
+	}
+	b.Run("conn=inprocess/spread=1000/events=32/checkpoint", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, true) })
 	// Behind: as many events again are stored after the one being applied.
 	for _, spread := range []int{4, 1000} {
 		b.Run(fmt.Sprintf("conn=inprocess/spread=%d/events=32/behind=32", spread), func(b *testing.B) {
-			benchmarkRebuild(b, "inprocess", 32, spread, 32)
+			benchmarkRebuild(b, "inprocess", 32, spread, 32, false)
 		})
 	}
 }
 
 // benchmarkRebuild is one case of BenchmarkRebuild: n events of each of
-// spread conversations, then behind more, rebuilt up to the first of those.
-func benchmarkRebuild(b *testing.B, conn string, n, spread, behind int) {
+// spread conversations, then behind more, rebuilt up to the first of those;
+// from a checkpoint of the n events when checkpoint is set.
+func benchmarkRebuild(b *testing.B, conn string, n, spread, behind int, checkpoint bool) {
 	ns := startServer(b, "")
 	opts := []nats.Option{nats.InProcessServer(ns)}
 	if conn == "tcp" {
@@ -94,14 +103,56 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind int) {
 		}
 		before = info.State.LastSeq + 1
 	}
-	b.ResetTimer()
-	for range b.N {
-		conv, _, err := r.w.rebuild(ctx, "rb0", before)
+	// The worker applies the events too: let it finish, so that the
+	// rebuilds timed do not share the machine with it.
+	settled(b, r.w)
+	if checkpoint {
+		rp, err := r.w.rebuild(ctx, "rb0", before, false)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got := conv.Len(); got != n {
+		value, err := encodeCheckpoint(rp.conv, rp.seen, rp.last, uint64(rp.n))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.w.checkpoints.Put(ctx, "rb0", value); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for range b.N {
+		rp, err := r.w.rebuild(ctx, "rb0", before, checkpoint)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if rp.checkpoint != checkpoint {
+			b.Fatalf("rebuilt from a checkpoint: %v, want %v", rp.checkpoint, checkpoint)
+		}
+		if got := rp.conv.Len(); got != n {
 			b.Fatalf("rebuilt %d messages, want %d", got, n)
 		}
+	}
+}
+
+// settled waits until w has applied and stored every event in its stream.
+func settled(b *testing.B, w *Worker) {
+	ctx := context.Background()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		c, err := w.stream.Consumer(ctx, w.cfg.consumer)
+		if err != nil {
+			b.Fatal(err)
+		}
+		info, err := c.Info(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if info.NumPending == 0 && info.NumAckPending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the worker did not settle: %d pending, %d unacknowledged", info.NumPending, info.NumAckPending)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -16,27 +16,34 @@ const replayTimeout = time.Minute
 
 // rebuild replays the events of conversation id stored before sequence
 // before, through the same decode, validate and apply steps as live events,
-// and returns the conversation and the sequence of the last event that
-// changed it (its version; 0 when none did). Events that would be refused
-// are skipped silently: they were reported when they first arrived. Cost:
-// one read from the stream's leader for a new conversation; otherwise two
-// (three when later events are stored) and batched reads of up to
-// replayBatch events (see replay.run).
-func (w *Worker) rebuild(ctx context.Context, id string, before uint64) (*conversation.Conversation, uint64, error) {
+// and returns the replay done: its conversation, and the sequence of the
+// last event that changed it (its version; 0 when none did). Events that
+// would be refused are skipped silently: they were reported when they
+// first arrived. stored says whether the conversation has a stored
+// snapshot: only then can it have a checkpoint, which the replay starts
+// from (see checkpoint.go). Cost: one read from the stream's leader for a
+// new conversation; otherwise two (three when later events are stored)
+// and batched reads of up to replayBatch events (see replay.run), after
+// the checkpoint's get.
+func (w *Worker) rebuild(ctx context.Context, id string, before uint64, stored bool) (*replay, error) {
 	start := time.Now()
 	r := w.newReplay(id, before)
 	if before <= 1 {
-		return r.conv, 0, nil
+		return r, nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	if err := r.run(ctx); err != nil {
-		return nil, 0, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
+	if stored && w.checkpoints != nil {
+		w.resume(ctx, r)
 	}
-	w.metrics.rebuilt(ctx, time.Since(start))
-	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", r.n, "before", before, "elapsed", time.Since(start))
-	return r.conv, r.last, nil
+	if err := r.run(ctx); err != nil {
+		return nil, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)
+	}
+	w.metrics.rebuilt(ctx, time.Since(start), r.checkpoint)
+	w.cfg.logger.DebugContext(ctx, "conversation rebuilt", "conversation", id, "events", r.n, "before", before,
+		"checkpoint", r.checkpoint, "elapsed", time.Since(start))
+	return r, nil
 }
 
 // newReplay returns a rebuild of conversation id up to sequence before,
@@ -89,10 +96,15 @@ type replay struct {
 	conv   *conversation.Conversation
 	// end is the sequence of the last event to read: r.before-1, or the
 	// conversation's last event when that is earlier.
-	end  uint64
-	n    int    // events read
-	seen uint64 // sequence of the last event read
-	last uint64 // sequence of the last event that changed conv
+	end   uint64
+	n     int    // events read
+	bytes int    // their size
+	seen  uint64 // sequence of the last event read (or the checkpoint's)
+	last  uint64 // sequence of the last event that changed conv
+	// checkpoint is set when conv began as the conversation's checkpoint,
+	// which took base events into account.
+	checkpoint bool
+	base       uint64
 	// size is the size of the next batched read.
 	size int
 	// oneByOne is set once the server refused a batched read (a server
@@ -127,6 +139,9 @@ type replay struct {
 // count what follows. (Reading one event at a time from the leader instead
 // made a restart with a backlog twice as slow: a round trip an event.)
 func (r *replay) run(ctx context.Context) error {
+	if r.checkpoint {
+		return r.afterCheckpoint(ctx)
+	}
 	first, err := r.w.nextEvent(ctx, r.id, 1)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
@@ -147,6 +162,46 @@ func (r *replay) run(ctx context.Context) error {
 		}
 		r.size = behindBatch(stored, first.Sequence, last.Sequence, r.before)
 	}
+	return r.batches(ctx)
+}
+
+// afterCheckpoint is run for a replay that starts from a checkpoint: it
+// reads the events after the checkpoint's sequence. The leader names the
+// last event first: when it is the checkpoint's, as after an eviction or
+// a stop, that is the only read (the conversation's last event comes from
+// the server's subject index, where its next event after a sequence would
+// cost a scan of every event stored since). Otherwise batched reads follow
+// as in run, the first starting after the checkpoint.
+func (r *replay) afterCheckpoint(ctx context.Context) error {
+	last, err := r.w.lastEvent(ctx, r.id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil // dropped by the stream's limits: the checkpoint has them
+	}
+	if err != nil {
+		return err
+	}
+	r.end = min(last.Sequence, r.before-1)
+	if r.end <= r.seen {
+		return nil
+	}
+	r.size = replayBatch
+	if last.Sequence > r.before {
+		stored, err := r.w.storedEvents(ctx, r.id)
+		if err != nil {
+			return err
+		}
+		// The checkpoint's events are among those counted, and its
+		// sequence stands in for the first event after it.
+		r.size = behindBatch(stored-min(stored, r.base), r.seen, last.Sequence, r.before)
+	}
+	return r.batches(ctx)
+}
+
+// batches reads the events after r.seen up to r.end in batched reads
+// (r.size events the first), asking the leader for the next event when a
+// replica has no more (see run).
+func (r *replay) batches(ctx context.Context) error {
+	var err error
 	for done := false; !done; {
 		var more bool
 		if more, done, err = r.batch(ctx); err == nil && !done && !more {
@@ -211,5 +266,6 @@ func (r *replay) apply(ctx context.Context, d *delivery, seq uint64) {
 		r.last = seq
 	}
 	r.n++
+	r.bytes += d.size
 	r.seen = seq
 }

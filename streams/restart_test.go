@@ -161,14 +161,16 @@ func TestRestartConverges(t *testing.T) {
 			t.Errorf("%s: %s", conv, d)
 		}
 	}
-	counts := sums(t, reader)
+	rm := collect(t, reader)
+	counts := sumsOf(rm)
 	if counts[MetricEventsRejected] != 0 {
 		t.Errorf("rejections: %v", counts)
 	}
 	t.Logf("%d conversations, %d events; applied before the server restart: %d conversations at %v; "+
-		"after: applied %d, skipped %d, rebuilds %d; converged in %v",
+		"after: applied %d, skipped %d, rebuilds %d (%d from a checkpoint), checkpoints written %d; converged in %v",
 		len(want), len(events), len(progress), progress, counts[MetricEventsApplied], counts[MetricEventsSkipped],
-		counts[MetricRebuilds], time.Since(start))
+		counts[MetricRebuilds], sumWhere(rm, MetricRebuilds, "from", "checkpoint"),
+		sumWhere(rm, MetricCheckpoints, "outcome", "written"), time.Since(start))
 }
 
 // appliedUpTo reads how far each stored snapshot got (sequence by

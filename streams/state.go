@@ -67,6 +67,12 @@ type convState struct {
 	// given (a crashed worker's, awaiting redelivery), so the first event
 	// applied to it checks that it is the next one.
 	unverified bool
+	// events counts the conversation's events taken into account (read by
+	// its rebuild, checkpoint included, and applied since); sinceEvents and
+	// sinceBytes those since its last checkpoint, and their size (see
+	// checkpointDue).
+	events                  uint64
+	sinceEvents, sinceBytes int
 	// leaving marks a state of a partition this worker lost: its unstored
 	// events are stored (and acknowledged) before it is let go, so that the
 	// partition's new owner does not apply them a second time.
@@ -122,11 +128,11 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 	if seq <= head.Sequence {
 		return nil, true, nil
 	}
-	conv, last, err := w.rebuild(ctx, id, seq)
+	r, err := w.rebuild(ctx, id, seq, rev != 0)
 	if err != nil {
 		return nil, false, err
 	}
-	st = newState(id, conv, seq-1, last, head, rev)
+	st = newState(r, seq-1, head, rev)
 	l.cache.put(st)
 	return st, false, nil
 }
@@ -152,11 +158,11 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	if rev == 0 {
 		return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, id)
 	}
-	conv, last, err := w.rebuild(ctx, id, head.Sequence+1)
+	r, err := w.rebuild(ctx, id, head.Sequence+1, true)
 	if err != nil {
 		return nil, err
 	}
-	st := newState(id, conv, head.Sequence, last, head, rev)
+	st := newState(r, head.Sequence, head, rev)
 	st.unverified = true
 	if cacheable {
 		l.cache.put(st)
@@ -164,12 +170,13 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	return st, nil
 }
 
-// newState returns the state of a conversation loaded from the stream:
-// every event up to seq taken into account, the last that changed it at
-// version, with the stored snapshot head and revision.
-func newState(id string, conv *conversation.Conversation, seq, version uint64, head snapshotHead, rev uint64) *convState {
-	return &convState{id: id, conv: conv, seq: seq, version: version,
-		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()}
+// newState returns the state of a conversation rebuilt by r: every event
+// up to seq taken into account, with the stored snapshot head and
+// revision.
+func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
+	return &convState{id: r.id, conv: r.conv, seq: seq, version: r.last,
+		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32(),
+		events: r.base + uint64(r.n), sinceEvents: r.n, sinceBytes: r.bytes}
 }
 
 // unsaved reports whether st has events no stored snapshot covers yet:

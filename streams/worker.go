@@ -40,6 +40,12 @@ type Worker struct {
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
 	runs         atomic.Bool
+	// checkpoints is the checkpoint bucket (nil: checkpoints off); cpSlots
+	// bounds the writes under way (checkpointsInFlight), cpWrites counts
+	// them for a stop to wait on.
+	checkpoints jetstream.KeyValue
+	cpSlots     chan struct{}
+	cpWrites    sync.WaitGroup
 
 	infer inferenceServer
 }
@@ -70,6 +76,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		traced:  traced(cfg.tracerProvider),
 		metrics: ins,
 		writers: newWriters(),
+		cpSlots: make(chan struct{}, checkpointsInFlight),
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
@@ -101,6 +108,15 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
+	if w.cfg.checkpoints {
+		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
+			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
 	if w.partitions() > 0 {
 		return w.runPartitioned(ctx)
 	}
@@ -185,6 +201,7 @@ func (w *Worker) finish(work context.Context) {
 	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
 	w.infer.stop()
 	w.storeAll(work)
+	w.checkpointAll(work)
 	w.lanes.shutdown()
 	w.writers.stop()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {

@@ -1,0 +1,282 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// A checkpoint is a conversation's messages and groups as they stood after
+// every one of its events up to a stream sequence, written to the
+// checkpoint bucket when a worker lets go of the conversation (an eviction,
+// a hand-off, a graceful stop). A rebuild reads it in one get and replays
+// only the events after it, instead of every event from the first: among
+// many conversations each event read costs the server a scan from the one
+// before (about 280 µs an event among 1,000 conversations; BENCHMARKS.md).
+//
+// Events are never changed once stored (a rejected one is deleted before
+// any later event of its conversation is applied), so a checkpoint is a
+// true state of its conversation at its sequence whoever wrote it and
+// however old it is: an outdated one only leaves more events to replay.
+// Writes need no compare-and-set, and reads may come from any replica.
+
+// CheckpointBucket returns the name of the checkpoint bucket:
+// CONVSTREAM_CHECKPOINTS for the default prefix.
+func (s Subjects) CheckpointBucket() string { return s.streamName() + "_CHECKPOINTS" }
+
+// checkpointFormat is the version of the encoding below; a checkpoint of
+// another version is ignored (the conversation is replayed in full).
+const checkpointFormat = 1
+
+// checkpoint is the stored form, msgpack compressed with S2. Messages are
+// their JSON objects as the conversation keeps them; groups likewise.
+type checkpoint struct {
+	Format int `msgpack:"f"`
+	// Seq: every event of the conversation up to Seq is in; Version is the
+	// last that changed it; Events how many of its events were read up to
+	// Seq (to size the reads of those after).
+	Seq      uint64   `msgpack:"s"`
+	Version  uint64   `msgpack:"v"`
+	Events   uint64   `msgpack:"n"`
+	Messages [][]byte `msgpack:"m"`
+	Groups   [][]byte `msgpack:"g"`
+}
+
+// Checkpoint writing policy: a conversation is written when at least
+// checkpointMinEvents events were applied since the checkpoint it was
+// loaded from (fewer are cheap to replay), and those events add up to at
+// least 1/checkpointAmplification of the conversation (a conversation of
+// megabytes is not rewritten for a few small events).
+const (
+	checkpointMinEvents     = 8
+	checkpointAmplification = 4
+)
+
+// checkpointsInFlight bounds the checkpoint writes under way at once: an
+// eviction beyond it lets its conversation go without one (a checkpoint
+// only saves work), so a burst of evictions holds a bounded amount of
+// memory in encoded checkpoints.
+const checkpointsInFlight = 64
+
+// checkpointStopBudget bounds how long a graceful stop spends writing
+// checkpoints, after its snapshots are stored: those not written by then
+// are replayed in full by their next worker.
+const checkpointStopBudget = 5 * time.Second
+
+// provisionCheckpoints creates the checkpoint bucket when missing and
+// returns it.
+func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subjects, st Storage) (jetstream.KeyValue, error) {
+	cfg := jetstream.KeyValueConfig{
+		Bucket:      s.CheckpointBucket(),
+		Description: "convstream: conversations' messages at a stream sequence, to rebuild them without a full replay",
+		History:     1,
+		Storage:     jetstream.FileStorage,
+		Replicas:    max(1, st.BucketReplicas),
+		Placement:   st.placement(),
+	}
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("streams: checkpoint bucket %s (or run without checkpoints): %w", cfg.Bucket, err)
+	}
+	return kv, nil
+}
+
+// encodeCheckpoint returns the stored form of conv at sequence seq.
+func encodeCheckpoint(conv *conversation.Conversation, seq, version, events uint64) ([]byte, error) {
+	cp := checkpoint{Format: checkpointFormat, Seq: seq, Version: version, Events: events}
+	msgs := conv.Messages()
+	cp.Messages = make([][]byte, len(msgs))
+	for i, m := range msgs {
+		raw, err := m.JSON() // the message's own bytes: not copied
+		if err != nil {
+			return nil, err
+		}
+		cp.Messages[i] = raw
+	}
+	for _, g := range conv.Groups() {
+		raw, err := g.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		cp.Groups = append(cp.Groups, raw)
+	}
+	plain, err := msgpack.Marshal(&cp)
+	if err != nil {
+		return nil, err
+	}
+	return s2.Encode(nil, plain), nil
+}
+
+// decodeCheckpoint reads a stored checkpoint into an empty conversation
+// made with opts.
+func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *conversation.Conversation, error) {
+	plain, err := s2.Decode(nil, value)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cp checkpoint
+	if err := msgpack.Unmarshal(plain, &cp); err != nil {
+		return nil, nil, err
+	}
+	if cp.Format != checkpointFormat {
+		return nil, nil, fmt.Errorf("format %d, want %d", cp.Format, checkpointFormat)
+	}
+	conv := conversation.NewConversation(opts...)
+	for _, raw := range cp.Messages {
+		m, err := conversation.NewMessageJSON(raw)
+		if err == nil {
+			err = conv.Append(m)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, raw := range cp.Groups {
+		fields, err := conversation.DecodeFields(raw)
+		if err != nil {
+			return nil, nil, err
+		}
+		g, err := conversation.NewMessageGroup(fields)
+		if err == nil {
+			err = conv.UpsertGroup(g)
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+	cp.Messages, cp.Groups = nil, nil
+	return &cp, conv, nil
+}
+
+// resume starts r from the conversation's checkpoint, when there is one
+// before r.before. Without a usable one (none, unreadable, too late, or the
+// bucket not answering) r replays every event: a checkpoint only saves
+// work, and the events stream alone decides whether a rebuild can be done.
+func (w *Worker) resume(ctx context.Context, r *replay) {
+	entry, err := w.checkpoints.Get(ctx, r.id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return
+	}
+	if err != nil {
+		w.cfg.logger.WarnContext(ctx, "checkpoint not read; replaying every event", "conversation", r.id, "err", err)
+		return
+	}
+	cp, conv, err := decodeCheckpoint(entry.Value(), conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
+	if err != nil {
+		w.cfg.logger.WarnContext(ctx, "checkpoint not usable; replaying every event", "conversation", r.id, "err", err)
+		return
+	}
+	if cp.Seq >= r.before {
+		// Written after the event being applied was: a worker applied it
+		// before it crashed, and it is being redelivered.
+		return
+	}
+	r.conv, r.seen, r.last, r.base, r.checkpoint = conv, cp.Seq, cp.Version, cp.Events, true
+}
+
+// checkpointDue reports whether st has changed enough since its last
+// checkpoint to be worth a new one (see checkpointMinEvents).
+func (w *Worker) checkpointDue(st *convState) bool {
+	// Only a state a stored snapshot covers: one whose store failed has
+	// its events redelivered, and a rebuild for them could not use it.
+	return w.checkpoints != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
+		st.sinceEvents >= checkpointMinEvents &&
+		st.sinceBytes*checkpointAmplification >= st.conv.Bytes()
+}
+
+// checkpoint writes st's checkpoint in the background when it is due
+// (checkpointDue) and a slot is free or frees up before ctx ends; it
+// reports whether a write began. It runs on the lane.
+func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool {
+	if !w.checkpointDue(st) {
+		return false
+	}
+	if wait {
+		select {
+		case w.cpSlots <- struct{}{}:
+		case <-ctx.Done():
+			return false
+		}
+	} else {
+		select {
+		case w.cpSlots <- struct{}{}:
+		default:
+			w.metrics.checkpointed(ctx, "busy")
+			return false
+		}
+	}
+	value, err := encodeCheckpoint(st.conv, st.seq, st.version, st.events)
+	if err == nil && len(value) > int(w.nc.MaxPayload()) {
+		err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), w.nc.MaxPayload())
+	}
+	if err != nil {
+		<-w.cpSlots
+		w.metrics.checkpointed(ctx, "skipped")
+		w.cfg.logger.DebugContext(ctx, "checkpoint not written", "conversation", st.id, "err", err)
+		return false
+	}
+	st.sinceEvents, st.sinceBytes = 0, 0
+	id := st.id
+	w.cpWrites.Add(1)
+	w.writers.run(func() {
+		defer w.cpWrites.Done()
+		defer func() { <-w.cpSlots }()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if _, err := w.checkpoints.Put(wctx, id, value); err != nil {
+			w.metrics.checkpointed(ctx, "failed")
+			w.cfg.logger.WarnContext(ctx, "checkpoint not written", "conversation", id, "err", err)
+			return
+		}
+		w.metrics.checkpointed(ctx, "written")
+	})
+	return true
+}
+
+// checkpointAll writes, on every lane, the checkpoints due of the
+// conversations held, and waits for them, for at most
+// checkpointStopBudget: a step of a graceful stop, after the snapshots
+// are stored.
+func (w *Worker) checkpointAll(ctx context.Context) {
+	if w.checkpoints == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkpointStopBudget)
+	defer cancel()
+	start := time.Now()
+	var written, due atomic.Int64 // the lanes run at once
+	err := w.lanes.callAll(ctx, func(l *lane) {
+		l.cache.each(func(st *convState) {
+			if ctx.Err() == nil && w.checkpointDue(st) {
+				due.Add(1)
+				if w.checkpoint(ctx, st, true) {
+					written.Add(1)
+				}
+			}
+		})
+	})
+	done := make(chan struct{})
+	go func() { w.cpWrites.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	if err != nil || written.Load() < due.Load() {
+		w.cfg.logger.WarnContext(ctx, "checkpoints on stop not all written", "due", due.Load(), "begun", written.Load(), "err", err)
+	}
+	w.cfg.logger.InfoContext(ctx, "checkpoints written on stop", "count", written.Load(), "elapsed", time.Since(start))
+}

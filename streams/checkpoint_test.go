@@ -1,0 +1,341 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// TestCheckpointRoundTrip encodes conformance conversations, changed by
+// updates, deletes and groups as events change them, and requires the
+// decoded conversation to parse exactly as the original, with the same
+// messages and groups in the same order.
+func TestCheckpointRoundTrip(t *testing.T) {
+	var cases []corpusCase
+	for _, file := range []string{"reference-suite.jsonl.gz", "generated-normal.jsonl.gz", "generated-noise.jsonl.gz"} {
+		cases = append(cases, loadCorpus(t, file, 80)...)
+	}
+	for i, cc := range cases {
+		live := conversation.NewConversation()
+		for _, g := range cc.groups {
+			if err := live.UpsertGroup(g); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range cc.msgs {
+			if err := live.Append(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		first := cc.msgs[0].ID()
+		if err := live.Update(first, map[string]any{"content": "edited", "metadata": map[string]any{"n": 1.5}}); err != nil {
+			t.Fatal(err)
+		}
+		if len(cc.msgs) > 2 {
+			if err := live.Delete(cc.msgs[len(cc.msgs)/2].ID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		value, err := encodeCheckpoint(live, 40, 39, 12)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cp, got, err := decodeCheckpoint(value)
+		if err != nil {
+			t.Fatalf("case %d (%s): %v", i, cc.Name, err)
+		}
+		if cp.Seq != 40 || cp.Version != 39 || cp.Events != 12 {
+			t.Errorf("case %d: head %d/%d/%d, want 40/39/12", i, cp.Seq, cp.Version, cp.Events)
+		}
+		for what, pair := range map[string][2]any{
+			"messages": {live.Messages(), got.Messages()},
+			"groups":   {live.Groups(), got.Groups()},
+			"result":   {mustResult(t, live), mustResult(t, got)},
+		} {
+			a, b := mustMarshal(t, pair[0]), mustMarshal(t, pair[1])
+			if a != b {
+				t.Errorf("case %d (%s): %s differ after a checkpoint:\n%.300s\n%.300s", i, cc.Name, what, a, b)
+			}
+		}
+	}
+	t.Logf("%d conversations", len(cases))
+}
+
+func mustResult(t testing.TB, c *conversation.Conversation) *conversation.Result {
+	t.Helper()
+	r, err := c.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func mustMarshal(t testing.TB, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// TestCheckpointRefusesWhatItCannotUse: a value that is not a checkpoint,
+// one of another format, and one with more messages than the limit allows
+// are errors, never a partial conversation.
+func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
+	live := conversation.NewConversation()
+	for i := range 5 {
+		if err := live.Append(conversation.MustMessage(map[string]any{"id": fmt.Sprint(i), "role": "user"})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	good, err := encodeCheckpoint(live, 5, 5, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := decodeCheckpoint(good, conversation.WithMaxMessages(4)); !errors.Is(err, conversation.ErrTooManyMessages) {
+		t.Errorf("over the message limit: %v", err)
+	}
+	for name, value := range map[string][]byte{
+		"empty":     nil,
+		"not s2":    []byte("{\"id\":1}"),
+		"truncated": good[:len(good)/2],
+	} {
+		if _, _, err := decodeCheckpoint(value); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}
+
+// TestRebuildFromCheckpoint rebuilds a conversation from checkpoints
+// written at each of several points, with events after them interleaved
+// with another conversation's, up to points before, at and after the
+// checkpoint's sequence, and requires the same conversation as a replay
+// of every event. A checkpoint at or after the sequence being rebuilt up
+// to (a crashed worker's, for an event being redelivered) and one that
+// does not decode are not used.
+func TestRebuildFromCheckpoint(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+
+	const n = replayBatch + 40
+	seqs := make([]uint64, n)
+	for i := range n {
+		msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprint("c", i)}
+		if i > 0 {
+			msg["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		typ := TypeMessageAppended
+		if i%50 == 49 { // an update now and then
+			typ, msg = TypeMessageUpdated, map[string]any{"id": fmt.Sprintf("m%d", i-5), "content": "edited"}
+		}
+		sent, err := c.Send(ctx, "cp", typ, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs[i] = sent.Sequence
+		if i%3 == 0 {
+			if _, err := c.Send(ctx, "other", TypeMessageAppended, map[string]any{"id": fmt.Sprintf("o%d", i), "role": "user"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	full := func(before uint64) *replay {
+		t.Helper()
+		r, err := w.rebuild(ctx, "cp", before, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	put := func(value []byte) {
+		t.Helper()
+		if _, err := w.checkpoints.Put(ctx, "cp", value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, at := range []int{1, 9, replayBatch} { // the checkpoint holds the first at events
+		base := full(seqs[at-1] + 1)
+		value, err := encodeCheckpoint(base.conv, base.seen, base.last, uint64(base.n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		put(value)
+		for _, upTo := range []int{at - 1, at, at + 1, at + 7, n - 1, n} {
+			if upTo < 1 {
+				continue
+			}
+			before := seqs[n-1] + 5 // past the end
+			if upTo < n {
+				before = seqs[upTo]
+			}
+			want := full(before)
+			got, err := w.rebuild(ctx, "cp", before, true)
+			if err != nil {
+				t.Fatalf("checkpoint at %d, up to %d: %v", at, upTo, err)
+			}
+			if usable := upTo >= at; got.checkpoint != usable {
+				t.Errorf("checkpoint at %d, up to %d: used %v, want %v", at, upTo, got.checkpoint, usable)
+			}
+			if got.last != want.last || got.base+uint64(got.n) != uint64(want.n) {
+				t.Errorf("checkpoint at %d, up to %d: last %d after %d+%d events, want %d after %d",
+					at, upTo, got.last, got.base, got.n, want.last, want.n)
+			}
+			if a, b := mustMarshal(t, mustResult(t, want.conv)), mustMarshal(t, mustResult(t, got.conv)); a != b {
+				t.Errorf("checkpoint at %d, up to %d: the conversations differ", at, upTo)
+			}
+		}
+	}
+	put([]byte("not a checkpoint"))
+	got, err := w.rebuild(ctx, "cp", seqs[n-1]+1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.checkpoint || got.conv.Len() != full(seqs[n-1]+1).conv.Len() {
+		t.Errorf("with a broken checkpoint: used %v, %d messages", got.checkpoint, got.conv.Len())
+	}
+}
+
+// TestEvictionAndStopWriteCheckpoints runs a worker with a one-conversation
+// cache, so that every switch between conversations evicts one, then stops
+// it and starts another: the evictions and the stop write checkpoints, the
+// rebuilds start from them, and every stored snapshot equals Parse of its
+// conversation.
+func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
+	var used []corpusCase
+	for _, cc := range cases {
+		if len(cc.msgs) >= 2*checkpointMinEvents {
+			used = append(used, cc)
+		}
+	}
+	if len(used) < 3 {
+		t.Fatalf("%d conversations of %d messages or more", len(used), 2*checkpointMinEvents)
+	}
+	used = used[:3]
+	want := map[string]*conversation.Conversation{}
+	for i := range used {
+		want[caseID(i)] = conversation.NewConversation()
+	}
+	send := func(i int, m *conversation.Message) {
+		t.Helper()
+		if _, err := c.Send(ctx, caseID(i), TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := want[caseID(i)].Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := sdkmetric.NewManualReader()
+	a := startWorker(t, nc, WithCacheConversations(1), WithLanes(1),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	// Half of each conversation, one after the other: each is evicted by
+	// the next once its events are applied.
+	for i, cc := range used {
+		for _, m := range cc.msgs[:len(cc.msgs)/2] {
+			send(i, m)
+		}
+		waitCaughtUp(t, c, caseID(i), 30*time.Second)
+	}
+	// The rest, round robin: each event evicts a conversation and rebuilds
+	// another, from its checkpoint and the few events after it.
+	for k := 0; ; k++ {
+		more := false
+		for i, cc := range used {
+			if k < len(cc.msgs) {
+				more = true
+				if k >= len(cc.msgs)/2 {
+					send(i, cc.msgs[k])
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	checkStored(t, c, want, 30*time.Second)
+	rm := collect(t, reader)
+	written := sumWhere(rm, MetricCheckpoints, "outcome", "written")
+	fromCheckpoint := sumWhere(rm, MetricRebuilds, "from", "checkpoint")
+	t.Logf("worker A: checkpoints written %d, rebuilds from a checkpoint %d, from the first event %d",
+		written, fromCheckpoint, sumWhere(rm, MetricRebuilds, "from", "events"))
+	if written < int64(len(used)-1) || fromCheckpoint < 1 {
+		t.Errorf("evictions wrote %d checkpoints and %d rebuilds used one", written, fromCheckpoint)
+	}
+	a.stop(t)
+	// Every conversation has a checkpoint: the first half of each was
+	// written when the next one evicted it, and the stop wrote those due.
+	for i := range used {
+		entry, err := a.w.checkpoints.Get(ctx, caseID(i))
+		if err != nil {
+			t.Fatalf("checkpoint of %s: %v", caseID(i), err)
+		}
+		if _, _, err := decodeCheckpoint(entry.Value()); err != nil {
+			t.Fatalf("checkpoint of %s: %v", caseID(i), err)
+		}
+	}
+
+	// A second worker: each conversation's next event is rebuilt from the
+	// checkpoint alone.
+	reader = sdkmetric.NewManualReader()
+	startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	for i := range used {
+		send(i, conversation.MustMessage(map[string]any{"id": "after-restart", "role": "user", "content": "again",
+			"parentId": used[i].msgs[len(used[i].msgs)-1].ID()}))
+	}
+	checkStored(t, c, want, 30*time.Second)
+	rm = collect(t, reader)
+	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != int64(len(used)) {
+		t.Errorf("after the restart, %d rebuilds from a checkpoint, want %d (from events: %d)",
+			got, len(used), sumWhere(rm, MetricRebuilds, "from", "events"))
+	}
+}
+
+// sumWhere adds up the data points of the int64 counter name whose
+// attribute key has value.
+func sumWhere(rm metricdata.ResourceMetrics, name, key, value string) int64 {
+	var n int64
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok || m.Name != name {
+				continue
+			}
+			for _, dp := range s.DataPoints {
+				if v, ok := dp.Attributes.Value(attribute.Key(key)); ok && v.AsString() == value {
+					n += dp.Value
+				}
+			}
+		}
+	}
+	return n
+}
+
+// TestCheckpointsOff: a worker without checkpoints needs no bucket.
+func TestCheckpointsOff(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	r := startWorker(t, nc, WithCheckpoints(false))
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.KeyValue(context.Background(), r.w.cfg.subjects.CheckpointBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
+		t.Errorf("checkpoint bucket with checkpoints off: %v", err)
+	}
+}
