@@ -12,6 +12,8 @@
 // State lives in JetStream: the events stream is the source of truth and the
 // snapshot bucket records, per conversation, the last stream sequence whose
 // effect was stored. A worker keeps recently used conversations in memory and
-// rebuilds any other by replaying that conversation's events; see
-// docs/events.md for the contract and the reasoning.
+// rebuilds any other by replaying that conversation's events, from its
+// checkpoint (its messages as a worker last let go of it, in a bucket of
+// their own) when it has one; see docs/events.md for the contract and the
+// reasoning.
 package streams

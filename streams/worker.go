@@ -88,7 +88,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	return w, nil
 }
 
-// Run provisions the stream and bucket, consumes events and serves
+// Run provisions the stream and buckets, consumes events and serves
 // inference until ctx ends. Then it stops fetching, lets in-flight and
 // already fetched events finish (each is acknowledged or redelivered
 // later), stops the inference endpoint, flushes and returns nil. It returns
