@@ -54,10 +54,14 @@ type checkpoint struct {
 // checkpointMinEvents events were applied since the checkpoint it was
 // loaded from (fewer are cheap to replay), and those events add up to at
 // least 1/checkpointAmplification of the conversation (a conversation of
-// megabytes is not rewritten for a few small events).
+// megabytes is not rewritten for a few small events). Writing a checkpoint
+// costs a few nanoseconds a byte; replaying an event 25 µs (events close
+// together in the stream) to 300 µs (among 1,000 conversations), about
+// what writing 5 to 60 KB costs, so an eighth of a conversation of events
+// of a few hundred bytes is already worth rewriting it for.
 const (
 	checkpointMinEvents     = 8
-	checkpointAmplification = 4
+	checkpointAmplification = 8
 )
 
 // checkpointsInFlight bounds the checkpoint writes under way at once: an
