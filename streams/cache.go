@@ -27,6 +27,8 @@ type lru struct {
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
+	// quiet is called with each state a sweep compacts, before it does.
+	quiet func(st *convState)
 	// epoch counts sweeps (see sweep); a state records the epoch it was
 	// last used in. cold is the most recent of the compacted states, which
 	// sit together at the back of order (nil: none), so that a sweep starts
@@ -153,6 +155,9 @@ func (c *lru) sweep(after uint32) int {
 		st := e.Value.(*convState)
 		if c.epoch-st.used < after || !st.settled() {
 			break
+		}
+		if c.quiet != nil {
+			c.quiet(st)
 		}
 		if st.conv != nil {
 			st.conv.Compact()

@@ -339,3 +339,36 @@ func TestCheckpointsOff(t *testing.T) {
 		t.Errorf("checkpoint bucket with checkpoints off: %v", err)
 	}
 }
+
+// TestQuietConversationsAreCheckpointed: a conversation unused for the
+// cache's idle time is checkpointed as it is compacted, with no eviction
+// and no stop, so that a crash after it loses no checkpoint.
+func TestQuietConversationsAreCheckpointed(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond))
+	want := conversation.NewConversation()
+	for i := range 2 * checkpointMinEvents {
+		m := conversation.MustMessage(map[string]any{"id": fmt.Sprint("q", i), "role": "user", "content": "quiet"})
+		if _, err := c.Send(ctx, "quiet", TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := want.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	last := lastEventSeq(t, c, "quiet")
+	var cp *checkpoint
+	waitFor(t, 10*time.Second, "a checkpoint of the quiet conversation", func() bool {
+		entry, err := r.w.checkpoints.Get(ctx, "quiet")
+		if err != nil {
+			return false
+		}
+		var conv *conversation.Conversation
+		if cp, conv, err = decodeCheckpoint(entry.Value()); err != nil {
+			t.Fatal(err)
+		}
+		return cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
+	})
+}

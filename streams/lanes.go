@@ -43,6 +43,9 @@ type cacheConfig struct {
 	total         *atomic.Int64
 	held          *atomic.Int64
 	release       func(st *convState, evicted bool)
+	// quiet is called on the lane with each state a sweep is about to
+	// compact (see lru.sweep); nil: nothing.
+	quiet func(st *convState)
 }
 
 // sweepEpochs is how many sweeps a conversation must go unused before it is
@@ -63,6 +66,7 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	}
 	for i := range ls.all {
 		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
+		l.cache.quiet = cfg.quiet
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {

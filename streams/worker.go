@@ -184,7 +184,10 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 // cacheConfig is what the lanes' caches keep.
 func (w *Worker) cacheConfig() cacheConfig {
 	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle,
-		total: &w.cached, held: &w.held, release: w.release}
+		total: &w.cached, held: &w.held, release: w.release,
+		// A conversation gone quiet is checkpointed while it is compacted:
+		// a crash writes none, and its next rebuild starts there.
+		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) }}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
