@@ -204,8 +204,9 @@ func (w *Worker) checkpointDue(st *convState) bool {
 }
 
 // checkpoint writes st's checkpoint in the background when it is due
-// (checkpointDue) and a slot is free or frees up before ctx ends; it
-// reports whether a write began. It runs on the lane.
+// (checkpointDue) and one of the checkpointsInFlight slots is free, or,
+// with wait, frees up before ctx ends; it reports whether a write began.
+// It runs on the lane.
 func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool {
 	if !w.checkpointDue(st) {
 		return false

@@ -21,24 +21,24 @@ import (
 func BenchmarkRebuild(b *testing.B) {
 	for _, conn := range []string{"inprocess", "tcp"} {
 		for _, n := range []int{1, 8, 32, 128, 1024} {
-			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4, 0, fromEvents) })
+			b.Run(fmt.Sprintf("conn=%s/spread=4/events=%d", conn, n), func(b *testing.B) { benchmarkRebuild(b, conn, n, 4, 0, rebuildFromEvents) })
 		}
 	}
-	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, fromEvents) })
+	b.Run("conn=inprocess/spread=1000/events=32", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, rebuildFromEvents) })
 	// From a checkpoint of every event: one get, one read from the leader.
 	for _, n := range []int{32, 1024} {
 		b.Run(fmt.Sprintf("conn=inprocess/spread=4/events=%d/checkpoint", n), func(b *testing.B) {
-			benchmarkRebuild(b, "inprocess", n, 4, 0, fromCheckpoint)
+			benchmarkRebuild(b, "inprocess", n, 4, 0, rebuildFromCheckpoint)
 		})
 	}
-	b.Run("conn=inprocess/spread=1000/events=32/checkpoint", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, fromCheckpoint) })
+	b.Run("conn=inprocess/spread=1000/events=32/checkpoint", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 32, 1000, 0, rebuildFromCheckpoint) })
 	// A conversation with a stored snapshot and no checkpoint: the get
 	// that finds none, then the replay.
-	b.Run("conn=inprocess/spread=4/events=8/nocheckpoint", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 8, 4, 0, checkpointMissing) })
+	b.Run("conn=inprocess/spread=4/events=8/nocheckpoint", func(b *testing.B) { benchmarkRebuild(b, "inprocess", 8, 4, 0, rebuildCheckpointMissing) })
 	// Behind: as many events again are stored after the one being applied.
 	for _, spread := range []int{4, 1000} {
 		b.Run(fmt.Sprintf("conn=inprocess/spread=%d/events=32/behind=32", spread), func(b *testing.B) {
-			benchmarkRebuild(b, "inprocess", 32, spread, 32, fromEvents)
+			benchmarkRebuild(b, "inprocess", 32, spread, 32, rebuildFromEvents)
 		})
 	}
 }
@@ -47,9 +47,9 @@ func BenchmarkRebuild(b *testing.B) {
 // stored), from a checkpoint of every event, or looking for a checkpoint
 // and finding none.
 const (
-	fromEvents = iota
-	fromCheckpoint
-	checkpointMissing
+	rebuildFromEvents = iota
+	rebuildFromCheckpoint
+	rebuildCheckpointMissing
 )
 
 // benchmarkRebuild is one case of BenchmarkRebuild: n events of each of
@@ -118,7 +118,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 	// The worker applies the events too: let it finish, so that the
 	// rebuilds timed do not share the machine with it.
 	settled(b, r.w)
-	checkpoint := from == fromCheckpoint
+	checkpoint := from == rebuildFromCheckpoint
 	if checkpoint {
 		rp, err := r.w.rebuild(ctx, "rb0", before, false)
 		if err != nil {
@@ -134,7 +134,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		rp, err := r.w.rebuild(ctx, "rb0", before, from != fromEvents)
+		rp, err := r.w.rebuild(ctx, "rb0", before, from != rebuildFromEvents)
 		if err != nil {
 			b.Fatal(err)
 		}

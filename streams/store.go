@@ -352,9 +352,9 @@ func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *stor
 const leavingRetries = 4
 
 // leave lets go of st, a state of a partition this worker lost, once its
-// events are stored (and its checkpoint written, when due): it starts the write now when one is due, and lets
-// go when nothing is left to store. It runs on the lane, again on the
-// completion of each write.
+// events are stored (and its checkpoint written, when due): it starts the
+// write now when one is due, and lets go when nothing is left to store.
+// It runs on the lane, again on the completion of each write.
 func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
 	case !st.unsaved():
@@ -430,9 +430,9 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 
 // release is called on the lane with every state the lane lets go of. A
 // state evicted for room is stored first when it has events not stored
-// (it is sound), then checkpointed when that is due; one dropped as invalid asks for those events again, soon,
-// so that a rebuild applies and stores them (a write in flight completes
-// on its own).
+// (it is sound), then checkpointed when that is due; one dropped as
+// invalid asks for those events again, soon, so that a rebuild applies
+// and stores them (a write in flight completes on its own).
 func (w *Worker) release(st *convState, evicted bool) {
 	if evicted {
 		ctx := context.Background()
