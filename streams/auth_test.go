@@ -201,7 +201,7 @@ func TestPrefixPermissions(t *testing.T) {
 	ncA := conn("a", "probe")
 	short := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, 500*time.Millisecond) }
 	// Core subscriptions to B's subjects are refused by the server.
-	for _, subj := range []string{"tenantb.snapshots.>", "tenantb.errors.>", "tenantb.events.chat", "$KV.TENANTB_SNAPSHOTS.>"} {
+	for _, subj := range []string{"tenantb.snapshots.>", "tenantb.errors.>", "tenantb.events.chat", "$KV.TENANTB_SNAPSHOTS.>", "$KV.TENANTB_CHECKPOINTS.>"} {
 		if _, err := ncA.SubscribeSync(subj); err != nil {
 			t.Fatal(err)
 		}
@@ -221,13 +221,15 @@ func TestPrefixPermissions(t *testing.T) {
 		t.Logf("A → TENANTB_EVENTS info: %v", err)
 	}
 	cancel()
-	c2, cancel := short()
-	if _, err := jsA.KeyValue(c2, "TENANTB_SNAPSHOTS"); err == nil {
-		t.Error("A opened B's bucket")
-	} else {
-		t.Logf("A → TENANTB_SNAPSHOTS: %v", err)
+	for _, bucket := range []string{"TENANTB_SNAPSHOTS", "TENANTB_CHECKPOINTS"} {
+		c2, cancel := short()
+		if _, err := jsA.KeyValue(c2, bucket); err == nil {
+			t.Errorf("A opened B's bucket %s", bucket)
+		} else {
+			t.Logf("A → %s: %v", bucket, err)
+		}
+		cancel()
 	}
-	cancel()
 	c3, cancel := short()
 	if _, err := jsA.OrderedConsumer(c3, "TENANTB_EVENTS", jetstream.OrderedConsumerConfig{}); err == nil {
 		t.Error("A created a consumer on B's stream")
