@@ -65,6 +65,20 @@ const (
 	checkpointAmplification = 8
 )
 
+// A conversation that stays busy is never let go of, so it is also
+// checkpointed along with a snapshot store once at least
+// checkpointBusyEvents events have come since its last checkpoint and they
+// add up to a quarter of it (checkpointBusyAmplification): after a crash,
+// which writes none, its rebuild replays at most about a fifth of its
+// events. Stricter than the rule above, because it costs a busy worker
+// while the other is paid when a conversation leaves: writing a checkpoint
+// this often adds about a byte written for every byte of events (a
+// checkpoint is four to six times smaller than the JSON it holds).
+const (
+	checkpointBusyEvents        = 64
+	checkpointBusyAmplification = 4
+)
+
 // checkpointsInFlight bounds the checkpoint writes under way at once: an
 // eviction beyond it lets its conversation go without one (a checkpoint
 // only saves work), so a burst of evictions holds a bounded amount of
@@ -203,39 +217,82 @@ func (w *Worker) checkpointDue(st *convState) bool {
 		st.sinceBytes*checkpointAmplification >= st.conv.Bytes()
 }
 
-// checkpoint writes st's checkpoint in the background when it is due
-// (checkpointDue) and one of the checkpointsInFlight slots is free, or,
-// with wait, frees up before ctx ends; it reports whether a write began.
-// It runs on the lane.
-func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool {
-	if !w.checkpointDue(st) {
-		return false
-	}
-	if wait {
-		select {
-		case w.cpSlots <- struct{}{}:
-		case <-ctx.Done():
-			return false
-		}
-	} else {
-		select {
-		case w.cpSlots <- struct{}{}:
-		default:
-			w.metrics.checkpointed(ctx, "busy")
-			return false
-		}
-	}
+// busyCheckpointDue reports whether st, being stored, has changed enough
+// since its last checkpoint for one to go with the store (see
+// checkpointBusyEvents).
+func (w *Worker) busyCheckpointDue(st *convState) bool {
+	return w.checkpoints != nil && st.conv != nil && st.sinceEvents >= checkpointBusyEvents &&
+		st.sinceBytes*checkpointBusyAmplification >= st.conv.Bytes()
+}
+
+// pendingCheckpoint is a checkpoint encoded and not yet written: the
+// state's value at its sequence, and how many events (and bytes) since the
+// state's last checkpoint it covers.
+type pendingCheckpoint struct {
+	value         []byte
+	events, bytes int
+}
+
+// encodeState encodes st's checkpoint at its current sequence, or returns
+// nil when it cannot be written (an encoding error, or over the server's
+// max payload). It runs on the lane.
+func (w *Worker) encodeState(ctx context.Context, st *convState) *pendingCheckpoint {
 	value, err := encodeCheckpoint(st.conv, st.seq, st.version, st.events)
 	if err == nil && len(value) > int(w.nc.MaxPayload()) {
 		err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), w.nc.MaxPayload())
 	}
 	if err != nil {
-		<-w.cpSlots
 		w.metrics.checkpointed(ctx, "skipped")
 		w.cfg.logger.DebugContext(ctx, "checkpoint not written", "conversation", st.id, "err", err)
+		return nil
+	}
+	return &pendingCheckpoint{value: value, events: st.sinceEvents, bytes: st.sinceBytes}
+}
+
+// checkpoint writes st's checkpoint in the background when it is due
+// (checkpointDue) and one of the checkpointsInFlight slots is free, or,
+// with wait, frees up before ctx ends; it reports whether a write began.
+// It runs on the lane.
+func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool {
+	if !w.checkpointDue(st) || !w.takeSlot(ctx, wait) {
 		return false
 	}
-	st.sinceEvents, st.sinceBytes = 0, 0
+	cp := w.encodeState(ctx, st)
+	if cp == nil {
+		<-w.cpSlots
+		return false
+	}
+	w.writeCheckpoint(ctx, st, cp)
+	return true
+}
+
+// takeSlot takes one of the checkpointsInFlight slots: a free one, or,
+// with wait, one that frees up before ctx ends. It reports whether it
+// did; the write that holds it gives it back.
+func (w *Worker) takeSlot(ctx context.Context, wait bool) bool {
+	if wait {
+		select {
+		case w.cpSlots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	select {
+	case w.cpSlots <- struct{}{}:
+		return true
+	default:
+		w.metrics.checkpointed(ctx, "busy")
+		return false
+	}
+}
+
+// writeCheckpoint writes cp, a checkpoint of st, in the background, on a
+// slot taken for it, and counts st's changes since as the changes since
+// its checkpoint. It runs on the lane.
+func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *pendingCheckpoint) {
+	st.sinceEvents -= cp.events
+	st.sinceBytes -= cp.bytes
 	id := st.id
 	w.cpWrites.Add(1)
 	w.writers.run(func() {
@@ -243,14 +300,13 @@ func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool 
 		defer func() { <-w.cpSlots }()
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
-		if _, err := w.checkpoints.Put(wctx, id, value); err != nil {
+		if _, err := w.checkpoints.Put(wctx, id, cp.value); err != nil {
 			w.metrics.checkpointed(ctx, "failed")
 			w.cfg.logger.WarnContext(ctx, "checkpoint not written", "conversation", id, "err", err)
 			return
 		}
 		w.metrics.checkpointed(ctx, "written")
 	})
-	return true
 }
 
 // checkpointAll writes, on every lane, the checkpoints due of the

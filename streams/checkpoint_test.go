@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -371,4 +372,61 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 		}
 		return cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
 	})
+}
+
+// TestBusyConversationsAreCheckpointed: a conversation never let go of is
+// checkpointed along with its snapshot stores once enough has changed, so
+// that after a crash (which writes no checkpoint) its rebuild starts
+// there.
+func TestBusyConversationsAreCheckpointed(t *testing.T) {
+	ns := startServer(t, "")
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+	ncA, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startWorker(t, ncA)
+	want := conversation.NewConversation()
+	send := func(i int) {
+		t.Helper()
+		fields := map[string]any{"id": fmt.Sprint("b", i), "role": "user", "content": "busy"}
+		if i > 0 {
+			fields["parentId"] = fmt.Sprint("b", i-1)
+		}
+		m := conversation.MustMessage(fields)
+		if _, err := c.Send(ctx, "busy", TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+		if err := want.Append(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := 2 * checkpointBusyEvents
+	for i := range n {
+		send(i)
+	}
+	waitCaughtUp(t, c, "busy", 30*time.Second)
+	waitFor(t, 10*time.Second, "a checkpoint of the busy conversation", func() bool {
+		entry, err := a.w.checkpoints.Get(ctx, "busy")
+		if err != nil {
+			return false
+		}
+		cp, _, err := decodeCheckpoint(entry.Value())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cp.Events >= checkpointBusyEvents
+	})
+	// A crash: no stop, no checkpoint written on the way out.
+	ncA.Close()
+	<-a.done
+	reader := sdkmetric.NewManualReader()
+	startWorker(t, connect(t, ns), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	send(n)
+	checkStored(t, c, map[string]*conversation.Conversation{"busy": want}, 30*time.Second)
+	rm := collect(t, reader)
+	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != 1 {
+		t.Errorf("after the crash, %d rebuilds from a checkpoint, want 1 (from events: %d)", got, sumWhere(rm, MetricRebuilds, "from", "events"))
+	}
 }

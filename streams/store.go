@@ -41,6 +41,9 @@ type storeBatch struct {
 	done         chan struct{}
 	rev          uint64
 	err          error
+	// checkpoint, when set, is the state's checkpoint at seq, written once
+	// the snapshot is (see checkpointBusyEvents).
+	checkpoint *pendingCheckpoint
 }
 
 // storeAmplification bounds what snapshot writes cost against the events
@@ -251,6 +254,9 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if limit := w.maxSnapshotBytes(); len(value) > limit {
 		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
+	if w.busyCheckpointDue(st) {
+		b.checkpoint = w.encodeState(context.Background(), st)
+	}
 	return b, value, nil
 }
 
@@ -288,6 +294,9 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
 		st.storeFailures = 0
 		ackAll(ctx, w, b.msgs)
+		if b.checkpoint != nil && w.takeSlot(ctx, false) {
+			w.writeCheckpoint(ctx, st, b.checkpoint)
+		}
 	case tooLarge(b.err):
 		// The events took effect and their deltas are out; the bucket keeps
 		// the last snapshot that fitted.
