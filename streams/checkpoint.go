@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -114,19 +115,44 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subject
 	return kv, nil
 }
 
-// encodeCheckpoint returns the stored form of conv at sequence seq.
-func encodeCheckpoint(conv *conversation.Conversation, seq, version, events uint64) ([]byte, error) {
-	cp := checkpoint{Format: checkpointFormat, Seq: seq, Version: version, Events: events}
-	msgs := conv.Messages()
-	cp.Messages = make([][]byte, len(msgs))
-	for i, m := range msgs {
+// checkpointOf is what a checkpoint holds, taken from a conversation on
+// its lane: its messages (immutable, so that the encoding can run
+// elsewhere while the lane changes the conversation) and groups, with
+// the sequence, version and event count they stand for. sinceEvents and
+// sinceBytes are the state's changes since its last checkpoint that it
+// covers.
+type checkpointOf struct {
+	msgs                    []*conversation.Message
+	groups                  []*conversation.MessageGroup
+	seq, version, events    uint64
+	sinceEvents, sinceBytes int
+}
+
+// capture takes st's checkpoint contents. It runs on the lane and costs a
+// copy of the message pointers.
+func capture(st *convState) *checkpointOf {
+	return &checkpointOf{msgs: st.conv.Messages(), groups: slices.Clone(st.conv.Groups()),
+		seq: st.seq, version: st.version, events: st.events, sinceEvents: st.sinceEvents, sinceBytes: st.sinceBytes}
+}
+
+// conversationCheckpoint returns what a checkpoint of conv at sequence seq
+// holds.
+func conversationCheckpoint(conv *conversation.Conversation, seq, version, events uint64) *checkpointOf {
+	return &checkpointOf{msgs: conv.Messages(), groups: conv.Groups(), seq: seq, version: version, events: events}
+}
+
+// encode returns the stored form of the checkpoint.
+func (c *checkpointOf) encode() ([]byte, error) {
+	cp := checkpoint{Format: checkpointFormat, Seq: c.seq, Version: c.version, Events: c.events}
+	cp.Messages = make([][]byte, len(c.msgs))
+	for i, m := range c.msgs {
 		raw, err := m.JSON() // the message's own bytes: not copied
 		if err != nil {
 			return nil, err
 		}
 		cp.Messages[i] = raw
 	}
-	for _, g := range conv.Groups() {
+	for _, g := range c.groups {
 		raw, err := g.MarshalJSON()
 		if err != nil {
 			return nil, err
@@ -225,30 +251,6 @@ func (w *Worker) busyCheckpointDue(st *convState) bool {
 		st.sinceBytes*checkpointBusyAmplification >= st.conv.Bytes()
 }
 
-// pendingCheckpoint is a checkpoint encoded and not yet written: the
-// state's value at its sequence, and how many events (and bytes) since the
-// state's last checkpoint it covers.
-type pendingCheckpoint struct {
-	value         []byte
-	events, bytes int
-}
-
-// encodeState encodes st's checkpoint at its current sequence, or returns
-// nil when it cannot be written (an encoding error, or over the server's
-// max payload). It runs on the lane.
-func (w *Worker) encodeState(ctx context.Context, st *convState) *pendingCheckpoint {
-	value, err := encodeCheckpoint(st.conv, st.seq, st.version, st.events)
-	if err == nil && len(value) > int(w.nc.MaxPayload()) {
-		err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), w.nc.MaxPayload())
-	}
-	if err != nil {
-		w.metrics.checkpointed(ctx, "skipped")
-		w.cfg.logger.DebugContext(ctx, "checkpoint not written", "conversation", st.id, "err", err)
-		return nil
-	}
-	return &pendingCheckpoint{value: value, events: st.sinceEvents, bytes: st.sinceBytes}
-}
-
 // checkpoint writes st's checkpoint in the background when it is due
 // (checkpointDue) and one of the checkpointsInFlight slots is free, or,
 // with wait, frees up before ctx ends; it reports whether a write began.
@@ -257,12 +259,7 @@ func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool 
 	if !w.checkpointDue(st) || !w.takeSlot(ctx, wait) {
 		return false
 	}
-	cp := w.encodeState(ctx, st)
-	if cp == nil {
-		<-w.cpSlots
-		return false
-	}
-	w.writeCheckpoint(ctx, st, cp)
+	w.writeCheckpoint(ctx, st, capture(st))
 	return true
 }
 
@@ -287,20 +284,32 @@ func (w *Worker) takeSlot(ctx context.Context, wait bool) bool {
 	}
 }
 
-// writeCheckpoint writes cp, a checkpoint of st, in the background, on a
-// slot taken for it, and counts st's changes since as the changes since
-// its checkpoint. It runs on the lane.
-func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *pendingCheckpoint) {
-	st.sinceEvents -= cp.events
-	st.sinceBytes -= cp.bytes
+// writeCheckpoint encodes and writes cp, a checkpoint of st, in the
+// background, on a slot taken for it, and counts st's changes since cp as
+// its changes since its last checkpoint. It runs on the lane; the encoding
+// does not, so that a long conversation's does not hold up the lane's
+// events (a conversation of 26,085 messages takes 63 ms).
+func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) {
+	st.sinceEvents -= cp.sinceEvents
+	st.sinceBytes -= cp.sinceBytes
 	id := st.id
+	limit := int(w.nc.MaxPayload())
 	w.cpWrites.Add(1)
 	w.writers.run(func() {
 		defer w.cpWrites.Done()
 		defer func() { <-w.cpSlots }()
+		value, err := cp.encode()
+		if err == nil && len(value) > limit {
+			err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), limit)
+		}
+		if err != nil {
+			w.metrics.checkpointed(ctx, "skipped")
+			w.cfg.logger.DebugContext(ctx, "checkpoint not written", "conversation", id, "err", err)
+			return
+		}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
 		defer cancel()
-		if _, err := w.checkpoints.Put(wctx, id, cp.value); err != nil {
+		if _, err := w.checkpoints.Put(wctx, id, value); err != nil {
 			w.metrics.checkpointed(ctx, "failed")
 			w.cfg.logger.WarnContext(ctx, "checkpoint not written", "conversation", id, "err", err)
 			return

@@ -47,7 +47,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		value, err := encodeCheckpoint(live, 40, 39, 12)
+		value, err := conversationCheckpoint(live, 40, 39, 12).encode()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,7 +100,7 @@ func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	good, err := encodeCheckpoint(live, 5, 5, 5)
+	good, err := conversationCheckpoint(live, 5, 5, 5).encode()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestRebuildFromCheckpoint(t *testing.T) {
 	}
 	for _, at := range []int{1, 9, replayBatch} { // the checkpoint holds the first at events
 		base := full(seqs[at-1] + 1)
-		value, err := encodeCheckpoint(base.conv, base.seen, base.last, uint64(base.n))
+		value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode()
 		if err != nil {
 			t.Fatal(err)
 		}

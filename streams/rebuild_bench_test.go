@@ -124,7 +124,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		value, err := encodeCheckpoint(rp.conv, rp.seen, rp.last, uint64(rp.n))
+		value, err := conversationCheckpoint(rp.conv, rp.seen, rp.last, uint64(rp.n)).encode()
 		if err != nil {
 			b.Fatal(err)
 		}

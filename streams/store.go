@@ -43,7 +43,7 @@ type storeBatch struct {
 	err          error
 	// checkpoint, when set, is the state's checkpoint at seq, written once
 	// the snapshot is (see checkpointBusyEvents).
-	checkpoint *pendingCheckpoint
+	checkpoint *checkpointOf
 }
 
 // storeAmplification bounds what snapshot writes cost against the events
@@ -255,7 +255,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
 	if w.busyCheckpointDue(st) {
-		b.checkpoint = w.encodeState(context.Background(), st)
+		b.checkpoint = capture(st)
 	}
 	return b, value, nil
 }
