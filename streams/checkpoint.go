@@ -18,7 +18,8 @@ import (
 // A checkpoint is a conversation's messages and groups as they stood after
 // every one of its events up to a stream sequence, written to the
 // checkpoint bucket when a worker lets go of the conversation (an eviction,
-// a hand-off, a graceful stop) or compacts it, unused (WithCacheIdle). A
+// a hand-off, a graceful stop) or compacts it, unused (WithCacheIdle), and
+// now and then along with a snapshot store while it stays busy. A
 // rebuild reads it in one get and replays
 // only the events after it, instead of every event from the first: among
 // many conversations each event read costs the server a scan from the one

@@ -232,7 +232,7 @@ func WithSnapshotMaxInterval(d time.Duration) Option { return func(c *config) { 
 // With them a worker writes a conversation's messages to the checkpoint
 // bucket (Subjects.CheckpointBucket) when it lets go of it (an eviction,
 // a hand-off, a graceful stop) or compacts it (WithCacheIdle) after enough
-// change, and the next rebuild
+// change, or while it stays busy after much more, and the next rebuild
 // starts there and replays only the later events. Off, every rebuild
 // replays the conversation from its first event, and the worker needs no
 // right to the bucket.
