@@ -19,11 +19,11 @@ import (
 // every one of its events up to a stream sequence, written to the
 // checkpoint bucket when a worker lets go of the conversation (an eviction,
 // a hand-off, a graceful stop) or compacts it, unused (WithCacheIdle), and
-// now and then along with a snapshot store while it stays busy. A
-// rebuild reads it in one get and replays
-// only the events after it, instead of every event from the first: among
-// many conversations each event read costs the server a scan from the one
-// before (about 280 µs an event among 1,000 conversations; BENCHMARKS.md).
+// now and then along with a snapshot store while it stays busy. A rebuild
+// reads it in one get and replays only the events after it, instead of
+// every event from the first: among many conversations each event read
+// costs the server a scan from the one before (about 280 µs an event
+// among 1,000 conversations; BENCHMARKS.md).
 //
 // Events are never changed once stored (a rejected one is deleted before
 // any later event of its conversation is applied), so a checkpoint is a
@@ -38,6 +38,10 @@ func (s Subjects) CheckpointBucket() string { return s.streamName() + "_CHECKPOI
 // checkpointFormat is the version of the encoding below; a checkpoint of
 // another version is ignored (the conversation is replayed in full).
 const checkpointFormat = 1
+
+// maxCheckpointBytes bounds a checkpoint's size once decompressed. The
+// 26,085-message bench conversation's is 7 MB.
+const maxCheckpointBytes = 512 << 20
 
 // checkpoint is the stored form, msgpack compressed with S2. Messages are
 // their JSON objects as the conversation keeps them; groups likewise.
@@ -83,13 +87,13 @@ const (
 
 // checkpointsInFlight bounds the checkpoint writes under way at once: an
 // eviction beyond it lets its conversation go without one (a checkpoint
-// only saves work), so a burst of evictions holds a bounded amount of
-// memory in encoded checkpoints.
+// only saves work), so that a burst of evictions keeps a bounded number
+// of conversations alive for their encoding.
 const checkpointsInFlight = 64
 
 // checkpointStopBudget bounds how long a graceful stop spends writing
-// checkpoints, after its snapshots are stored: those not written by then
-// are replayed in full by their next worker.
+// checkpoints, after its snapshots are stored: conversations whose
+// checkpoint is not written by then are rebuilt from their last one.
 const checkpointStopBudget = 5 * time.Second
 
 // provisionCheckpoints creates the checkpoint bucket when missing and
@@ -111,7 +115,7 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subject
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("streams: checkpoint bucket %s (or run without checkpoints): %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("streams: checkpoint bucket %s (--checkpoints=false does without it): %w", cfg.Bucket, err)
 	}
 	return kv, nil
 }
@@ -170,6 +174,10 @@ func (c *checkpointOf) encode() ([]byte, error) {
 // decodeCheckpoint reads a stored checkpoint into an empty conversation
 // made with opts.
 func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *conversation.Conversation, error) {
+	// S2 allocates the size the value says it decodes to.
+	if n, err := s2.DecodedLen(value); err != nil || n > maxCheckpointBytes {
+		return nil, nil, fmt.Errorf("not a checkpoint of at most %d bytes (%d, %v)", maxCheckpointBytes, n, err)
+	}
 	plain, err := s2.Decode(nil, value)
 	if err != nil {
 		return nil, nil, err
@@ -350,5 +358,5 @@ func (w *Worker) checkpointAll(ctx context.Context) {
 	if err != nil || written.Load() < due.Load() {
 		w.cfg.logger.WarnContext(ctx, "checkpoints on stop not all written", "due", due.Load(), "begun", written.Load(), "err", err)
 	}
-	w.cfg.logger.InfoContext(ctx, "checkpoints written on stop", "count", written.Load(), "elapsed", time.Since(start))
+	w.cfg.logger.InfoContext(ctx, "checkpoints written on stop", "begun", written.Load(), "elapsed", time.Since(start))
 }

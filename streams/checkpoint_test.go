@@ -111,6 +111,8 @@ func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 		"empty":     nil,
 		"not s2":    []byte("{\"id\":1}"),
 		"truncated": good[:len(good)/2],
+		// An S2 block whose header claims 2^40 bytes decoded.
+		"too large": {0x80, 0x80, 0x80, 0x80, 0x80, 0x20},
 	} {
 		if _, _, err := decodeCheckpoint(value); err == nil {
 			t.Errorf("%s: decoded", name)
