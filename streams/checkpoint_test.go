@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -430,5 +431,77 @@ func TestBusyConversationsAreCheckpointed(t *testing.T) {
 	rm := collect(t, reader)
 	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != 1 {
 		t.Errorf("after the crash, %d rebuilds from a checkpoint, want 1 (from events: %d)", got, sumWhere(rm, MetricRebuilds, "from", "events"))
+	}
+}
+
+// TestHandOffWritesCheckpoints: a worker handing a partition off to a new
+// worker checkpoints the partition's conversations as it lets them go,
+// and the new owner rebuilds them from those checkpoints.
+func TestHandOffWritesCheckpoints(t *testing.T) {
+	ns := startServer(t, "")
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder())...)
+	sent := newAppends(t, c)
+	const convs, events = 12, 2 * checkpointMinEvents
+	for k := range convs {
+		conv := fmt.Sprintf("hc-%02d", k)
+		for i := range events {
+			msg := map[string]any{"id": fmt.Sprint("m", i), "role": "user", "content": "before the hand-off"}
+			if i > 0 {
+				msg["parentId"] = fmt.Sprint("m", i-1)
+			}
+			sent.send(conv, fmt.Sprintf("%s-e%d", conv, i), msg)
+		}
+	}
+	sent.waitApplied()
+	waitFor(t, 10*time.Second, "worker A owns both partitions", func() bool { return len(a.w.OwnedPartitions()) == 2 })
+
+	reader := sdkmetric.NewManualReader()
+	b := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder(),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))...)
+	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	kept := a.w.OwnedPartitions()[0]
+	handed := 0
+	for k := range convs {
+		conv := fmt.Sprintf("hc-%02d", k)
+		if PartitionOf(conv, 2) == kept {
+			continue
+		}
+		handed++
+		// The writes go on in the background.
+		waitFor(t, 10*time.Second, conv+"'s checkpoint, handed off", func() bool {
+			entry, err := a.w.checkpoints.Get(ctx, conv)
+			if err != nil {
+				return false
+			}
+			cp, _, err := decodeCheckpoint(entry.Value())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cp.Seq != sent.last[conv] {
+				t.Fatalf("%s: checkpoint at %d, want its last event %d", conv, cp.Seq, sent.last[conv])
+			}
+			return true
+		})
+	}
+	for k := range convs {
+		conv := fmt.Sprintf("hc-%02d", k)
+		sent.send(conv, conv+"-after", map[string]any{"id": "after", "role": "assistant", "content": "after the hand-off",
+			"parentId": fmt.Sprint("m", events-1)})
+	}
+	sent.waitApplied()
+	for conv, want := range sent.want {
+		snap, err := c.Snapshot(ctx, conv)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := snapshotDiff(t, snap, mustResult(t, want)); d != "" {
+			t.Errorf("%s: %s", conv, d)
+		}
+	}
+	waitFor(t, 10*time.Second, "worker B owns a partition", func() bool { return len(b.w.OwnedPartitions()) == 1 })
+	if got := sumWhere(collect(t, reader), MetricRebuilds, "from", "checkpoint"); got != int64(handed) {
+		t.Errorf("worker B rebuilt %d conversations from a checkpoint, want the %d handed off", got, handed)
 	}
 }

@@ -230,7 +230,8 @@ const handOffTimeout = 15 * time.Second
 // hold of p and store every conversation of p (its events acknowledged),
 // all at once, and let them go. Then the pull stops, the events that
 // waited are handed back to the server, and p is unpinned: the next owner
-// starts from stored snapshots, with nothing of p applied twice or by two
+// starts from stored snapshots (and the checkpoints written as the
+// conversations were let go), with nothing of p applied twice or by two
 // workers at once, however long the stores took (a hand-off that stopped
 // pulling first lost the pin when they outlasted the pinned TTL, and the
 // next owner applied the unstored events again). When a store fails or
@@ -257,6 +258,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 				kept.Add(1)
 				continue
 			}
+			o.w.checkpoint(storeCtx, st, true)
 			l.cache.drop(st.id)
 		}
 	})
