@@ -113,7 +113,9 @@ type replay struct {
 	oneByOne bool
 }
 
-// run reads and applies every event of the conversation before r.before.
+// run reads and applies every event of the conversation before r.before
+// (after the checkpoint's sequence, when r starts from one: see
+// afterCheckpoint).
 //
 // The leader first names the conversation's first event: for a new
 // conversation, the most common rebuild, there is none before r.before, and
