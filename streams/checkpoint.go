@@ -57,19 +57,19 @@ type checkpoint struct {
 	Groups   [][]byte `msgpack:"g"`
 }
 
-// Checkpoint writing policy: a conversation is written when at least
-// checkpointMinEvents events were applied since the checkpoint it was
-// loaded from (fewer are cheap to replay), and those events add up to at
-// least 1/checkpointAmplification of the conversation (a conversation of
-// megabytes is not rewritten for a few small events). Writing a checkpoint
-// costs a few nanoseconds a byte; replaying an event 25 µs (events close
-// together in the stream) to 300 µs (among 1,000 conversations), about
-// what writing 5 to 60 KB costs, so an eighth of a conversation of events
-// of a few hundred bytes is already worth rewriting it for.
-const (
-	checkpointMinEvents     = 8
-	checkpointAmplification = 8
-)
+// checkpointAmplification is the checkpoint writing policy: a
+// conversation let go of is written when the events applied since the
+// checkpoint it was loaded from add up to at least 1/checkpointAmplification
+// of it (a conversation of megabytes is not rewritten for a few small
+// events). Writing a checkpoint costs a few nanoseconds a byte; replaying
+// an event 25 µs (events close together in the stream) to 300 µs (among
+// 1,000 conversations), about what writing 5 to 60 KB costs, so an eighth
+// of a conversation of events of a few hundred bytes is already worth
+// rewriting it for, and a small conversation is written for a single
+// event: with 1,000 conversations of 8 events through a cache of 950 (each
+// event a rebuild), writing only after 8 events took 7% more CPU and had
+// four times the p99 (BENCHMARKS.md).
+const checkpointAmplification = 8
 
 // A conversation that stays busy is never let go of, so it is also
 // checkpointed along with a snapshot store once at least
@@ -243,13 +243,12 @@ func (w *Worker) resume(ctx context.Context, r *replay) {
 }
 
 // checkpointDue reports whether st has changed enough since its last
-// checkpoint to be worth a new one (see checkpointMinEvents).
+// checkpoint to be worth a new one (see checkpointAmplification).
 func (w *Worker) checkpointDue(st *convState) bool {
 	// Only a state a stored snapshot covers: one whose store failed has
 	// its events redelivered, and a rebuild for them could not use it.
 	return w.checkpoints != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
-		st.sinceEvents >= checkpointMinEvents &&
-		st.sinceBytes*checkpointAmplification >= st.conv.Bytes()
+		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.Bytes()
 }
 
 // busyCheckpointDue reports whether st, being stored, has changed enough

@@ -225,12 +225,12 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
 	var used []corpusCase
 	for _, cc := range cases {
-		if len(cc.msgs) >= 2*checkpointMinEvents {
+		if len(cc.msgs) >= 16 {
 			used = append(used, cc)
 		}
 	}
 	if len(used) < 3 {
-		t.Fatalf("%d conversations of %d messages or more", len(used), 2*checkpointMinEvents)
+		t.Fatalf("%d conversations of %d messages or more", len(used), 16)
 	}
 	used = used[:3]
 	want := map[string]*conversation.Conversation{}
@@ -353,7 +353,7 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 	ctx := context.Background()
 	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond))
 	want := conversation.NewConversation()
-	for i := range 2 * checkpointMinEvents {
+	for i := range 16 {
 		m := conversation.MustMessage(map[string]any{"id": fmt.Sprint("q", i), "role": "user", "content": "quiet"})
 		if _, err := c.Send(ctx, "quiet", TypeMessageAppended, m); err != nil {
 			t.Fatal(err)
@@ -443,7 +443,7 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 	ctx := context.Background()
 	a := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder())...)
 	sent := newAppends(t, c)
-	const convs, events = 12, 2 * checkpointMinEvents
+	const convs, events = 12, 16
 	for k := range convs {
 		conv := fmt.Sprintf("hc-%02d", k)
 		for i := range events {
