@@ -223,14 +223,15 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	c := newClient(t, nc)
 	ctx := context.Background()
 	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
+	const least = 16 // messages: half of them are sent before the round robin
 	var used []corpusCase
 	for _, cc := range cases {
-		if len(cc.msgs) >= 16 {
+		if len(cc.msgs) >= least {
 			used = append(used, cc)
 		}
 	}
 	if len(used) < 3 {
-		t.Fatalf("%d conversations of %d messages or more", len(used), 16)
+		t.Fatalf("%d conversations of %d messages or more", len(used), least)
 	}
 	used = used[:3]
 	want := map[string]*conversation.Conversation{}
