@@ -302,9 +302,7 @@ func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpo
 	st.sinceBytes -= cp.sinceBytes
 	id := st.id
 	limit := int(w.nc.MaxPayload())
-	w.cpWrites.Add(1)
 	w.writers.run(func() {
-		defer w.cpWrites.Done()
 		defer func() { <-w.cpSlots }()
 		value, err := cp.encode()
 		if err == nil && len(value) > limit {
@@ -348,11 +346,15 @@ func (w *Worker) checkpointAll(ctx context.Context) {
 			}
 		})
 	})
-	done := make(chan struct{})
-	go func() { w.cpWrites.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
+	// Each write holds a slot until it returns. (Not a WaitGroup: the idle
+	// sweep may begin a write while this waits.)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for len(w.cpSlots) > 0 && ctx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
 	}
 	if err != nil || written.Load() < due.Load() {
 		w.cfg.logger.WarnContext(ctx, "checkpoints on stop not all written", "due", due.Load(), "begun", written.Load(), "err", err)

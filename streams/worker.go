@@ -41,11 +41,9 @@ type Worker struct {
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
 	runs         atomic.Bool
 	// checkpoints is the checkpoint bucket (nil: checkpoints off); cpSlots
-	// bounds the writes under way (checkpointsInFlight), cpWrites counts
-	// them for a stop to wait on.
+	// holds a token for each write under way (checkpointsInFlight at most).
 	checkpoints jetstream.KeyValue
 	cpSlots     chan struct{}
-	cpWrites    sync.WaitGroup
 
 	infer inferenceServer
 }
