@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -96,9 +97,13 @@ const checkpointsInFlight = 64
 // checkpoint is not written by then are rebuilt from their last one.
 const checkpointStopBudget = 5 * time.Second
 
-// provisionCheckpoints creates the checkpoint bucket when missing and
-// returns it.
-func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subjects, st Storage) (jetstream.KeyValue, error) {
+// provisionCheckpoints creates the checkpoint bucket when missing, brings
+// an existing one's replicas in line (as Provision does the snapshot
+// bucket's), and returns it.
+func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subjects, st Storage, log *slog.Logger) (jetstream.KeyValue, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	cfg := jetstream.KeyValueConfig{
 		Bucket:      s.CheckpointBucket(),
 		Description: "convstream: conversations' messages at a stream sequence, to rebuild them without a full replay",
@@ -108,11 +113,14 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subject
 		Placement:   st.placement(),
 	}
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
 		kv, err = js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
 			kv, err = js.KeyValue(ctx, cfg.Bucket)
 		}
+	case err == nil:
+		alignReplicas(ctx, js, kv, cfg.Replicas, log)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("streams: checkpoint bucket %s (--checkpoints=false does without it): %w", cfg.Bucket, err)

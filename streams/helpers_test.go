@@ -156,7 +156,7 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 		t.Fatal(err)
 	}
 	if w.cfg.checkpoints {
-		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, Storage{}); err != nil {
+		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

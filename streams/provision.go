@@ -143,16 +143,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, st Stora
 			kv, err = js.KeyValue(ctx, bucket.Bucket)
 		}
 	case err == nil:
-		status, sErr := kv.Status(ctx)
-		if sErr == nil {
-			if info, ok := status.(*jetstream.KeyValueBucketStatus); ok && info.StreamInfo().Config.Replicas != bucket.Replicas {
-				cfg := info.StreamInfo().Config
-				cfg.Replicas = bucket.Replicas
-				if _, uErr := js.UpdateStream(ctx, cfg); uErr != nil {
-					log.WarnContext(ctx, "snapshot bucket replicas not changed", "bucket", bucket.Bucket, "err", uErr)
-				}
-			}
-		}
+		alignReplicas(ctx, js, kv, bucket.Replicas, log)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
@@ -167,4 +158,22 @@ func sameTransform(a, b *jetstream.SubjectTransformConfig) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// alignReplicas brings the replicas of an existing bucket to replicas; a
+// change the server refuses is logged, not fatal.
+func alignReplicas(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, replicas int, log *slog.Logger) {
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return
+	}
+	info, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok || info.StreamInfo().Config.Replicas == replicas {
+		return
+	}
+	cfg := info.StreamInfo().Config
+	cfg.Replicas = replicas
+	if _, err := js.UpdateStream(ctx, cfg); err != nil {
+		log.WarnContext(ctx, "bucket replicas not changed", "bucket", kv.Bucket(), "replicas", replicas, "err", err)
+	}
 }

@@ -108,7 +108,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.stream, w.kv = stream, kv
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
-			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage)
+			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
 			return err
 		})
 		if err != nil {
