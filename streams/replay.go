@@ -169,11 +169,14 @@ func (r *replay) run(ctx context.Context) error {
 
 // afterCheckpoint is run for a replay that starts from a checkpoint: it
 // reads the events after the checkpoint's sequence. The leader names the
-// last event first: when it is the checkpoint's, as after an eviction or
-// a stop, that is the only read (the conversation's last event comes from
-// the server's subject index, where its next event after a sequence would
-// cost a scan of every event stored since). Otherwise batched reads follow
-// as in run, the first starting after the checkpoint.
+// last event first: when it is the checkpoint's, that is the only read
+// (the conversation's last event comes from the server's subject index,
+// where its next event after a sequence costs a scan of the events of
+// its block stored since). Then the leader names the next event after the
+// checkpoint: when the worker keeps up, as after an eviction, it is the
+// one being applied, and that is all (a batched read would also count
+// what follows it, a second scan). Otherwise batched reads follow as in
+// run.
 func (r *replay) afterCheckpoint(ctx context.Context) error {
 	last, err := r.w.lastEvent(ctx, r.id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -185,6 +188,9 @@ func (r *replay) afterCheckpoint(ctx context.Context) error {
 	r.end = min(last.Sequence, r.before-1)
 	if r.end <= r.seen {
 		return nil
+	}
+	if done, err := r.fromLeader(ctx); done || err != nil {
+		return err
 	}
 	r.size = replayBatch
 	if last.Sequence > r.before {
