@@ -76,7 +76,7 @@ const checkpointAmplification = 8
 // checkpointed along with a snapshot store once at least
 // checkpointBusyEvents events have come since its last checkpoint and they
 // add up to a quarter of it (checkpointBusyAmplification): after a crash,
-// which writes none, its rebuild replays at most about a fifth of its
+// which writes none, its rebuild replays at most about a quarter of its
 // events. Stricter than the rule above, because it costs a busy worker
 // while the other is paid when a conversation leaves: writing a checkpoint
 // this often adds about a byte written for every byte of events (a
