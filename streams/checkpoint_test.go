@@ -506,3 +506,63 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 		t.Errorf("worker B rebuilt %d conversations from a checkpoint, want the %d handed off", got, handed)
 	}
 }
+
+// TestCheckpointOutlivesDroppedEvents: events the stream no longer holds
+// (its limits dropped them) are still in a conversation rebuilt from a
+// checkpoint written before, whether later events remain or none do.
+func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	var seqs []uint64
+	send := func(i int) {
+		t.Helper()
+		msg := map[string]any{"id": fmt.Sprint("d", i), "role": "user", "content": "kept"}
+		sent, err := c.Send(ctx, "dropped", TypeMessageAppended, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, sent.Sequence)
+	}
+	for i := range 10 {
+		send(i)
+	}
+	base, err := w.rebuild(ctx, "dropped", seqs[9]+1, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.checkpoints.Put(ctx, "dropped", value); err != nil {
+		t.Fatal(err)
+	}
+	// As a limit would: the oldest events go.
+	for _, seq := range seqs[:5] {
+		if err := w.stream.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(10)
+	r, err := w.rebuild(ctx, "dropped", seqs[10]+1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.checkpoint || r.conv.Len() != 11 {
+		t.Errorf("later events kept: from a checkpoint %v, %d messages, want 11", r.checkpoint, r.conv.Len())
+	}
+	// Every event gone: the checkpoint alone.
+	for _, seq := range seqs[5:] {
+		if err := w.stream.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r, err = w.rebuild(ctx, "dropped", seqs[10]+1, true); err != nil {
+		t.Fatal(err)
+	}
+	if !r.checkpoint || r.conv.Len() != 10 {
+		t.Errorf("no event kept: from a checkpoint %v, %d messages, want 10", r.checkpoint, r.conv.Len())
+	}
+}
