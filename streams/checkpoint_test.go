@@ -364,14 +364,13 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 		}
 	}
 	last := lastEventSeq(t, c, "quiet")
-	var cp *checkpoint
 	waitFor(t, 10*time.Second, "a checkpoint of the quiet conversation", func() bool {
 		entry, err := r.w.checkpoints.Get(ctx, "quiet")
 		if err != nil {
 			return false
 		}
-		var conv *conversation.Conversation
-		if cp, conv, err = decodeCheckpoint(entry.Value()); err != nil {
+		cp, conv, err := decodeCheckpoint(entry.Value())
+		if err != nil {
 			t.Fatal(err)
 		}
 		return cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
