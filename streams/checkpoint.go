@@ -112,16 +112,7 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s Subject
 		Replicas:    max(1, st.BucketReplicas),
 		Placement:   st.placement(),
 	}
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	switch {
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, cfg.Bucket)
-		}
-	case err == nil:
-		alignReplicas(ctx, js, kv, cfg.Replicas, log)
-	}
+	kv, err := openBucket(ctx, js, cfg, log)
 	if err != nil {
 		return nil, fmt.Errorf("streams: checkpoint bucket %s (--checkpoints=false does without it): %w", cfg.Bucket, err)
 	}

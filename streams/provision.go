@@ -135,16 +135,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s Subjects, st Stora
 		Replicas:    max(1, st.BucketReplicas),
 		Placement:   st.placement(),
 	}
-	kv, err := js.KeyValue(ctx, bucket.Bucket)
-	switch {
-	case errors.Is(err, jetstream.ErrBucketNotFound):
-		kv, err = js.CreateKeyValue(ctx, bucket)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket.Bucket)
-		}
-	case err == nil:
-		alignReplicas(ctx, js, kv, bucket.Replicas, log)
-	}
+	kv, err := openBucket(ctx, js, bucket, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
 	}
@@ -158,6 +149,24 @@ func sameTransform(a, b *jetstream.SubjectTransformConfig) bool {
 		return a == b
 	}
 	return *a == *b
+}
+
+// openBucket binds the bucket cfg describes, creating it when missing
+// (another worker may be first) and bringing an existing one's replicas in
+// line with cfg's (see alignReplicas); the rest of an existing bucket's
+// settings are left as an operator tuned them.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	switch {
+	case errors.Is(err, jetstream.ErrBucketNotFound):
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	case err == nil:
+		alignReplicas(ctx, js, kv, cfg.Replicas, log)
+	}
+	return kv, err
 }
 
 // alignReplicas brings the replicas of an existing bucket to replicas; a
