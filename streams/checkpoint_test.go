@@ -287,12 +287,8 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	// Every conversation has a checkpoint: the first half of each was
 	// written when the next one evicted it, and the stop wrote those due.
 	for i := range used {
-		entry, err := a.w.checkpoints.Get(ctx, caseID(i))
-		if err != nil {
-			t.Fatalf("checkpoint of %s: %v", caseID(i), err)
-		}
-		if _, _, err := decodeCheckpoint(entry.Value()); err != nil {
-			t.Fatalf("checkpoint of %s: %v", caseID(i), err)
+		if _, _, ok := storedCheckpoint(t, a.w, caseID(i)); !ok {
+			t.Fatalf("no checkpoint of %s", caseID(i))
 		}
 	}
 
@@ -310,6 +306,21 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 		t.Errorf("after the restart, %d rebuilds from a checkpoint, want %d (from events: %d)",
 			got, len(used), sumWhere(rm, MetricRebuilds, "from", "events"))
 	}
+}
+
+// storedCheckpoint reads and decodes the checkpoint w's bucket holds for
+// conversation id; ok is false when it cannot be read (none yet). One that
+// does not decode fails the test.
+func storedCheckpoint(t testing.TB, w *Worker, id string) (cp *checkpoint, conv *conversation.Conversation, ok bool) {
+	t.Helper()
+	entry, err := w.checkpoints.Get(context.Background(), id)
+	if err != nil {
+		return nil, nil, false
+	}
+	if cp, conv, err = decodeCheckpoint(entry.Value()); err != nil {
+		t.Fatalf("checkpoint of %s: %v", id, err)
+	}
+	return cp, conv, true
 }
 
 // sumWhere adds up the data points of the int64 counter name whose
@@ -365,15 +376,8 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 	}
 	last := lastEventSeq(t, c, "quiet")
 	waitFor(t, 10*time.Second, "a checkpoint of the quiet conversation", func() bool {
-		entry, err := r.w.checkpoints.Get(ctx, "quiet")
-		if err != nil {
-			return false
-		}
-		cp, conv, err := decodeCheckpoint(entry.Value())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
+		cp, conv, ok := storedCheckpoint(t, r.w, "quiet")
+		return ok && cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
 	})
 }
 
@@ -411,15 +415,8 @@ func TestBusyConversationsAreCheckpointed(t *testing.T) {
 	}
 	waitCaughtUp(t, c, "busy", 30*time.Second)
 	waitFor(t, 10*time.Second, "a checkpoint of the busy conversation", func() bool {
-		entry, err := a.w.checkpoints.Get(ctx, "busy")
-		if err != nil {
-			return false
-		}
-		cp, _, err := decodeCheckpoint(entry.Value())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cp.Events >= checkpointBusyEvents
+		cp, _, ok := storedCheckpoint(t, a.w, "busy")
+		return ok && cp.Events >= checkpointBusyEvents
 	})
 	// A crash: no stop, no checkpoint written on the way out.
 	ncA.Close()
@@ -471,13 +468,9 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 		handed++
 		// The writes go on in the background.
 		waitFor(t, 10*time.Second, conv+"'s checkpoint, handed off", func() bool {
-			entry, err := a.w.checkpoints.Get(ctx, conv)
-			if err != nil {
+			cp, _, ok := storedCheckpoint(t, a.w, conv)
+			if !ok {
 				return false
-			}
-			cp, _, err := decodeCheckpoint(entry.Value())
-			if err != nil {
-				t.Fatal(err)
 			}
 			if cp.Seq != sent.last[conv] {
 				t.Fatalf("%s: checkpoint at %d, want its last event %d", conv, cp.Seq, sent.last[conv])
