@@ -139,12 +139,6 @@ func capture(st *convState) *checkpointOf {
 		seq: st.seq, version: st.version, events: st.events, sinceEvents: st.sinceEvents, sinceBytes: st.sinceBytes}
 }
 
-// conversationCheckpoint returns what a checkpoint of conv at sequence seq
-// holds.
-func conversationCheckpoint(conv *conversation.Conversation, seq, version, events uint64) *checkpointOf {
-	return &checkpointOf{msgs: conv.Messages(), groups: conv.Groups(), seq: seq, version: version, events: events}
-}
-
 // encode returns the stored form of the checkpoint.
 func (c *checkpointOf) encode() ([]byte, error) {
 	cp := checkpoint{Format: checkpointFormat, Seq: c.seq, Version: c.version, Events: c.events}

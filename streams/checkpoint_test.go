@@ -308,6 +308,12 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	}
 }
 
+// conversationCheckpoint returns what a checkpoint of conv at sequence seq
+// holds, as capture takes it from a worker's state.
+func conversationCheckpoint(conv *conversation.Conversation, seq, version, events uint64) *checkpointOf {
+	return &checkpointOf{msgs: conv.Messages(), groups: conv.Groups(), seq: seq, version: version, events: events}
+}
+
 // storedCheckpoint reads and decodes the checkpoint w's bucket holds for
 // conversation id; ok is false when it cannot be read (none yet). One that
 // does not decode fails the test.
