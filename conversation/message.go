@@ -207,6 +207,29 @@ func NewMessageJSON(data []byte) (*Message, error) {
 	return NewMessage(f)
 }
 
+// NewMessageCanonical builds a Message from bytes that Message.JSON
+// returned, as NewMessage would, but keeps them as they are: it neither
+// validates them (beyond decoding what the parser reads) nor re-encodes
+// them, which is most of what NewMessageJSON costs. It is for storage that
+// holds what JSON returned and guards it with a checksum of its own; text
+// that is not valid, compact JSON with its keys sorted gives a Message
+// whose JSON is that text, or an error. The bytes are copied.
+func NewMessageCanonical(data []byte) (*Message, error) {
+	raw := string(data)
+	fields, err := decodeObject(raw, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
+	}
+	id, err := checkID(fields)
+	if err != nil {
+		return nil, err
+	}
+	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
+	m.index(fields)
+	m.share()
+	return m, nil
+}
+
 // DecodeFields decodes the JSON text of an object into the values
 // json.Unmarshal gives a map[string]any (nil when the text is null), and
 // refuses what it refuses, in about half its time.
@@ -393,10 +416,19 @@ func (m *Message) sub(s string) string {
 	if s == "" {
 		return ""
 	}
+	if within(m.raw, s) {
+		return s // decoded from raw, as NewMessageCanonical does
+	}
 	if i := strings.Index(m.raw, s); i >= 0 {
 		return m.raw[i : i+len(s)]
 	}
 	return s
+}
+
+// within reports whether s's bytes lie inside outer's.
+func within(outer, s string) bool {
+	o, p := uintptr(unsafe.Pointer(unsafe.StringData(outer))), uintptr(unsafe.Pointer(unsafe.StringData(s)))
+	return p >= o && p+uintptr(len(s)) <= o+uintptr(len(outer))
 }
 
 // ID returns the message id.

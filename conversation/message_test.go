@@ -3,9 +3,10 @@ package conversation
 import (
 	"encoding/json"
 	"errors"
+	"math"
+	"path/filepath"
 	"reflect"
 	"testing"
-	"unsafe"
 )
 
 func TestMessageKeepsJSON(t *testing.T) {
@@ -59,10 +60,6 @@ func TestMessageKeepsJSON(t *testing.T) {
 // its stored JSON.
 func checkShared(t *testing.T, m *Message) {
 	t.Helper()
-	inRaw := func(s string) bool {
-		p, r := uintptr(unsafe.Pointer(unsafe.StringData(s))), uintptr(unsafe.Pointer(unsafe.StringData(m.raw)))
-		return p >= r && p+uintptr(len(s)) <= r+uintptr(len(m.raw))
-	}
 	strs := []string{m.id, m.role, m.parentID, m.agentID().s}
 	for _, tr := range m.tools() {
 		strs = append(strs, tr.id.s, tr.resultMsgID)
@@ -72,7 +69,7 @@ func checkShared(t *testing.T, m *Message) {
 		strs = append(strs, sig.kind, s)
 	}
 	for _, s := range strs {
-		if s != "" && !inRaw(s) {
+		if s != "" && !within(m.raw, s) {
 			t.Errorf("%q is a copy, not part of the stored JSON", s)
 		}
 	}
@@ -159,4 +156,57 @@ func TestNewMessageRefusesWhatCannotReadBack(t *testing.T) {
 	if _, err := NewMessage(map[string]any{"id": "a", "deep": v}); !errors.Is(err, ErrInvalidMessage) {
 		t.Fatalf("err = %v", err)
 	}
+}
+
+// TestNewMessageCanonicalReadsBackJSON: every message of the conformance
+// inputs, rebuilt by NewMessageCanonical from its JSON, is the message it
+// was, down to what the parser indexes, and shares its stored JSON.
+// Anything but an object with a string id is still an error.
+func TestNewMessageCanonicalReadsBackJSON(t *testing.T) {
+	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conformance files: %v", err)
+	}
+	n := 0
+	for _, file := range files {
+		for _, c := range readCases(t, file) {
+			msgs, _, err := DecodeInputBytes(c.Input)
+			if err != nil {
+				continue // the cases of malformed input
+			}
+			for _, m := range msgs {
+				raw, err := m.JSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := NewMessageCanonical(raw)
+				if err != nil {
+					t.Fatalf("%s: %s: %v", c.Name, raw, err)
+				}
+				if !sameMessage(got, m) {
+					t.Fatalf("%s: %s read back as\n%#v, want\n%#v", c.Name, raw, got, m)
+				}
+				checkShared(t, got)
+				n++
+			}
+		}
+	}
+	t.Logf("%d messages", n)
+	for _, bad := range []string{``, `[1]`, `{"id":`, `{"id":1}`, `{"role":"user"}`, `{"id":"a"} x`} {
+		if _, err := NewMessageCanonical([]byte(bad)); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+// sameMessage reports whether a and b hold the same, NaN (an absent time)
+// being equal to NaN.
+func sameMessage(a, b *Message) bool {
+	ca, cb := *a, *b
+	for _, p := range [][2]*float64{{&ca.createdAt, &cb.createdAt}, {&ca.updatedAt, &cb.updatedAt}} {
+		if math.IsNaN(*p[0]) && math.IsNaN(*p[1]) {
+			*p[0], *p[1] = 0, 0
+		}
+	}
+	return reflect.DeepEqual(ca, cb)
 }

@@ -164,6 +164,15 @@ func FuzzRawJSON(f *testing.F) {
 				t.Fatalf("%q: NewMessageJSON stored %s; encoding/json gives %s", data, got, want)
 			}
 		}
+		// NewMessageCanonical does not panic on any input, and reads back
+		// what a message stored as that message.
+		NewMessageCanonical(data)
+		if merr == nil {
+			raw, _ := m.JSON()
+			if back, err := NewMessageCanonical(raw); err != nil || !sameMessage(back, m) {
+				t.Fatalf("%s: NewMessageCanonical read back %#v, %v; want %#v", raw, back, err, m)
+			}
+		}
 		if err != nil || obj == nil {
 			return
 		}

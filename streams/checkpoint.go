@@ -2,8 +2,10 @@ package streams
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"log/slog"
 	"slices"
 	"sync/atomic"
@@ -38,7 +40,9 @@ func (s Subjects) CheckpointBucket() string { return s.streamName() + "_CHECKPOI
 
 // checkpointFormat is the version of the encoding below; a checkpoint of
 // another version is ignored (the conversation is replayed in full).
-const checkpointFormat = 1
+// Format 2 added Sum, which lets a rebuild take the messages as they were
+// written; format 1 checkpoints are still read, each message validated.
+const checkpointFormat = 2
 
 // maxCheckpointBytes bounds a checkpoint's size once decompressed. The
 // 26,085-message bench conversation's is 7 MB.
@@ -56,6 +60,29 @@ type checkpoint struct {
 	Events   uint64   `msgpack:"n"`
 	Messages [][]byte `msgpack:"m"`
 	Groups   [][]byte `msgpack:"g"`
+	// Sum is checkpointSum of Messages and Groups. The block format of S2
+	// has no checksum, and a message taken as it was written is not
+	// checked again (see conversation.NewMessageCanonical).
+	Sum uint32 `msgpack:"c"`
+}
+
+// castagnoli is the CRC-32C table, which the hash/crc32 package computes
+// with the processor's CRC instructions where it has them.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// checkpointSum is the CRC-32C of each message's and then each group's
+// length and bytes.
+func checkpointSum(msgs, groups [][]byte) uint32 {
+	var sum uint32
+	var n [binary.MaxVarintLen64]byte
+	for _, list := range [][][]byte{msgs, groups} {
+		sum = crc32.Update(sum, castagnoli, binary.AppendUvarint(n[:0], uint64(len(list))))
+		for _, b := range list {
+			sum = crc32.Update(sum, castagnoli, binary.AppendUvarint(n[:0], uint64(len(b))))
+			sum = crc32.Update(sum, castagnoli, b)
+		}
+	}
+	return sum
 }
 
 // checkpointAmplification is the checkpoint writing policy: a
@@ -157,6 +184,7 @@ func (c *checkpointOf) encode() ([]byte, error) {
 		}
 		cp.Groups = append(cp.Groups, raw)
 	}
+	cp.Sum = checkpointSum(cp.Messages, cp.Groups)
 	plain, err := msgpack.Marshal(&cp)
 	if err != nil {
 		return nil, err
@@ -179,12 +207,21 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	if err := msgpack.Unmarshal(plain, &cp); err != nil {
 		return nil, nil, err
 	}
-	if cp.Format != checkpointFormat {
+	// A format 1 checkpoint has no sum: its messages are validated and
+	// re-encoded, as an event's are.
+	newMessage := conversation.NewMessageJSON
+	switch {
+	case cp.Format == 1:
+	case cp.Format != checkpointFormat:
 		return nil, nil, fmt.Errorf("format %d, want %d", cp.Format, checkpointFormat)
+	case cp.Sum != checkpointSum(cp.Messages, cp.Groups):
+		return nil, nil, errors.New("checksum mismatch")
+	default:
+		newMessage = conversation.NewMessageCanonical
 	}
 	conv := conversation.NewConversation(opts...)
 	for _, raw := range cp.Messages {
-		m, err := conversation.NewMessageJSON(raw)
+		m, err := newMessage(raw)
 		if err == nil {
 			err = conv.Append(m)
 		}

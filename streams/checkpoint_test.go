@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/vmihailenco/msgpack/v5"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -21,7 +24,8 @@ import (
 // TestCheckpointRoundTrip encodes conformance conversations, changed by
 // updates, deletes and groups as events change them, and requires the
 // decoded conversation to parse exactly as the original, with the same
-// messages and groups in the same order.
+// messages and groups in the same order; so too from a format 1
+// checkpoint (no checksum), which an earlier worker wrote.
 func TestCheckpointRoundTrip(t *testing.T) {
 	var cases []corpusCase
 	for _, file := range []string{"reference-suite.jsonl.gz", "generated-normal.jsonl.gz", "generated-noise.jsonl.gz"} {
@@ -52,25 +56,46 @@ func TestCheckpointRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cp, got, err := decodeCheckpoint(value)
-		if err != nil {
-			t.Fatalf("case %d (%s): %v", i, cc.Name, err)
-		}
-		if cp.Seq != 40 || cp.Version != 39 || cp.Events != 12 {
-			t.Errorf("case %d: head %d/%d/%d, want 40/39/12", i, cp.Seq, cp.Version, cp.Events)
-		}
-		for what, pair := range map[string][2]any{
-			"messages": {live.Messages(), got.Messages()},
-			"groups":   {live.Groups(), got.Groups()},
-			"result":   {mustResult(t, live), mustResult(t, got)},
-		} {
-			a, b := mustMarshal(t, pair[0]), mustMarshal(t, pair[1])
-			if a != b {
-				t.Errorf("case %d (%s): %s differ after a checkpoint:\n%.300s\n%.300s", i, cc.Name, what, a, b)
+		v1 := rewriteCheckpoint(t, value, func(cp *checkpoint) { cp.Format, cp.Sum = 1, 0 })
+		for format, value := range map[int][]byte{checkpointFormat: value, 1: v1} {
+			cp, got, err := decodeCheckpoint(value)
+			if err != nil {
+				t.Fatalf("case %d (%s), format %d: %v", i, cc.Name, format, err)
+			}
+			if cp.Seq != 40 || cp.Version != 39 || cp.Events != 12 {
+				t.Errorf("case %d: head %d/%d/%d, want 40/39/12", i, cp.Seq, cp.Version, cp.Events)
+			}
+			for what, pair := range map[string][2]any{
+				"messages": {live.Messages(), got.Messages()},
+				"groups":   {live.Groups(), got.Groups()},
+				"result":   {mustResult(t, live), mustResult(t, got)},
+			} {
+				a, b := mustMarshal(t, pair[0]), mustMarshal(t, pair[1])
+				if a != b {
+					t.Errorf("case %d (%s), format %d: %s differ after a checkpoint:\n%.300s\n%.300s", i, cc.Name, format, what, a, b)
+				}
 			}
 		}
 	}
 	t.Logf("%d conversations", len(cases))
+}
+
+// rewriteCheckpoint returns the checkpoint value changed by change.
+func rewriteCheckpoint(t testing.TB, value []byte, change func(*checkpoint)) []byte {
+	t.Helper()
+	plain, err := s2.Decode(nil, value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cp checkpoint
+	if err := msgpack.Unmarshal(plain, &cp); err != nil {
+		t.Fatal(err)
+	}
+	change(&cp)
+	if plain, err = msgpack.Marshal(&cp); err != nil {
+		t.Fatal(err)
+	}
+	return s2.Encode(nil, plain)
 }
 
 func mustResult(t testing.TB, c *conversation.Conversation) *conversation.Result {
@@ -92,8 +117,9 @@ func mustMarshal(t testing.TB, v any) string {
 }
 
 // TestCheckpointRefusesWhatItCannotUse: a value that is not a checkpoint,
-// one of another format, and one with more messages than the limit allows
-// are errors, never a partial conversation.
+// one of another format, one whose messages do not match its checksum,
+// and one with more messages than the limit allows are errors, never a
+// partial conversation.
 func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 	live := conversation.NewConversation()
 	for i := range 5 {
@@ -114,6 +140,12 @@ func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 		"truncated": good[:len(good)/2],
 		// An S2 block whose header claims 2^40 bytes decoded.
 		"too large": {0x80, 0x80, 0x80, 0x80, 0x80, 0x20},
+		"format 3":  rewriteCheckpoint(t, good, func(cp *checkpoint) { cp.Format = 3 }),
+		// Valid JSON still, but not what was written.
+		"changed message": rewriteCheckpoint(t, good, func(cp *checkpoint) {
+			cp.Messages[2] = bytes.Replace(cp.Messages[2], []byte(`"user"`), []byte(`"tool"`), 1)
+		}),
+		"message dropped": rewriteCheckpoint(t, good, func(cp *checkpoint) { cp.Messages = cp.Messages[1:] }),
 	} {
 		if _, _, err := decodeCheckpoint(value); err == nil {
 			t.Errorf("%s: decoded", name)

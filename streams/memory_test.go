@@ -74,7 +74,7 @@ func heapInUse() int64 {
 
 // benchMessages returns the messages of a benchmark conversation, each as
 // its compact JSON.
-func benchMessages(t *testing.T, name string) [][]byte {
+func benchMessages(t testing.TB, name string) [][]byte {
 	t.Helper()
 	type benchCase struct {
 		Input struct {

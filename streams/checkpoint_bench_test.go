@@ -1,0 +1,49 @@
+package streams
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// BenchmarkDecodeCheckpoint decodes the checkpoint of a bench conversation
+// into a conversation, as a rebuild does before replaying what follows it:
+// format 2 takes the messages as written, format 1 (no checksum)
+// validates and re-encodes each.
+func BenchmarkDecodeCheckpoint(b *testing.B) {
+	for _, name := range []string{"conversation-1716", "deep-26085"} {
+		for _, format := range []int{checkpointFormat, 1} {
+			b.Run(fmt.Sprintf("%s/format=%d", name, format), func(b *testing.B) {
+				benchmarkDecodeCheckpoint(b, name, format)
+			})
+		}
+	}
+}
+
+func benchmarkDecodeCheckpoint(b *testing.B, name string, format int) {
+	conv := conversation.NewConversation()
+	for _, raw := range benchMessages(b, name) {
+		m, err := conversation.NewMessageJSON(raw)
+		if err == nil {
+			err = conv.Append(m)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	value, err := conversationCheckpoint(conv, 1, 1, 1).encode()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if format == 1 {
+		value = rewriteCheckpoint(b, value, func(cp *checkpoint) { cp.Format, cp.Sum = 1, 0 })
+	}
+	b.SetBytes(int64(len(value)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := decodeCheckpoint(value); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
