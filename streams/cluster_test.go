@@ -69,6 +69,11 @@ type appliedSpan struct {
 // appliedSpans returns the "process" spans of a recorder whose outcome is
 // applied.
 func appliedSpans(worker int, rec *tracetest.SpanRecorder) []appliedSpan {
+	return processSpans(worker, rec, "applied")
+}
+
+// processSpans returns the "process" spans of a recorder with an outcome.
+func processSpans(worker int, rec *tracetest.SpanRecorder, want string) []appliedSpan {
 	var out []appliedSpan
 	for _, s := range rec.Ended() {
 		a := appliedSpan{worker: worker}
@@ -87,7 +92,7 @@ func appliedSpans(worker int, rec *tracetest.SpanRecorder) []appliedSpan {
 				outcome = kv.Value.AsString()
 			}
 		}
-		if strings.HasPrefix(s.Name(), "process ") && outcome == "applied" {
+		if strings.HasPrefix(s.Name(), "process ") && outcome == want {
 			out = append(out, a)
 		}
 	}
