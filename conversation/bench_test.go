@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 )
@@ -52,5 +53,49 @@ func TestBenchInputsParse(t *testing.T) {
 			t.Errorf("%s: empty views", name)
 		}
 		t.Logf("%s: %d messages → flatList %d, contextTree %d roots", name, len(msgs), len(res.FlatList), len(res.ContextTree))
+	}
+}
+
+// BenchmarkContextTree measures Conversation.ContextTree on a conversation
+// already indexed and walked, as a snapshot store builds it after events:
+// chains of 30 and 300 messages (user and assistant in turn, as `convctl
+// load` sends them) and the bench conversations.
+func BenchmarkContextTree(b *testing.B) {
+	cases := map[string][]*Message{}
+	var names []string
+	for _, n := range []int{30, 300} {
+		name := fmt.Sprintf("chain-%d", n)
+		for k := range n {
+			f := map[string]any{"id": fmt.Sprintf("m%d", k), "role": []string{"user", "assistant"}[k%2],
+				"content": "hello", "createdAt": 1704067200000 + k, "parentId": nil}
+			if k > 0 {
+				f["parentId"] = fmt.Sprintf("m%d", k-1)
+			}
+			cases[name] = append(cases[name], MustMessage(f))
+		}
+		names = append(names, name)
+	}
+	for _, name := range benchInputs {
+		cases[name], _ = loadBench(b, name)
+		names = append(names, name)
+	}
+	for _, name := range names {
+		c := NewConversation()
+		for _, m := range cases[name] {
+			if err := c.Append(m); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			if _, err := c.ContextTree(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.ContextTree(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

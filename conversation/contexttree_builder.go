@@ -31,6 +31,12 @@ type treeBuilder struct {
 	nextID   int
 	stack    []treeStep
 	maxDepth int // most nested branch points allowed; 0: no limit
+	// sizeHint is the room to make for the top-level nodes: the length of
+	// the flat list, when known, which is about the top level's (a chain
+	// is a node a message at the top; a branch nests what follows it).
+	// It spares the regrowth of the list, which was most of what building
+	// a chain's tree allocated.
+	sizeHint int
 	depth    int // of the step being transformed
 	err      error
 }
@@ -44,7 +50,7 @@ func (t *treeBuilder) nodeID(prefix, id string) string {
 
 // build transforms every root of the id tree.
 func (t *treeBuilder) build() ([]Node, error) {
-	out := make([]Node, 0, len(t.ix.mainRoots))
+	out := make([]Node, 0, max(len(t.ix.mainRoots), t.sizeHint))
 	for _, r := range t.ix.mainRoots {
 		t.run(r, &out)
 		if t.err != nil {

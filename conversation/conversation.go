@@ -297,7 +297,7 @@ func (c *Conversation) ContextTree() ([]Node, error) {
 
 // contextTree builds the context tree on the current index.
 func (c *Conversation) contextTree() ([]Node, error) {
-	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth}).build()
+	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth, sizeHint: len(c.flat)}).build()
 }
 
 // FlatList returns the flat list of the conversation as it stands (the

@@ -240,11 +240,20 @@ func (c *collector) isToolChainHead(a int32) bool {
 	if p == noParent || c.ix.msg(p).role != "user" {
 		return false
 	}
+	// Most assistants have no next step of their own (a user answers
+	// them): that needs no walk, nor the set it keeps.
+	agent := am.agentID()
+	if !slices.ContainsFunc(c.ix.rawKidsOf(a), func(k int32) bool {
+		km := c.ix.msg(k)
+		return km.role != "tool" && km.isChainStep(agent)
+	}) {
+		return false
+	}
 	visited := newSparseSet()
 	visited.add(a)
 	cur := a
 	for {
-		next, ok := c.findFlatChainContinuation(cur, nil, visited, am.agentID())
+		next, ok := c.findFlatChainContinuation(cur, nil, visited, agent)
 		if !ok {
 			return false
 		}
