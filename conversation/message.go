@@ -191,10 +191,16 @@ func NewMessage(fields map[string]any) (*Message, error) {
 		}
 		id, _ = fields["id"].(string)
 	}
+	return stored(raw, id, fields), nil
+}
+
+// stored makes the Message that keeps raw, whose decoded object is fields
+// and whose id is id.
+func stored(raw, id string, fields map[string]any) *Message {
 	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
 	m.index(fields)
 	m.share()
-	return m, nil
+	return m
 }
 
 // NewMessageJSON builds a Message from the JSON text of an object, as
@@ -224,10 +230,7 @@ func NewMessageCanonical(data []byte) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
-	m.index(fields)
-	m.share()
-	return m, nil
+	return stored(raw, id, fields), nil
 }
 
 // DecodeFields decodes the JSON text of an object into the values
