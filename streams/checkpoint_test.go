@@ -475,7 +475,6 @@ func TestBusyConversationsAreCheckpointed(t *testing.T) {
 func TestHandOffWritesCheckpoints(t *testing.T) {
 	ns := startServer(t, "")
 	c := newClient(t, connect(t, ns))
-	ctx := context.Background()
 	a := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder())...)
 	sent := newAppends(t, c)
 	const convs, events = 12, 16
@@ -521,16 +520,7 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 		sent.send(conv, conv+"-after", map[string]any{"id": "after", "role": "assistant", "content": "after the hand-off",
 			"parentId": fmt.Sprint("m", events-1)})
 	}
-	sent.waitApplied()
-	for conv, want := range sent.want {
-		snap, err := c.Snapshot(ctx, conv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := snapshotDiff(t, snap, mustResult(t, want)); d != "" {
-			t.Errorf("%s: %s", conv, d)
-		}
-	}
+	sent.waitApplied() // and compares each snapshot with Parse
 	waitFor(t, 10*time.Second, "worker B owns a partition", func() bool { return len(b.w.OwnedPartitions()) == 1 })
 	if got := sumWhere(collect(t, reader), MetricRebuilds, "from", "checkpoint"); got != int64(handed) {
 		t.Errorf("worker B rebuilt %d conversations from a checkpoint, want the %d handed off", got, handed)
