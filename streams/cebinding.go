@@ -92,6 +92,9 @@ func newNATSMessage(h nats.Header, body []byte) *natsMessage {
 }
 
 func isCloudEventsMedia(ct string) bool {
+	if ct == ContentTypeCloudEvents {
+		return true // what EncodeEvent writes: no parameters to parse
+	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && strings.HasPrefix(mt, "application/cloudevents")
 }
@@ -208,7 +211,9 @@ func toEvent(m *natsMessage) (*event.Event, error) {
 	if !json.Valid(body) {
 		return nil, errors.New("invalid JSON event format")
 	}
-	ev := event.New()
+	// No event.New: the parser sets the context from the specversion it
+	// reads (and fails without one), so a default context would be garbage.
+	var ev event.Event
 	if err := ev.UnmarshalJSON(bytes.TrimRight(body, " \t\r\n")); err != nil {
 		return nil, err
 	}

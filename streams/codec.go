@@ -21,8 +21,11 @@ var errUnsupportedContentType = errors.New("unsupported datacontenttype")
 // mediaType returns the bare media type of a datacontenttype; an absent
 // one means JSON, as the JSON event format says.
 func mediaType(ct string) (string, error) {
-	if ct == "" {
+	switch ct {
+	case "", ContentTypeJSON:
 		return ContentTypeJSON, nil
+	case ContentTypeMsgpack:
+		return ContentTypeMsgpack, nil // the common cases need no parsing
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
