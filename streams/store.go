@@ -17,17 +17,35 @@ const DefaultSnapshotInterval = 50 * time.Millisecond
 // storeTimeout bounds one write to the snapshot bucket.
 const storeTimeout = 10 * time.Second
 
+// pendingStoresPerSecond is how many events a worker can hold
+// unacknowledged while their stores are due, for each second of the
+// maximum snapshot interval (see pendingStores).
+const pendingStoresPerSecond = 1 << 16
+
+// maxPendingSeconds caps the seconds pendingStores provides for: a
+// maximum interval longer than that lowers the throughput bound again.
+const maxPendingSeconds = 16
+
 // pendingStores is how many events a worker can hold unacknowledged while
-// their stores are due: the events stream delivers at most pendingStores /
-// (snapshot interval + store time) events a second to one worker (1.3
-// million at 50ms, 13,000 at 5s).
-const pendingStores = 1 << 16
+// their stores are due. The events stream delivers at most pendingStores /
+// (snapshot interval + store time) events a second to one worker, and the
+// interval stretches under load up to its maximum: room in proportion to
+// that maximum (65,536 a second of it, counting a part as a whole) keeps
+// the bound at about 65,536 events a second when the interval has
+// stretched all the way, whatever the maximum. A fixed 65,536 made it
+// 13,000 at a 5 s maximum, about what one worker applies at half its peak
+// on a 2-core machine (BENCHMARKS.md).
+func (w *Worker) pendingStores() int {
+	longest := max(w.cfg.snapshotMax, w.cfg.snapshotInterval) // a maximum below the interval fixes it
+	secs := (longest + time.Second - 1) / time.Second
+	return pendingStoresPerSecond * int(min(max(secs, 1), maxPendingSeconds))
+}
 
 // maxAckPending is the consumer's MaxAckPending for a fetch window: what
 // the lanes hold, plus the events awaiting a store (acknowledged only once
 // a store covers them), with room for a crashed predecessor's.
 func (w *Worker) maxAckPending(window int) int {
-	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + pendingStores
+	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + w.pendingStores()
 }
 
 // storeBatch is one write of a conversation's snapshot: the version and

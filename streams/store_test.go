@@ -382,3 +382,33 @@ func TestRoundUp(t *testing.T) {
 		t.Error("a zero grain (snapshot interval 0) must leave the time as it is")
 	}
 }
+
+// TestMaxAckPendingGrowsWithTheMaximumInterval: the events awaiting a store
+// are acknowledged only once it is written, so a worker whose interval may
+// stretch further needs room for more of them, or the consumer's
+// MaxAckPending, not the worker, bounds its throughput under load.
+func TestMaxAckPendingGrowsWithTheMaximumInterval(t *testing.T) {
+	nc := connect(t, startServer(t, t.TempDir()))
+	for _, c := range []struct {
+		interval, max time.Duration
+		seconds       int
+	}{
+		{50 * time.Millisecond, time.Second, 1},
+		{50 * time.Millisecond, 0, 1},
+		{50 * time.Millisecond, 2 * time.Second, 2},
+		{50 * time.Millisecond, 4500 * time.Millisecond, 5},
+		{3 * time.Second, time.Second, 3}, // a maximum below the interval: fixed at the interval
+		{time.Second, 25 * time.Second, maxPendingSeconds},
+	} {
+		w, err := NewWorker(nc, WithSnapshotInterval(c.interval), WithSnapshotMaxInterval(c.max))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := w.pendingStores(), c.seconds*pendingStoresPerSecond; got != want {
+			t.Errorf("interval %v, maximum %v: room for %d events awaiting a store, want %d", c.interval, c.max, got, want)
+		}
+		if got := w.consumerConfig().MaxAckPending; got < c.seconds*pendingStoresPerSecond {
+			t.Errorf("interval %v, maximum %v: MaxAckPending %d is under the stores' share", c.interval, c.max, got)
+		}
+	}
+}
