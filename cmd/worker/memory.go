@@ -17,9 +17,10 @@ import (
 const defaultGCPercent = 400
 
 // tuneMemory sets the collector's target (when GOGC is not set) and a soft
-// memory limit at ratio of the container's memory limit (cgroup; when
-// GOMEMLIMIT is not set, there is a limit and ratio is positive), near
-// which the collector works harder instead of the heap growing further.
+// memory limit at ratio of the container's memory limit (cgroup), or of
+// the machine's memory when there is none (when GOMEMLIMIT is not set and
+// ratio is positive), near which the collector works harder instead of
+// the heap growing further.
 func tuneMemory(gcPercent int, ratio float64, getenv func(string) string, log *slog.Logger) {
 	attrs := []any{"gogc", getenv("GOGC")}
 	if getenv("GOGC") == "" {
@@ -27,7 +28,11 @@ func tuneMemory(gcPercent int, ratio float64, getenv func(string) string, log *s
 		attrs[1] = gcPercent
 	}
 	if ratio > 0 && getenv("GOMEMLIMIT") == "" {
-		if _, err := memlimit.Set(memlimit.WithRatio(ratio), memlimit.WithLogger(log)); err != nil {
+		// Outside a container the heap, which grows to 1 + gcPercent/100
+		// times the live heap between collections, is held to the
+		// machine instead of growing until the kernel kills the process.
+		limits := memlimit.ApplyFallback(memlimit.FromCgroup, memlimit.FromSystem)
+		if _, err := memlimit.Set(memlimit.WithRatio(ratio), memlimit.WithProvider(limits), memlimit.WithLogger(log)); err != nil {
 			log.Warn("memory limit not set", "err", err)
 		}
 	}
