@@ -90,6 +90,19 @@ load: ui
 	for i in $$(seq 100); do curl -sf http://127.0.0.1:$(LOAD_HTTP)/readyz >/dev/null && break; sleep 0.1; done; \
 	"$$tmp/convctl" load --nats-url nats://127.0.0.1:$(LOAD_PORT) $(LOAD_ARGS)
 
+# load-compare: the same against two builds, alternately, PAIRS runs each
+# (scripts/load-compare.sh, Linux): revisions A and B ("." is the checkout
+# as it is), worker flags WORKER_ARGS_A and WORKER_ARGS_B, LOAD_ARGS to
+# convctl load (default --quiet --warmup --rounds 3). Each run also shows
+# the worker's CPU time, page faults and peak resident memory.
+PAIRS ?= 3
+A     ?= HEAD
+B     ?= .
+.PHONY: load-compare
+load-compare:
+	LOAD_PORT=$(LOAD_PORT) LOAD_HTTP=$(LOAD_HTTP) scripts/load-compare.sh -n $(PAIRS) \
+		-A "$(WORKER_ARGS_A)" -B "$(WORKER_ARGS_B)" $(A) $(B) $(LOAD_ARGS)
+
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 

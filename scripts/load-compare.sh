@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# load-compare builds the worker at two revisions (or runs one build with
+# two sets of flags) and runs `convctl load` against each in turn, PAIRS
+# times, alternating, each time against a fresh worker with an embedded
+# server and an empty store. One load generator, built from this
+# checkout, drives both. Each run prints the worker process's CPU time
+# (user + system), its minor page faults and its peak resident memory,
+# read from /proc (Linux only), then the summary lines of the load. On the
+# shared 2-core machines absolute figures drift from hour to hour; two
+# builds are compared by runs that alternate in one sitting
+# (BENCHMARKS.md).
+#
+# usage: scripts/load-compare.sh [-n PAIRS] [-A "worker flags"] [-B "worker flags"]
+#            [-o DIR] REV_A REV_B [convctl load flags...]
+#
+#   REV_A, REV_B  git revisions; "." is this checkout as it is, uncommitted
+#                 changes included
+#   -n PAIRS      runs of each (default 3)
+#   -A, -B        extra worker flags for A or B, e.g. -B "--gc-percent 200"
+#   -o DIR        where each run's full output goes (default: a new
+#                 temporary directory, kept)
+#   load flags    default: --quiet --warmup --rounds 3 (what `make load
+#                 LOAD_ARGS="--quiet --warmup --rounds 3"` runs)
+#
+# Example: scripts/load-compare.sh HEAD~1 . ; scripts/load-compare.sh -n 5 -B "--gc-percent 200" . .
+set -euo pipefail
+
+pairs=3 flags_a="" flags_b="" out=""
+while getopts "n:A:B:o:h" opt; do
+	case $opt in
+	n) pairs=$OPTARG ;;
+	A) flags_a=$OPTARG ;;
+	B) flags_b=$OPTARG ;;
+	o) out=$OPTARG ;;
+	*) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+if [ $# -lt 2 ]; then
+	echo "usage: $0 [-n PAIRS] [-A flags] [-B flags] [-o DIR] REV_A REV_B [convctl load flags...]" >&2
+	exit 2
+fi
+rev_a=$1 rev_b=$2
+shift 2
+load_args=("$@")
+[ ${#load_args[@]} -gt 0 ] || load_args=(--quiet --warmup --rounds 3)
+[ -r /proc/self/stat ] || { echo "load-compare reads /proc: Linux only" >&2; exit 2; }
+
+root=$(git rev-parse --show-toplevel)
+go=${GO:-go}
+port=${LOAD_PORT:-14222}
+http=${LOAD_HTTP:-18222}
+tmp=$(mktemp -d)
+out=${out:-$(mktemp -d -t load-compare.XXXX)}
+mkdir -p "$out"
+pid=""
+cleanup() {
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
+	for wt in "$tmp"/src-*; do [ -d "$wt" ] && git -C "$root" worktree remove --force "$wt" 2>/dev/null; done
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# build REV DIR puts the worker of REV into DIR.
+build() {
+	local rev=$1 dir=$2 src
+	mkdir -p "$dir"
+	if [ "$rev" = "." ]; then
+		src=$root
+	else
+		src="$tmp/src-$(basename "$dir")"
+		git -C "$root" worktree add --quiet --detach "$src" "$rev"
+	fi
+	(cd "$src" && "$go" build -o "$dir/worker" ./cmd/worker)
+	echo "$(basename "$dir"): $rev ($(git -C "$src" rev-parse --short HEAD)$([ "$rev" = "." ] && ! git -C "$root" diff --quiet HEAD && echo ", with uncommitted changes"))"
+}
+build "$rev_a" "$tmp/A"
+build "$rev_b" "$tmp/B"
+(cd "$root" && "$go" build -o "$tmp/convctl" ./cmd/convctl)
+echo "load: convctl load ${load_args[*]}; runs in $out"
+
+# run SIDE N runs one load against a fresh worker of SIDE.
+run() {
+	local side=$1 n=$2 flags data stat status line
+	[ "$side" = A ] && flags=$flags_a || flags=$flags_b
+	data="$tmp/data-$side-$n"
+	# shellcheck disable=SC2086 # flags are words
+	"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" --http "127.0.0.1:$http" \
+		--log-level warn $flags >"$out/worker-$side-$n.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
+	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
+	stat=$(cat "/proc/$pid/stat") status=$(cat "/proc/$pid/status")
+	kill -INT "$pid"
+	wait "$pid" 2>/dev/null || true
+	pid=""
+	rm -rf "$data"
+	line=$(echo "$stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "cpu %.2f s (user %.2f, system %.2f), %d page faults", ($14+$15)/hz, $14/hz, $15/hz, $10 }')
+	line="$line, peak $(echo "$status" | awk '/^VmHWM/ { printf "%d MB", $2/1024 }')"
+	echo "== $side run $n: $line"
+	# The medians of a run in rounds, or else the worker's line of a single run.
+	grep -E "by round" "$out/load-$side-$n.txt" | sed 's/^/   /' ||
+		grep -E "^worker " "$out/load-$side-$n.txt" | sed 's/^/   /' ||
+		echo "   (no summary: see $out/load-$side-$n.txt)"
+}
+for n in $(seq "$pairs"); do
+	run A "$n"
+	run B "$n"
+done
