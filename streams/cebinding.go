@@ -211,8 +211,8 @@ func toEvent(m *natsMessage) (*event.Event, error) {
 	if !json.Valid(body) {
 		return nil, errors.New("invalid JSON event format")
 	}
-	// No event.New: the parser sets the context from the specversion it
-	// reads (and fails without one), so a default context would be garbage.
+	// Not event.New: the parser sets the context from the specversion it
+	// reads (and fails without one), so the one New makes is thrown away.
 	var ev event.Event
 	if err := ev.UnmarshalJSON(bytes.TrimRight(body, " \t\r\n")); err != nil {
 		return nil, err
