@@ -222,7 +222,9 @@ func NewMessageJSON(data []byte) (*Message, error) {
 // whose JSON is that text, or an error. The bytes are copied.
 func NewMessageCanonical(data []byte) (*Message, error) {
 	raw := string(data)
-	fields, err := decodeObject(raw, 0)
+	// Only what the parser reads is decoded: the rest, the content above
+	// all, stays in raw for whoever reads it.
+	fields, n, err := decodeIndexed(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalidMessage, err)
 	}
@@ -230,7 +232,9 @@ func NewMessageCanonical(data []byte) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	return stored(raw, id, fields), nil
+	m := stored(raw, id, fields)
+	m.nfields = uint16(min(n, math.MaxUint16))
+	return m, nil
 }
 
 // DecodeFields decodes the JSON text of an object into the values
@@ -278,6 +282,8 @@ func MustMessage(fields map[string]any) *Message {
 }
 
 // index decodes the fields the parser reads from f, the message's object.
+//
+// A field read here must be in indexedField too.
 func (m *Message) index(f map[string]any) {
 	var x msgExtra
 	var r msgRare

@@ -50,6 +50,63 @@ func decodeObject(s string, n int) (map[string]any, error) {
 	return obj, nil
 }
 
+// decodeIndexed decodes the JSON object s as decodeObject does, but only
+// the fields Message.index reads (indexedField); the others, the content
+// among them, are skipped. n is the number of all the fields.
+func decodeIndexed(s string) (fields map[string]any, n int, err error) {
+	d := jsonDecoder{s: s}
+	d.space()
+	if !d.consume('{') {
+		return nil, 0, errBadJSON
+	}
+	fields = make(map[string]any, 8)
+	d.space()
+	if !d.consume('}') {
+		for {
+			k, ok := d.key()
+			if !ok {
+				return nil, 0, errBadJSON
+			}
+			n++
+			if indexedField(k) {
+				fields[k] = d.value()
+			} else {
+				d.skip()
+			}
+			d.space()
+			if d.bad {
+				return nil, 0, errBadJSON
+			}
+			if d.consume('}') {
+				break
+			}
+			if !d.consume(',') {
+				return nil, 0, errBadJSON
+			}
+		}
+	}
+	d.space()
+	if d.i != len(d.s) {
+		return nil, 0, errBadJSON
+	}
+	return fields, n, nil
+}
+
+// indexedField reports whether Message.index, or what it calls, reads the
+// top-level field k. A field read there and missing here would be indexed
+// as absent from messages read back from a checkpoint
+// (TestNewMessageCanonicalReadsBackJSON compares them with NewMessage's).
+func indexedField(k string) bool {
+	switch k {
+	case "id", "role", "parentId", "threadId", "groupId", "agentId", "tool_call_id", "tools",
+		"createdAt", "updatedAt", "metadata", "usage",
+		// lastCompressedID, for compressed groups
+		"lastMessageId", "compressedMessages", "children":
+		return true
+	}
+	return false
+}
+
 // lookupField decodes field name of the JSON object s, without decoding the
 // others.
 func lookupField(s, name string) (any, bool) {

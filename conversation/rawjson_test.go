@@ -210,3 +210,37 @@ func TestPickFields(t *testing.T) {
 		pickFields(s, []string{"a"}) // must not panic
 	}
 }
+
+// TestDecodeIndexed: decodeIndexed gives the fields the parser reads as
+// decodeObject does, skips the others whatever they hold, and counts them
+// all.
+func TestDecodeIndexed(t *testing.T) {
+	for _, s := range []string{
+		`{}`,
+		`{"id":"a"}`,
+		`{"content":"say \"}\" and {[","id":"a","role":"user"}`,
+		`{"content":[{"text":"x]}"},[1,[2]],null],"createdAt":1.5e3,"id":"a","parentId":null}`,
+		`{"a":true,"b":false,"c":null,"d":-12.5e-3,"id":"a","metadata":{"compare":true},"tools":[{"id":"t"}],"z":{}}`,
+		`{"compressedMessages":[{"lastMessageId":"m"}],"id":"g","role":"compressedGroup","usage":{"totalTokens":3}}`,
+		` { "content" : "x" , "id" : "a" } `,
+	} {
+		want, err := decodeObject(s, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		for k := range want {
+			if !indexedField(k) {
+				delete(want, k)
+			}
+		}
+		got, n, err := decodeIndexed(s)
+		if err != nil || !reflect.DeepEqual(got, want) || n != fieldCount(s) {
+			t.Errorf("%s: decoded %#v, %d fields, %v; want %#v, %d fields", s, got, n, err, want, fieldCount(s))
+		}
+	}
+	for _, bad := range []string{``, `[]`, `{"id":"a"`, `{"id":"a",}`, `{"id" "a"}`, `{"content":"x}`, `{"id":"a"} x`, `{"content":[1,2}`} {
+		if _, _, err := decodeIndexed(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
