@@ -80,6 +80,10 @@ func (n Node) MarshalJSON() ([]byte, error) {
 	return n.appendJSON(make([]byte, 0, 64))
 }
 
+// AppendJSON appends what MarshalJSON writes to b, as the strconv Append
+// functions do: a snapshot of many nodes is written into one buffer.
+func (n *Node) AppendJSON(b []byte) ([]byte, error) { return n.appendJSON(b) }
+
 func (n *Node) appendJSON(b []byte) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)

@@ -46,15 +46,14 @@ func encodeSnapshotOf(dst []byte, id string, version, seq uint64, flat [][]byte,
 		b = append(b, raw...)
 	}
 	b = append(b, `],"contextTree":[`...)
-	for i, n := range tree {
+	for i := range tree {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		raw, err := n.MarshalJSON()
-		if err != nil {
+		var err error
+		if b, err = tree[i].AppendJSON(b); err != nil {
 			return nil, err
 		}
-		b = append(b, raw...)
 	}
 	return append(b, "]}"...), nil
 }

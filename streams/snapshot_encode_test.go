@@ -46,3 +46,38 @@ func TestEncodeSnapshotMatchesMarshal(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEncodeSnapshot measures what a snapshot store spends encoding,
+// with the flat list's JSON at hand as the worker keeps it.
+func BenchmarkEncodeSnapshot(b *testing.B) {
+	for _, name := range []string{"conversation-1716", "deep-26085", "flat-10000"} {
+		b.Run(name, func(b *testing.B) {
+			var msgs []*conversation.Message
+			for _, raw := range benchMessages(b, name) {
+				m, err := conversation.NewMessageJSON(raw)
+				if err != nil {
+					b.Fatal(err)
+				}
+				msgs = append(msgs, m)
+			}
+			res, err := conversation.Parse(msgs, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			flat := make([][]byte, len(res.FlatList))
+			for i, m := range res.FlatList {
+				if flat[i], err = messageJSON(m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var buf []byte
+			b.ReportAllocs()
+			for b.Loop() {
+				if buf, err = encodeSnapshotOf(buf[:0], "c-1", 7, 42, flat, res.ContextTree); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(res.ContextTree)), "tree-nodes")
+		})
+	}
+}
