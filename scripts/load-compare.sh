@@ -90,7 +90,12 @@ run() {
 	pid=$!
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
 	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
-	stat=$(cat "/proc/$pid/stat") status=$(cat "/proc/$pid/status")
+	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
+		echo "== $side run $n: the worker exited early; its log:" >&2
+		tail -20 "$out/worker-$side-$n.log" >&2
+		pid=""
+		exit 1
+	fi
 	kill -INT "$pid"
 	wait "$pid" 2>/dev/null || true
 	pid=""
