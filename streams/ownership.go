@@ -81,7 +81,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	for p := range n {
 		var c jetstream.Consumer
 		err := w.untilAvailable(ctx, "partition consumer", func() (err error) {
-			c, err = w.stream.CreateOrUpdateConsumer(ctx, w.partitionConsumerConfig(p))
+			c, err = w.createConsumer(ctx, w.stream, w.partitionConsumerConfig(p))
 			return err
 		})
 		if err != nil {

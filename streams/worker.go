@@ -120,7 +120,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	var cons jetstream.Consumer
 	err = w.untilAvailable(ctx, "consumer", func() (err error) {
-		cons, err = stream.CreateOrUpdateConsumer(ctx, w.consumerConfig())
+		cons, err = w.createConsumer(ctx, stream, w.consumerConfig())
 		return err
 	})
 	if err != nil {
