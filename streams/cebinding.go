@@ -65,6 +65,11 @@ var (
 )
 
 func newNATSMessage(h nats.Header, body []byte) *natsMessage {
+	if vs := h[headerContentType]; len(vs) > 0 && vs[0] == ContentTypeCloudEvents {
+		// What EncodeEvent writes in structured mode: only the payload is
+		// read (toEvent), so the headers need no copy.
+		return &natsMessage{body: body, format: format.JSON}
+	}
 	m := &natsMessage{header: make(map[string]string, len(h)), body: body}
 	for k, vs := range h {
 		if len(vs) == 0 {
