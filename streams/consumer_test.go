@@ -2,43 +2,66 @@ package streams
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
 
 // TestConsumerTakesAJetStreamLimit: a stream whose consumer limits cap
 // MaxAckPending below what the worker asks for gets a worker that starts
-// with the limit and applies events, rather than one that does not start.
+// with the limit and applies events, rather than one that does not start,
+// on one shared consumer and on a partition's each.
 func TestConsumerTakesAJetStreamLimit(t *testing.T) {
-	ctx := context.Background()
-	nc := connect(t, startServer(t, t.TempDir()))
-	w := provisionedWorker(t, nc)
-	const limit = 20000
-	cfg := w.stream.CachedInfo().Config
-	cfg.ConsumerLimits.MaxAckPending = limit
-	if _, err := w.js.UpdateStream(ctx, cfg); err != nil {
-		t.Fatal(err)
-	}
-	if limit >= w.consumerConfig().MaxAckPending {
-		t.Fatalf("the worker asks for %d, not over the limit", w.consumerConfig().MaxAckPending)
-	}
+	for _, partitions := range []int{0, 2} {
+		t.Run(fmt.Sprintf("partitions=%d", partitions), func(t *testing.T) {
+			ctx := context.Background()
+			nc := connect(t, startServer(t, t.TempDir()))
+			opts := []Option{WithStorage(Storage{Partitions: partitions})}
+			w, err := NewWorker(nc, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream, _, err := Provision(ctx, w.js, w.cfg.subjects, w.cfg.storage, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const limit = 20000
+			cfg := stream.CachedInfo().Config
+			cfg.ConsumerLimits.MaxAckPending = limit
+			if _, err := w.js.UpdateStream(ctx, cfg); err != nil {
+				t.Fatal(err)
+			}
+			if limit >= w.consumerConfig().MaxAckPending {
+				t.Fatalf("the worker asks for %d, not over the limit", w.consumerConfig().MaxAckPending)
+			}
 
-	r := startWorker(t, nc)
-	cons, err := r.w.stream.Consumer(ctx, r.w.cfg.consumer)
-	if err != nil {
-		t.Fatal(err)
+			r := startWorker(t, nc, opts...)
+			names := []string{r.w.cfg.consumer}
+			if partitions > 0 {
+				names = nil
+				for p := range partitions {
+					names = append(names, r.w.partitionConsumer(p))
+				}
+			}
+			for _, name := range names {
+				cons, err := r.w.stream.Consumer(ctx, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := cons.CachedInfo().Config.MaxAckPending; got != limit {
+					t.Errorf("consumer %s: MaxAckPending %d, want the stream's limit %d", name, got, limit)
+				}
+			}
+			c := newClient(t, nc)
+			if _, err := c.Send(ctx, "limited", TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 20*time.Second, "the event applied", func() bool {
+				s, err := c.Snapshot(ctx, "limited")
+				return err == nil && len(s.FlatList) > 0
+			})
+		})
 	}
-	if got := cons.CachedInfo().Config.MaxAckPending; got != limit {
-		t.Errorf("consumer MaxAckPending %d, want the stream's limit %d", got, limit)
-	}
-	c := newClient(t, nc)
-	if _, err := c.Send(ctx, "limited", TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, "the event applied", func() bool {
-		s, err := c.Snapshot(ctx, "limited")
-		return err == nil && len(s.FlatList) > 0
-	})
 }
 
 // TestMaxAckPendingLimitReadsTheServersError: only the error naming the
