@@ -191,13 +191,14 @@ func NewMessage(fields map[string]any) (*Message, error) {
 		}
 		id, _ = fields["id"].(string)
 	}
-	return stored(raw, id, fields), nil
+	return stored(raw, id, fields, len(fields)), nil
 }
 
-// stored makes the Message that keeps raw, whose decoded object is fields
-// and whose id is id.
-func stored(raw, id string, fields map[string]any) *Message {
-	m := &Message{raw: raw, id: id, nfields: uint16(min(len(fields), math.MaxUint16))}
+// stored makes the Message that keeps raw, an object of nfields fields
+// whose decoded form (all of it, or what the parser reads) is fields and
+// whose id is id.
+func stored(raw, id string, fields map[string]any, nfields int) *Message {
+	m := &Message{raw: raw, id: id, nfields: uint16(min(nfields, math.MaxUint16))}
 	m.index(fields)
 	m.share()
 	return m
@@ -232,9 +233,7 @@ func NewMessageCanonical(data []byte) (*Message, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := stored(raw, id, fields)
-	m.nfields = uint16(min(n, math.MaxUint16))
-	return m, nil
+	return stored(raw, id, fields, n), nil
 }
 
 // DecodeFields decodes the JSON text of an object into the values

@@ -37,59 +37,32 @@ type jsonDecoder struct {
 // decodeObject decodes s, which must hold one JSON object of about n
 // fields.
 func decodeObject(s string, n int) (map[string]any, error) {
-	d := jsonDecoder{s: s}
-	d.space()
-	if d.peek() != '{' {
-		return nil, errBadJSON
-	}
-	obj := d.object(n)
-	d.space()
-	if d.bad || d.i != len(d.s) {
-		return nil, errBadJSON
-	}
-	return obj, nil
+	obj, _, err := decodeObjectOf(s, n, nil)
+	return obj, err
 }
 
 // decodeIndexed decodes the JSON object s as decodeObject does, but only
 // the fields Message.index reads (indexedField); the others, the content
 // among them, are skipped. n is the number of all the fields.
 func decodeIndexed(s string) (fields map[string]any, n int, err error) {
+	return decodeObjectOf(s, 8, indexedField)
+}
+
+// decodeObjectOf decodes s, which must hold one JSON object of about n
+// fields, keeping the fields keep reports (every one when keep is nil),
+// and counts them all.
+func decodeObjectOf(s string, n int, keep func(string) bool) (map[string]any, int, error) {
 	d := jsonDecoder{s: s}
 	d.space()
-	if !d.consume('{') {
+	if d.peek() != '{' {
 		return nil, 0, errBadJSON
 	}
-	fields = make(map[string]any, 8)
+	obj, count := d.members(n, keep)
 	d.space()
-	if !d.consume('}') {
-		for {
-			k, ok := d.key()
-			if !ok {
-				return nil, 0, errBadJSON
-			}
-			n++
-			if indexedField(k) {
-				fields[k] = d.value()
-			} else {
-				d.skip()
-			}
-			d.space()
-			if d.bad {
-				return nil, 0, errBadJSON
-			}
-			if d.consume('}') {
-				break
-			}
-			if !d.consume(',') {
-				return nil, 0, errBadJSON
-			}
-		}
-	}
-	d.space()
-	if d.i != len(d.s) {
+	if d.bad || d.i != len(d.s) {
 		return nil, 0, errBadJSON
 	}
-	return fields, n, nil
+	return obj, count, nil
 }
 
 // indexedField reports whether Message.index, or what it calls, reads the
@@ -258,28 +231,42 @@ func (d *jsonDecoder) key() (string, bool) {
 
 // object reads an object of about n fields.
 func (d *jsonDecoder) object(n int) map[string]any {
+	obj, _ := d.members(n, nil)
+	return obj
+}
+
+// members reads an object of about n fields as object does, keeping only
+// the fields keep reports (every one when keep is nil: the others are
+// skipped), and returns how many fields it read.
+func (d *jsonDecoder) members(n int, keep func(string) bool) (map[string]any, int) {
 	d.i++ // '{'
 	d.space()
 	obj := make(map[string]any, n)
 	if d.consume('}') {
-		return obj
+		return obj, 0
 	}
+	count := 0
 	for !d.bad {
 		k, ok := d.key()
 		if !ok {
 			d.bad = true
-			return obj
+			return obj, count
 		}
-		obj[k] = d.value()
+		count++
+		if keep == nil || keep(k) {
+			obj[k] = d.value()
+		} else {
+			d.skip()
+		}
 		d.space()
 		if d.consume('}') {
-			return obj
+			return obj, count
 		}
 		if !d.consume(',') {
 			d.bad = true
 		}
 	}
-	return obj
+	return obj, count
 }
 
 func (d *jsonDecoder) array() []any {
