@@ -97,9 +97,6 @@ func newNATSMessage(h nats.Header, body []byte) *natsMessage {
 }
 
 func isCloudEventsMedia(ct string) bool {
-	if ct == ContentTypeCloudEvents {
-		return true // what EncodeEvent writes: no parameters to parse
-	}
 	mt, _, err := mime.ParseMediaType(ct)
 	return err == nil && strings.HasPrefix(mt, "application/cloudevents")
 }
