@@ -45,6 +45,8 @@ type Conversation struct {
 	journalSteps int
 	// processed is the walk's set of shown messages, kept for reuse.
 	processed *markSet
+	// arena holds the appended messages (see arena).
+	arena arena
 	// bytes is the sum of the messages' footprints (see Bytes).
 	bytes int
 }
@@ -105,6 +107,7 @@ func (c *Conversation) Append(m *Message) error {
 		}
 	}
 	simple := c.refs[m.idHash] == 0 // nothing waits for m as its parent
+	m = c.arena.adopt(m)
 	c.msgs.compact()
 	c.ref(m, 1)
 	c.msgs.add(m)

@@ -380,43 +380,63 @@ func (m *Message) indexMetadata(f, md map[string]any, r *msgRare) {
 // memory, so that they cost nothing beyond it and keep no other memory
 // alive (an update's fields come from the old message's JSON). A string
 // whose JSON form differs (it has escapes) keeps its own copy.
-func (m *Message) share() {
-	m.id = m.sub(m.id)
-	m.role = m.sub(m.role)
-	m.parentID = m.sub(m.parentID)
+func (m *Message) share() { m.eachString(m.sub) }
+
+// eachString replaces each decoded string the message keeps with f of it.
+func (m *Message) eachString(f func(string) string) {
+	m.id = f(m.id)
+	m.role = f(m.role)
+	m.parentID = f(m.parentID)
 	x := m.x
 	if x == nil {
 		return
 	}
-	x.agentID.s = m.sub(x.agentID.s)
-	x.toolCallID.s = m.sub(x.toolCallID.s)
+	x.agentID.s = f(x.agentID.s)
+	x.toolCallID.s = f(x.toolCallID.s)
 	for i := range x.tools {
-		x.tools[i].id.s = m.sub(x.tools[i].id.s)
-		x.tools[i].resultMsgID = m.sub(x.tools[i].resultMsgID)
+		x.tools[i].id.s = f(x.tools[i].id.s)
+		x.tools[i].resultMsgID = f(x.tools[i].resultMsgID)
 	}
 	if r := x.rare; r != nil {
-		r.groupID = m.sub(r.groupID)
-		r.lastCompressed = m.sub(r.lastCompressed)
-		r.subAgentID = m.subAny(r.subAgentID)
+		r.groupID = f(r.groupID)
+		r.lastCompressed = f(r.lastCompressed)
+		r.subAgentID = mapAny(r.subAgentID, f)
 		if r.signal != nil {
 			// A copy: the signal may be shared with the message this one
 			// was made from.
 			sig := *r.signal
-			sig.kind = m.sub(sig.kind)
-			sig.sourceToolCall = m.subAny(sig.sourceToolCall)
-			sig.sourceToolName = m.subAny(sig.sourceToolName)
-			sig.sequenceRaw = m.subAny(sig.sequenceRaw)
+			sig.kind = f(sig.kind)
+			sig.sourceToolCall = mapAny(sig.sourceToolCall, f)
+			sig.sourceToolName = mapAny(sig.sourceToolName, f)
+			sig.sequenceRaw = mapAny(sig.sequenceRaw, f)
 			r.signal = &sig
 		}
 	}
 }
 
-// subAny is sub for a decoded value that may be a string.
-func (m *Message) subAny(v any) any {
+// mapAny is f for a decoded value that may be a string.
+func mapAny(v any, f func(string) string) any {
 	if s, ok := v.(string); ok {
-		return m.sub(s)
+		return f(s)
 	}
 	return v
+}
+
+// rebase moves the message onto raw, a copy of its JSON elsewhere in
+// memory: the strings that pointed into the old copy point at the same
+// bytes of the new one. The extras are the message's own (see
+// arena.adopt).
+func (m *Message) rebase(raw string) {
+	old := m.raw
+	base := uintptr(unsafe.Pointer(unsafe.StringData(old)))
+	m.raw = raw
+	m.eachString(func(s string) string {
+		if s == "" || !within(old, s) {
+			return s
+		}
+		off := int(uintptr(unsafe.Pointer(unsafe.StringData(s))) - base)
+		return raw[off : off+len(s)]
+	})
 }
 
 // sub returns s as a substring of m.raw when raw holds its bytes.

@@ -1,0 +1,84 @@
+package conversation
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAdoptCopiesTheMessage: every message of the conformance inputs,
+// adopted by an arena, reads the same as before, keeps its strings in the
+// arena's copy of its JSON, and leaves the message it was copied from as it
+// was (its strings still in its own JSON).
+func TestAdoptCopiesTheMessage(t *testing.T) {
+	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conformance files: %v", err)
+	}
+	n, extras := 0, 0
+	for _, file := range files {
+		for _, c := range readCases(t, file) {
+			msgs, _, err := DecodeInputBytes(c.Input)
+			if err != nil {
+				continue // the cases of malformed input
+			}
+			var a arena
+			for _, m := range msgs {
+				raw, err := m.JSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				orig, err := NewMessageCanonical(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p := a.adopt(orig)
+				if !sameMessage(p, m) {
+					t.Fatalf("%s: %s adopted as\n%#v, want\n%#v", c.Name, raw, p, m)
+				}
+				checkShared(t, p)
+				if len(raw) <= ownChunk && within(orig.raw, p.raw) {
+					t.Fatalf("%s: %s: the adopted message keeps the original's JSON", c.Name, raw)
+				}
+				if !sameMessage(orig, m) {
+					t.Fatalf("%s: %s: adopting changed the original", c.Name, raw)
+				}
+				checkShared(t, orig)
+				if orig.x != nil {
+					extras++
+				}
+				n++
+			}
+		}
+	}
+	t.Logf("%d messages, %d with extras", n, extras)
+}
+
+// TestAdoptKeepsLargeMessagesApart: a message whose JSON is over ownChunk
+// keeps its own allocation, and the chunks go on after it.
+func TestAdoptKeepsLargeMessagesApart(t *testing.T) {
+	var a arena
+	small := mustMessage(t, `{"id":"a","role":"user"}`)
+	large := mustMessage(t, `{"id":"b","role":"user","parentId":"a","content":"`+strings.Repeat("x", ownChunk)+`"}`)
+	ps := []*Message{a.adopt(small), a.adopt(large), a.adopt(mustMessage(t, `{"id":"c","role":"user","parentId":"b"}`))}
+	if !within(large.raw, ps[1].raw) {
+		t.Error("a large message was copied into a chunk")
+	}
+	if !within(a.text.String(), ps[0].raw) || !within(a.text.String(), ps[2].raw) {
+		t.Error("small messages around a large one are not in the current chunk")
+	}
+	for i, id := range []string{"a", "b", "c"} {
+		if ps[i].ID() != id {
+			t.Errorf("message %d: id %q, want %q", i, ps[i].ID(), id)
+		}
+	}
+}
+
+func mustMessage(t *testing.T, src string) *Message {
+	t.Helper()
+	m, err := NewMessageJSON([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
