@@ -17,8 +17,12 @@ import (
 // marks in less than half the CPU time (BENCHMARKS.md).
 //
 // What a deleted or replaced message leaves in the arena stays until the
-// conversation goes. Replacements are not adopted, so that is at most one
-// copy of each appended message.
+// conversation goes. An update's replacement is adopted too (a chat
+// appends an empty reply and then fills it in) while the copies it leaves
+// behind come to at most half the JSON the arena holds; past that,
+// replacements keep their own allocation, so that a message updated again
+// and again (content streamed into it) does not fill the arena with its
+// old versions.
 type arena struct {
 	slab   []Message  // the current slab; its length is what is handed out
 	extras []msgExtra // the same, for the messages' extras
@@ -28,6 +32,9 @@ type arena struct {
 	text  *strings.Builder
 	n     int // messages adopted
 	bytes int // JSON bytes adopted
+	// dead is the JSON of the messages replaced while the arena took their
+	// replacements: the copies it holds for nothing, at most bytes/2.
+	dead int
 }
 
 // The bounds of slab and chunk sizes. A new slab or chunk holds an eighth
@@ -68,6 +75,16 @@ func (a *arena) adopt(m *Message) *Message {
 	a.bytes += len(m.raw)
 	p.rebase(a.text.String()[start:])
 	return p
+}
+
+// adoptReplacement is adopt for m, which replaces old, while the copies
+// replacements leave behind stay within bounds; otherwise it returns m.
+func (a *arena) adoptReplacement(m, old *Message) *Message {
+	if 2*(a.dead+len(old.raw)) > a.bytes {
+		return m
+	}
+	a.dead += len(old.raw)
+	return a.adopt(m)
 }
 
 // extra returns a copy of x in the arena, with its own tools and rare

@@ -82,3 +82,61 @@ func mustMessage(t *testing.T, src string) *Message {
 	}
 	return m
 }
+
+// TestUpdateAdoptsWithinBounds: an update's replacement joins the arena
+// while the old versions left there come to at most half of what it
+// holds, and Bytes counts them.
+func TestUpdateAdoptsWithinBounds(t *testing.T) {
+	conv := NewConversation()
+	for _, src := range []string{
+		`{"id":"u","role":"user","content":"` + strings.Repeat("q", 600) + `"}`,
+		`{"id":"a","role":"assistant","parentId":"u","content":""}`,
+	} {
+		if err := conv.Append(mustMessage(t, src)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inArena := func() bool {
+		m, _ := conv.Get("a")
+		return within(conv.arena.text.String(), m.raw)
+	}
+	before := conv.Bytes()
+	old, _ := conv.Get("a")
+	if err := conv.Update("a", map[string]any{"content": "a reply"}); err != nil {
+		t.Fatal(err)
+	}
+	if !inArena() {
+		t.Fatal("the first update's replacement is not in the arena")
+	}
+	if m, _ := conv.Get("a"); content(m) != "a reply" {
+		t.Fatalf("content %q", content(m))
+	}
+	if got, want := conv.Bytes(), before+len(`"a reply"`)-len(`""`)+len(old.raw); got != want {
+		t.Errorf("Bytes = %d, want %d (the old version counted)", got, want)
+	}
+	adopted := 1
+	for i := 1; i <= 40; i++ {
+		if err := conv.Update("a", map[string]any{"content": strings.Repeat("r", 40*i)}); err != nil {
+			t.Fatal(err)
+		}
+		if inArena() {
+			adopted++
+		}
+		if 2*conv.arena.dead > conv.arena.bytes {
+			t.Fatalf("update %d: %d dead bytes in an arena of %d", i, conv.arena.dead, conv.arena.bytes)
+		}
+	}
+	if adopted == 41 {
+		t.Error("every replacement was adopted: the old versions are not bounded")
+	}
+	if m, _ := conv.Get("a"); content(m) != strings.Repeat("r", 1600) {
+		t.Errorf("content of %d bytes after the updates", len(content(m)))
+	}
+	t.Logf("%d of 41 replacements adopted, %d dead bytes of %d", adopted, conv.arena.dead, conv.arena.bytes)
+}
+
+func content(m *Message) string {
+	v, _ := m.Get("content")
+	s, _ := v.(string)
+	return s
+}

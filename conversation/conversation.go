@@ -65,8 +65,9 @@ func NewConversation(opts ...Option) *Conversation {
 // messages plus a fixed allowance per message for the message itself, its
 // entries in the table, the index and the walk state it keeps
 // (TestCachedMessageMemory measures the whole at 1.3x to 2.8x the JSON of
-// the benchmark conversations). Groups are not counted.
-func (c *Conversation) Bytes() int { return c.bytes }
+// the benchmark conversations), plus the old versions of updated messages
+// that its arena still holds. Groups are not counted.
+func (c *Conversation) Bytes() int { return c.bytes + c.arena.dead }
 
 // Len returns the number of messages.
 func (c *Conversation) Len() int { return c.msgs.len() }
@@ -199,6 +200,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 			return err
 		}
 	}
+	m = c.arena.adoptReplacement(m, old)
 	c.ref(old, -1)
 	c.ref(m, 1)
 	c.msgs.replace(m)
