@@ -25,7 +25,6 @@ func BenchmarkMarkLiveConversations(b *testing.B) {
 	for i := range convs {
 		convs[i] = NewConversation()
 	}
-	var dropped *Message
 	for k := range length {
 		for i, conv := range convs {
 			f := map[string]any{"id": fmt.Sprintf("c%d-m%d", i, k), "role": []string{"user", "assistant"}[k%2], "content": content, "createdAt": float64(k)}
@@ -33,11 +32,9 @@ func BenchmarkMarkLiveConversations(b *testing.B) {
 				f["parentId"] = fmt.Sprintf("c%d-m%d", i, k-1)
 			}
 			for range garbage {
-				m, err := NewMessage(f)
-				if err != nil {
+				if _, err := NewMessage(f); err != nil {
 					b.Fatal(err)
 				}
-				dropped = m
 			}
 			m, err := NewMessage(f)
 			if err != nil {
@@ -51,8 +48,6 @@ func BenchmarkMarkLiveConversations(b *testing.B) {
 			}
 		}
 	}
-	dropped = nil
-	_ = dropped
 	samples := []metrics.Sample{
 		{Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"},
 		{Name: "/cpu/classes/gc/mark/idle:cpu-seconds"},
