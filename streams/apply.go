@@ -41,10 +41,7 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 }
 
 // redelivered reports whether JetStream delivered d before.
-func redelivered(d *delivery) bool {
-	meta, err := d.msg.Metadata()
-	return err == nil && meta.NumDelivered > 1
-}
+func redelivered(d *delivery) bool { return d.delivered > 1 }
 
 // applyEvent changes conv as an event of type typ with data says. data has
 // been validated: it is an object with a string id.

@@ -16,6 +16,7 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 	if meta, err := m.Metadata(); err == nil {
 		d.seq = meta.Sequence.Stream
 		d.stored = meta.Timestamp
+		d.delivered = meta.NumDelivered
 	}
 	w.decodeInto(d, m.Headers(), m.Data())
 	return d

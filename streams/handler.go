@@ -33,13 +33,16 @@ func (o outcome) String() string {
 // delivery is one JetStream message on its way through the stages. decode
 // fills the first block; the stages fill the rest.
 type delivery struct {
-	msg      jetstream.Msg
-	lane     *lane
-	subject  string
-	seq      uint64    // events-stream sequence
-	stored   time.Time // when JetStream stored the event
-	received time.Time
-	size     int
+	msg     jetstream.Msg
+	lane    *lane
+	subject string
+	seq     uint64    // events-stream sequence
+	stored  time.Time // when JetStream stored the event
+	// delivered is how many times JetStream has delivered the event, this
+	// time included (0 for an event read from the stream by sequence).
+	delivered uint64
+	received  time.Time
+	size      int
 
 	conversationID string       // from the subject; "" when unusable
 	event          *event.Event // nil when the message is not a CloudEvent

@@ -270,10 +270,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 		if d.conversationID != "" && d.state != nil {
 			d.lane.cache.drop(d.conversationID)
 		}
-		delivered := uint64(1)
-		if meta, mErr := d.msg.Metadata(); mErr == nil {
-			delivered = meta.NumDelivered
-		}
+		delivered := max(d.delivered, 1)
 		delay := backoff(delivered)
 		w.cfg.logger.WarnContext(ctx, "event failed; will be redelivered", "subject", d.subject, "seq", d.seq,
 			"delivered", delivered, "retry_in", delay, "err", err)
