@@ -33,7 +33,9 @@ type arena struct {
 	n     int // messages adopted
 	bytes int // JSON bytes adopted
 	// dead is the JSON of the messages replaced while the arena took their
-	// replacements: the copies it holds for nothing, at most bytes/2.
+	// replacements: the copies it holds for nothing, at most bytes/2. It
+	// counts each replaced message as if it were in the arena, which one
+	// that kept its own allocation is not: an upper bound.
 	dead int
 }
 
