@@ -32,10 +32,11 @@ type arena struct {
 	text  *strings.Builder
 	n     int // messages adopted
 	bytes int // JSON bytes adopted
-	// dead is the JSON of the messages replaced while the arena took their
-	// replacements: the copies it holds for nothing, at most bytes/2. It
-	// counts each replaced message as if it were in the arena, which one
-	// that kept its own allocation is not: an upper bound.
+	// dead is the JSON of the messages deleted, or replaced while the
+	// arena took their replacements: the copies it holds for nothing. It
+	// counts each as if it were in the arena, which one that kept its own
+	// allocation is not: an upper bound. Replacements stop being adopted
+	// when it would pass bytes/2.
 	dead int
 }
 

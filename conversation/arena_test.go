@@ -85,7 +85,7 @@ func mustMessage(t *testing.T, src string) *Message {
 
 // TestUpdateAdoptsWithinBounds: an update's replacement joins the arena
 // while the old versions left there come to at most half of what it
-// holds, and Bytes counts them.
+// holds, and Bytes counts them, and the JSON of deleted messages.
 func TestUpdateAdoptsWithinBounds(t *testing.T) {
 	conv := NewConversation()
 	for _, src := range []string{
@@ -133,6 +133,15 @@ func TestUpdateAdoptsWithinBounds(t *testing.T) {
 		t.Errorf("content of %d bytes after the updates", len(content(m)))
 	}
 	t.Logf("%d of 41 replacements adopted, %d dead bytes of %d", adopted, conv.arena.dead, conv.arena.bytes)
+
+	// A deleted message's JSON stays counted: the arena may hold it.
+	before = conv.Bytes()
+	if err := conv.Delete("u"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := conv.Bytes(), before-messageOverhead; got != want {
+		t.Errorf("Bytes after a delete = %d, want %d", got, want)
+	}
 }
 
 func content(m *Message) string {

@@ -252,6 +252,7 @@ func (c *Conversation) Delete(id string) error {
 	c.invalidate()
 	c.msgs.remove(m.id, m.idHash)
 	c.bytes -= m.footprint()
+	c.arena.dead += len(m.raw) // its JSON stays in the arena
 	return nil
 }
 
