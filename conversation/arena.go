@@ -3,6 +3,7 @@ package conversation
 import (
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // arena keeps the memory of a conversation's appended messages together:
@@ -88,6 +89,18 @@ func (a *arena) adoptReplacement(m, old *Message) *Message {
 	}
 	a.dead += len(old.raw)
 	return a.adopt(m)
+}
+
+// slack is the memory of the current slab, extras slab and chunk that is
+// not handed out yet: up to an eighth of what the arena holds, or the
+// least sizes, which for a conversation of one message is most of it.
+func (a *arena) slack() int {
+	n := (cap(a.slab)-len(a.slab))*int(unsafe.Sizeof(Message{})) +
+		(cap(a.extras)-len(a.extras))*int(unsafe.Sizeof(msgExtra{}))
+	if a.text != nil {
+		n += a.text.Cap() - a.text.Len()
+	}
+	return n
 }
 
 // extra returns a copy of x in the arena, with its own tools and rare

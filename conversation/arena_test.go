@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestAdoptCopiesTheMessage: every message of the conformance inputs,
@@ -100,7 +101,10 @@ func TestUpdateAdoptsWithinBounds(t *testing.T) {
 		m, _ := conv.Get("a")
 		return within(conv.arena.text.String(), m.raw)
 	}
-	before := conv.Bytes()
+	// counted is Bytes without the arena's unused room, which moves as
+	// replacements are adopted.
+	counted := func() int { return conv.Bytes() - conv.arena.slack() }
+	before := counted()
 	old, _ := conv.Get("a")
 	if err := conv.Update("a", map[string]any{"content": "a reply"}); err != nil {
 		t.Fatal(err)
@@ -111,7 +115,7 @@ func TestUpdateAdoptsWithinBounds(t *testing.T) {
 	if m, _ := conv.Get("a"); content(m) != "a reply" {
 		t.Fatalf("content %q", content(m))
 	}
-	if got, want := conv.Bytes(), before+len(`"a reply"`)-len(`""`)+len(old.raw); got != want {
+	if got, want := counted(), before+len(`"a reply"`)-len(`""`)+len(old.raw); got != want {
 		t.Errorf("Bytes = %d, want %d (the old version counted)", got, want)
 	}
 	adopted := 1
@@ -135,11 +139,11 @@ func TestUpdateAdoptsWithinBounds(t *testing.T) {
 	t.Logf("%d of 41 replacements adopted, %d dead bytes of %d", adopted, conv.arena.dead, conv.arena.bytes)
 
 	// A deleted message's JSON stays counted: the arena may hold it.
-	before = conv.Bytes()
+	before = counted()
 	if err := conv.Delete("u"); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := conv.Bytes(), before-messageOverhead; got != want {
+	if got, want := counted(), before-messageOverhead; got != want {
 		t.Errorf("Bytes after a delete = %d, want %d", got, want)
 	}
 }
@@ -148,4 +152,22 @@ func content(m *Message) string {
 	v, _ := m.Get("content")
 	s, _ := v.(string)
 	return s
+}
+
+// TestBytesCountsTheArenaRoom: a conversation of one message holds a
+// slab and a chunk of the least sizes, and Bytes counts all of them.
+func TestBytesCountsTheArenaRoom(t *testing.T) {
+	conv := NewConversation()
+	m := mustMessage(t, `{"id":"a","role":"user","content":"hi"}`)
+	if err := conv.Append(m); err != nil {
+		t.Fatal(err)
+	}
+	held := len(m.raw) + messageOverhead
+	room := (minSlab-1)*int(unsafe.Sizeof(Message{})) + conv.arena.text.Cap() - len(m.raw)
+	if conv.arena.text.Cap() < minChunk {
+		t.Errorf("first chunk of %d bytes, want %d at least", conv.arena.text.Cap(), minChunk)
+	}
+	if got := conv.Bytes(); got != held+room {
+		t.Errorf("Bytes = %d, want %d (%d for the message, %d of room)", got, held+room, held, room)
+	}
 }

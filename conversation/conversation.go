@@ -65,9 +65,10 @@ func NewConversation(opts ...Option) *Conversation {
 // messages plus a fixed allowance per message for the message itself, its
 // entries in the table, the index and the walk state it keeps
 // (TestCachedMessageMemory measures the whole at 1.3x to 2.8x the JSON of
-// the benchmark conversations), plus the old versions of updated messages
-// that its arena still holds. Groups are not counted.
-func (c *Conversation) Bytes() int { return c.bytes + c.arena.dead }
+// the benchmark conversations), plus what its arena holds beyond that:
+// the old versions of updated and deleted messages, and the room not yet
+// used. Groups are not counted.
+func (c *Conversation) Bytes() int { return c.bytes + c.arena.dead + c.arena.slack() }
 
 // Len returns the number of messages.
 func (c *Conversation) Len() int { return c.msgs.len() }
