@@ -58,7 +58,7 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: newMsgTable(), refs: map[uint64]int32{}, journalSteps: resumeKeep}
+	return &Conversation{opts: o, msgs: newMsgTable(), journalSteps: resumeKeep}
 }
 
 // Bytes approximates the memory the conversation holds: the JSON of its
@@ -236,6 +236,9 @@ func (c *Conversation) ref(m *Message, d int) {
 		return
 	}
 	if n := c.refs[m.parentHash] + int32(d); n > 0 {
+		if c.refs == nil {
+			c.refs = map[uint64]int32{} // made on first use: a lone message needs none
+		}
 		c.refs[m.parentHash] = n
 	} else {
 		delete(c.refs, m.parentHash)

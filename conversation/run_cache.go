@@ -25,7 +25,9 @@ func (r *cachedRun) message() *Message {
 	return r.msg
 }
 
-func newRunCache() *runCache { return &runCache{runs: map[int32]*cachedRun{}} }
+// newRunCache returns an empty cache; its map is made on first use, as a
+// conversation without assistant runs of tools never needs one.
+func newRunCache() *runCache { return &runCache{} }
 
 // get returns the virtual message of the run, building it only when its
 // inputs changed since the last walk.
@@ -35,6 +37,9 @@ func (c *runCache) get(w *flatWalker, chain, tools []int32, blocks []signalBlock
 		return e
 	}
 	e := &cachedRun{inputs: inputs, fields: w.assistantGroupMessage(chain, tools, blocks, completions, nil)}
+	if c.runs == nil {
+		c.runs = map[int32]*cachedRun{}
+	}
 	c.runs[chain[0]] = e
 	return e
 }

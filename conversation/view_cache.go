@@ -17,7 +17,9 @@ type cachedView struct {
 	gen    uint32 // the walk that last read it
 }
 
-func newViewCache() *viewCache { return &viewCache{views: map[*Message]cachedView{}} }
+// newViewCache returns an empty cache; its map is made on first use, as
+// most conversations of plain messages never need one.
+func newViewCache() *viewCache { return &viewCache{} }
 
 // view returns m's object; it must not be changed.
 func (c *viewCache) view(m *Message) map[string]any {
@@ -30,6 +32,9 @@ func (c *viewCache) view(m *Message) map[string]any {
 	}
 	if !ok || e.gen != c.gen {
 		e.gen = c.gen
+		if c.views == nil {
+			c.views = map[*Message]cachedView{}
+		}
 		c.views[m] = e
 	}
 	return e.fields
