@@ -42,8 +42,9 @@ type arena struct {
 }
 
 // The bounds of slab and chunk sizes. A new slab or chunk holds an eighth
-// of what the arena holds already, so that the unused end of the last one
-// costs at most that.
+// of what the arena holds already (a new slab of extras, a sixteenth of
+// its messages), so that the unused end of the last one costs at most
+// that.
 const (
 	minSlab  = 4
 	maxSlab  = 128
