@@ -68,19 +68,38 @@ func (a *arena) adopt(m *Message) *Message {
 	if m.x != nil {
 		p.x = a.extra(m.x)
 	}
-	if len(m.raw) == 0 || len(m.raw) > ownChunk {
+	if len(m.raw) == 0 || len(m.raw) > ownChunk || a.holds(m.raw) {
 		return p
 	}
-	if a.text == nil || a.text.Cap()-a.text.Len() < len(m.raw) {
-		a.text = new(strings.Builder)
-		a.text.Grow(min(max(a.bytes/8, len(m.raw), minChunk), maxChunk))
-	}
-	start := a.text.Len()
-	a.text.WriteString(m.raw)
-	a.bytes += len(m.raw)
-	p.rebase(a.text.String()[start:])
+	p.rebase(a.write(m.raw))
 	return p
 }
+
+// place returns data as a string in the arena, and true, or, for JSON
+// over ownChunk, as a string of its own, and false: AppendCanonical builds
+// its message on it, and adopt then keeps it where it is.
+func (a *arena) place(data []byte) (string, bool) {
+	if len(data) == 0 || len(data) > ownChunk {
+		return string(data), false
+	}
+	return a.write(unsafe.String(unsafe.SliceData(data), len(data))), true
+}
+
+// write copies s to the current chunk, or to a new one when it does not
+// fit, and returns the copy.
+func (a *arena) write(s string) string {
+	if a.text == nil || a.text.Cap()-a.text.Len() < len(s) {
+		a.text = new(strings.Builder)
+		a.text.Grow(min(max(a.bytes/8, len(s), minChunk), maxChunk))
+	}
+	start := a.text.Len()
+	a.text.WriteString(s)
+	a.bytes += len(s)
+	return a.text.String()[start:]
+}
+
+// holds reports whether s lies in the current chunk (placed there).
+func (a *arena) holds(s string) bool { return a.text != nil && within(a.text.String(), s) }
 
 // adoptReplacement is adopt for m, which replaces old, while the copies
 // replacements leave behind stay within bounds; otherwise it returns m.

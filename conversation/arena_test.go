@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -169,5 +170,88 @@ func TestBytesCountsTheArenaRoom(t *testing.T) {
 	}
 	if got := conv.Bytes(); got != held+room {
 		t.Errorf("Bytes = %d, want %d (%d for the message, %d of room)", got, held+room, held, room)
+	}
+}
+
+// TestAppendCanonical: a conversation built with AppendCanonical from the
+// conformance inputs' messages holds the same messages, in its arena, as
+// one built with Append(NewMessageCanonical), keeps none of the caller's
+// bytes, and refuses or skips what Append does.
+func TestAppendCanonical(t *testing.T) {
+	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conformance files: %v", err)
+	}
+	n := 0
+	for _, file := range files {
+		for _, c := range readCases(t, file) {
+			msgs, _, err := DecodeInputBytes(c.Input)
+			if err != nil {
+				continue // the cases of malformed input
+			}
+			want, got := NewConversation(), NewConversation()
+			for _, m := range msgs {
+				raw, err := m.JSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				cm, err := NewMessageCanonical(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				werr := want.Append(cm)
+				buf := append([]byte(nil), raw...)
+				gerr := got.AppendCanonical(buf)
+				if (werr == nil) != (gerr == nil) {
+					t.Fatalf("%s: %s: Append: %v, AppendCanonical: %v", c.Name, raw, werr, gerr)
+				}
+				clear(buf) // the conversation must not have kept it
+				n++
+			}
+			wm, gm := want.Messages(), got.Messages()
+			if len(wm) != len(gm) {
+				t.Fatalf("%s: %d messages, want %d", c.Name, len(gm), len(wm))
+			}
+			for i := range wm {
+				if !sameMessage(gm[i], wm[i]) {
+					t.Fatalf("%s: message %d is\n%#v, want\n%#v", c.Name, i, gm[i], wm[i])
+				}
+				checkShared(t, gm[i])
+			}
+			if want.Bytes()-want.arena.slack() != got.Bytes()-got.arena.slack() {
+				t.Errorf("%s: Bytes without room %d, want %d", c.Name, got.Bytes()-got.arena.slack(), want.Bytes()-want.arena.slack())
+			}
+		}
+	}
+	t.Logf("%d messages", n)
+
+	conv := NewConversation()
+	src := []byte(`{"id":"a","role":"user"}`)
+	for i := range 2 { // the second is a redelivery: a no-op
+		if err := conv.AppendCanonical(src); err != nil {
+			t.Fatalf("append %d: %v", i, err)
+		}
+	}
+	if err := conv.AppendCanonical([]byte(`{"id":"a","role":"assistant"}`)); !errors.Is(err, ErrMessageExists) {
+		t.Errorf("a different message with a present id: err = %v", err)
+	}
+	for _, bad := range []string{``, `[1]`, `{"id":`, `{"id":1}`, `{"role":"user"}`} {
+		if err := conv.AppendCanonical([]byte(bad)); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+	if conv.Len() != 1 {
+		t.Errorf("%d messages, want 1", conv.Len())
+	}
+
+	// JSON over ownChunk keeps an allocation of its own, not the caller's.
+	large := `{"content":"` + strings.Repeat("x", ownChunk) + `","id":"b","parentId":"a","role":"user"}`
+	buf := []byte(large)
+	if err := conv.AppendCanonical(buf); err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	if m, _ := conv.Get("b"); m == nil || m.raw != large {
+		t.Error("a large message does not read back as appended")
 	}
 }

@@ -94,18 +94,45 @@ func (c *Conversation) Append(m *Message) error {
 	if m == nil {
 		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
 	}
-	if old, ok := c.msgs.getHashed(m.id, m.idHash); ok {
-		if sameFields(old, m) {
+	_, err := c.add(m)
+	return err
+}
+
+// AppendCanonical appends the message whose JSON is data, bytes that
+// Message.JSON returned, as Append(NewMessageCanonical(data)) does, but
+// copies data once, straight into the conversation's memory, instead of
+// twice. It is for rebuilding a conversation from storage that guards
+// what JSON returned with a checksum of its own. data is not kept.
+func (c *Conversation) AppendCanonical(data []byte) error {
+	raw, placed := c.arena.place(data)
+	m, err := newMessageCanonical(raw)
+	if err == nil {
+		var added bool
+		if added, err = c.add(m); added {
 			return nil
 		}
-		return fmt.Errorf("%w: %q", ErrMessageExists, m.id)
+	}
+	if placed {
+		c.arena.dead += len(raw) // written for a message that was not added
+	}
+	return err
+}
+
+// add appends m unless it is refused or is a copy of a present message
+// (see Append), and reports whether it did.
+func (c *Conversation) add(m *Message) (bool, error) {
+	if old, ok := c.msgs.getHashed(m.id, m.idHash); ok {
+		if sameFields(old, m) {
+			return false, nil
+		}
+		return false, fmt.Errorf("%w: %q", ErrMessageExists, m.id)
 	}
 	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
-		return fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
+		return false, fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
 	if c.refs[m.idHash] > 0 || (m.hasParent && m.parentID == m.id) {
 		if err := c.checkCycle(m.id, m); err != nil {
-			return err
+			return false, err
 		}
 	}
 	simple := c.refs[m.idHash] == 0 // nothing waits for m as its parent
@@ -117,7 +144,7 @@ func (c *Conversation) Append(m *Message) error {
 	if c.ix != nil && !(simple && c.indexAppend(m)) {
 		c.invalidate()
 	}
-	return nil
+	return true, nil
 }
 
 // invalidate drops the index and the flat list; the next read rebuilds them.

@@ -222,7 +222,12 @@ func NewMessageJSON(data []byte) (*Message, error) {
 // that is not valid, compact JSON with its keys sorted gives a Message
 // whose JSON is that text, or an error. The bytes are copied.
 func NewMessageCanonical(data []byte) (*Message, error) {
-	raw := string(data)
+	return newMessageCanonical(string(data))
+}
+
+// newMessageCanonical is NewMessageCanonical for JSON the message may keep
+// as it is.
+func newMessageCanonical(raw string) (*Message, error) {
 	// Only what the parser reads is decoded: the rest, the content above
 	// all, stays in raw for whoever reads it.
 	fields, n, err := decodeIndexed(raw)

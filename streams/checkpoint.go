@@ -62,7 +62,7 @@ type checkpoint struct {
 	Groups   [][]byte `msgpack:"g"`
 	// Sum is checkpointSum of Messages and Groups. The block format of S2
 	// has no checksum, and a message taken as it was written is not
-	// checked again (see conversation.NewMessageCanonical).
+	// checked again (see conversation.Conversation.AppendCanonical).
 	Sum uint32 `msgpack:"c"`
 }
 
@@ -209,7 +209,7 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	}
 	// A format 1 checkpoint has no sum: its messages are validated and
 	// re-encoded, as an event's are.
-	newMessage := conversation.NewMessageJSON
+	canonical := false
 	switch {
 	case cp.Format == 1:
 	case cp.Format != checkpointFormat:
@@ -217,13 +217,18 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	case cp.Sum != checkpointSum(cp.Messages, cp.Groups):
 		return nil, nil, errors.New("checksum mismatch")
 	default:
-		newMessage = conversation.NewMessageCanonical
+		canonical = true
 	}
 	conv := conversation.NewConversation(opts...)
 	for _, raw := range cp.Messages {
-		m, err := newMessage(raw)
-		if err == nil {
-			err = conv.Append(m)
+		var err error
+		if canonical {
+			err = conv.AppendCanonical(raw)
+		} else {
+			var m *conversation.Message
+			if m, err = conversation.NewMessageJSON(raw); err == nil {
+				err = conv.Append(m)
+			}
 		}
 		if err != nil {
 			return nil, nil, err
