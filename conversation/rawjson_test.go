@@ -164,13 +164,21 @@ func FuzzRawJSON(f *testing.F) {
 				t.Fatalf("%q: NewMessageJSON stored %s; encoding/json gives %s", data, got, want)
 			}
 		}
-		// NewMessageCanonical does not panic on any input, and reads back
-		// what a message stored as that message.
+		// NewMessageCanonical and AppendCanonical do not panic on any
+		// input, and read back what a message stored as that message.
 		NewMessageCanonical(data)
+		_ = NewConversation().AppendCanonical(data)
 		if merr == nil {
 			raw, _ := m.JSON()
 			if back, err := NewMessageCanonical(raw); err != nil || !sameMessage(back, m) {
 				t.Fatalf("%s: NewMessageCanonical read back %#v, %v; want %#v", raw, back, err, m)
+			}
+			conv := NewConversation()
+			if err := conv.AppendCanonical(raw); err != nil {
+				t.Fatalf("%s: AppendCanonical: %v", raw, err)
+			}
+			if back := conv.Messages()[0]; !sameMessage(back, m) {
+				t.Fatalf("%s: AppendCanonical read back %#v; want %#v", raw, back, m)
 			}
 		}
 		if err != nil || obj == nil {
