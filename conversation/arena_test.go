@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"unsafe"
@@ -13,46 +12,33 @@ import (
 // arena's copy of its JSON, and leaves the message it was copied from as it
 // was (its strings still in its own JSON).
 func TestAdoptCopiesTheMessage(t *testing.T) {
-	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no conformance files: %v", err)
-	}
 	n, extras := 0, 0
-	for _, file := range files {
-		for _, c := range readCases(t, file) {
-			msgs, _, err := DecodeInputBytes(c.Input)
+	eachConformanceInput(t, func(name string, msgs []*Message, raws [][]byte) {
+		var a arena
+		for i, m := range msgs {
+			raw := raws[i]
+			orig, err := NewMessageCanonical(raw)
 			if err != nil {
-				continue // the cases of malformed input
+				t.Fatal(err)
 			}
-			var a arena
-			for _, m := range msgs {
-				raw, err := m.JSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				orig, err := NewMessageCanonical(raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p := a.adopt(orig)
-				if !sameMessage(p, m) {
-					t.Fatalf("%s: %s adopted as\n%#v, want\n%#v", c.Name, raw, p, m)
-				}
-				checkShared(t, p)
-				if len(raw) <= ownChunk && within(orig.raw, p.raw) {
-					t.Fatalf("%s: %s: the adopted message keeps the original's JSON", c.Name, raw)
-				}
-				if !sameMessage(orig, m) {
-					t.Fatalf("%s: %s: adopting changed the original", c.Name, raw)
-				}
-				checkShared(t, orig)
-				if orig.x != nil {
-					extras++
-				}
-				n++
+			p := a.adopt(orig)
+			if !sameMessage(p, m) {
+				t.Fatalf("%s: %s adopted as\n%#v, want\n%#v", name, raw, p, m)
 			}
+			checkShared(t, p)
+			if len(raw) <= ownChunk && within(orig.raw, p.raw) {
+				t.Fatalf("%s: %s: the adopted message keeps the original's JSON", name, raw)
+			}
+			if !sameMessage(orig, m) {
+				t.Fatalf("%s: %s: adopting changed the original", name, raw)
+			}
+			checkShared(t, orig)
+			if orig.x != nil {
+				extras++
+			}
+			n++
 		}
-	}
+	})
 	t.Logf("%d messages, %d with extras", n, extras)
 }
 
@@ -178,51 +164,37 @@ func TestBytesCountsTheArenaRoom(t *testing.T) {
 // one built with Append(NewMessageCanonical), keeps none of the caller's
 // bytes, and refuses or skips what Append does.
 func TestAppendCanonical(t *testing.T) {
-	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no conformance files: %v", err)
-	}
 	n := 0
-	for _, file := range files {
-		for _, c := range readCases(t, file) {
-			msgs, _, err := DecodeInputBytes(c.Input)
+	eachConformanceInput(t, func(name string, msgs []*Message, raws [][]byte) {
+		want, got := NewConversation(), NewConversation()
+		for _, raw := range raws {
+			cm, err := NewMessageCanonical(raw)
 			if err != nil {
-				continue // the cases of malformed input
+				t.Fatal(err)
 			}
-			want, got := NewConversation(), NewConversation()
-			for _, m := range msgs {
-				raw, err := m.JSON()
-				if err != nil {
-					t.Fatal(err)
-				}
-				cm, err := NewMessageCanonical(raw)
-				if err != nil {
-					t.Fatal(err)
-				}
-				werr := want.Append(cm)
-				buf := append([]byte(nil), raw...)
-				gerr := got.AppendCanonical(buf)
-				if (werr == nil) != (gerr == nil) {
-					t.Fatalf("%s: %s: Append: %v, AppendCanonical: %v", c.Name, raw, werr, gerr)
-				}
-				clear(buf) // the conversation must not have kept it
-				n++
+			werr := want.Append(cm)
+			buf := append([]byte(nil), raw...)
+			gerr := got.AppendCanonical(buf)
+			if (werr == nil) != (gerr == nil) {
+				t.Fatalf("%s: %s: Append: %v, AppendCanonical: %v", name, raw, werr, gerr)
 			}
-			wm, gm := want.Messages(), got.Messages()
-			if len(wm) != len(gm) {
-				t.Fatalf("%s: %d messages, want %d", c.Name, len(gm), len(wm))
-			}
-			for i := range wm {
-				if !sameMessage(gm[i], wm[i]) {
-					t.Fatalf("%s: message %d is\n%#v, want\n%#v", c.Name, i, gm[i], wm[i])
-				}
-				checkShared(t, gm[i])
-			}
-			if want.Bytes()-want.arena.slack() != got.Bytes()-got.arena.slack() {
-				t.Errorf("%s: Bytes without room %d, want %d", c.Name, got.Bytes()-got.arena.slack(), want.Bytes()-want.arena.slack())
-			}
+			clear(buf) // the conversation must not have kept it
+			n++
 		}
-	}
+		wm, gm := want.Messages(), got.Messages()
+		if len(wm) != len(gm) {
+			t.Fatalf("%s: %d messages, want %d", name, len(gm), len(wm))
+		}
+		for i := range wm {
+			if !sameMessage(gm[i], wm[i]) {
+				t.Fatalf("%s: message %d is\n%#v, want\n%#v", name, i, gm[i], wm[i])
+			}
+			checkShared(t, gm[i])
+		}
+		if want.Bytes()-want.arena.slack() != got.Bytes()-got.arena.slack() {
+			t.Errorf("%s: Bytes without room %d, want %d", name, got.Bytes()-got.arena.slack(), want.Bytes()-want.arena.slack())
+		}
+	})
 	t.Logf("%d messages", n)
 
 	conv := NewConversation()

@@ -163,38 +163,49 @@ func TestNewMessageRefusesWhatCannotReadBack(t *testing.T) {
 // was, down to what the parser indexes, and shares its stored JSON.
 // Anything but an object with a string id is still an error.
 func TestNewMessageCanonicalReadsBackJSON(t *testing.T) {
+	n := 0
+	eachConformanceInput(t, func(name string, msgs []*Message, raws [][]byte) {
+		for i, m := range msgs {
+			got, err := NewMessageCanonical(raws[i])
+			if err != nil {
+				t.Fatalf("%s: %s: %v", name, raws[i], err)
+			}
+			if !sameMessage(got, m) {
+				t.Fatalf("%s: %s read back as\n%#v, want\n%#v", name, raws[i], got, m)
+			}
+			checkShared(t, got)
+			n++
+		}
+	})
+	t.Logf("%d messages", n)
+	for _, bad := range []string{``, `[1]`, `{"id":`, `{"id":1}`, `{"role":"user"}`, `{"id":"a"} x`} {
+		if _, err := NewMessageCanonical([]byte(bad)); !errors.Is(err, ErrInvalidMessage) {
+			t.Errorf("%q: err = %v", bad, err)
+		}
+	}
+}
+
+// eachConformanceInput calls fn with the messages of each conformance case
+// whose input decodes, and the JSON each one stores.
+func eachConformanceInput(t *testing.T, fn func(name string, msgs []*Message, raws [][]byte)) {
+	t.Helper()
 	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no conformance files: %v", err)
 	}
-	n := 0
 	for _, file := range files {
 		for _, c := range readCases(t, file) {
 			msgs, _, err := DecodeInputBytes(c.Input)
 			if err != nil {
 				continue // the cases of malformed input
 			}
-			for _, m := range msgs {
-				raw, err := m.JSON()
-				if err != nil {
+			raws := make([][]byte, len(msgs))
+			for i, m := range msgs {
+				if raws[i], err = m.JSON(); err != nil {
 					t.Fatal(err)
 				}
-				got, err := NewMessageCanonical(raw)
-				if err != nil {
-					t.Fatalf("%s: %s: %v", c.Name, raw, err)
-				}
-				if !sameMessage(got, m) {
-					t.Fatalf("%s: %s read back as\n%#v, want\n%#v", c.Name, raw, got, m)
-				}
-				checkShared(t, got)
-				n++
 			}
-		}
-	}
-	t.Logf("%d messages", n)
-	for _, bad := range []string{``, `[1]`, `{"id":`, `{"id":1}`, `{"role":"user"}`, `{"id":"a"} x`} {
-		if _, err := NewMessageCanonical([]byte(bad)); !errors.Is(err, ErrInvalidMessage) {
-			t.Errorf("%q: err = %v", bad, err)
+			fn(c.Name, msgs, raws)
 		}
 	}
 }
