@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -166,16 +167,39 @@ func capture(st *convState) *checkpointOf {
 		seq: st.seq, version: st.version, events: st.events, sinceEvents: st.sinceEvents, sinceBytes: st.sinceBytes}
 }
 
-// encode returns the stored form of the checkpoint.
-func (c *checkpointOf) encode() ([]byte, error) {
+// checkpointBuffers are the room a checkpoint is encoded in: its msgpack
+// form and that form compressed. A worker hands them from one write to
+// the next (Worker.checkpointBuffers), so that a busy conversation's
+// checkpoints, about a byte for each byte of its events, do not each
+// allocate, clear and regrow twice the conversation's size.
+type checkpointBuffers struct{ plain, packed []byte }
+
+// What msgpack adds to a checkpoint's messages and groups, at most: the
+// map of its seven fields with their names, numbers and array headers
+// (under 96 bytes), and a binary header of up to 5 bytes before each
+// message or group.
+const (
+	checkpointFixedBytes = 96
+	checkpointItemBytes  = 5
+)
+
+// encode returns the stored form of the checkpoint, encoded in bufs (grown
+// as needed; nil: new room). The result is bufs.packed: it is good until
+// bufs are used again.
+func (c *checkpointOf) encode(bufs *checkpointBuffers) ([]byte, error) {
+	if bufs == nil {
+		bufs = new(checkpointBuffers)
+	}
 	cp := checkpoint{Format: checkpointFormat, Seq: c.seq, Version: c.version, Events: c.events}
 	cp.Messages = make([][]byte, len(c.msgs))
+	size := checkpointFixedBytes
 	for i, m := range c.msgs {
 		raw, err := m.JSON() // the message's own bytes: not copied
 		if err != nil {
 			return nil, err
 		}
 		cp.Messages[i] = raw
+		size += len(raw) + checkpointItemBytes
 	}
 	for _, g := range c.groups {
 		raw, err := g.MarshalJSON()
@@ -183,13 +207,23 @@ func (c *checkpointOf) encode() ([]byte, error) {
 			return nil, err
 		}
 		cp.Groups = append(cp.Groups, raw)
+		size += len(raw) + checkpointItemBytes
 	}
 	cp.Sum = checkpointSum(cp.Messages, cp.Groups)
-	plain, err := msgpack.Marshal(&cp)
+	// Sized in one step: a growing buffer is cleared and copied again at
+	// every doubling, which was most of an encode's time.
+	buf := bytes.NewBuffer(slices.Grow(bufs.plain[:0], size))
+	enc := msgpack.GetEncoder()
+	enc.Reset(buf)
+	err := enc.Encode(&cp)
+	msgpack.PutEncoder(enc)
 	if err != nil {
 		return nil, err
 	}
-	return s2.Encode(nil, plain), nil
+	bufs.plain = buf.Bytes()
+	// S2 encodes into dst when it has room for the worst case.
+	bufs.packed = s2.Encode(bufs.packed[:cap(bufs.packed)], bufs.plain)
+	return bufs.packed, nil
 }
 
 // decodeCheckpoint reads a stored checkpoint into an empty conversation
@@ -339,7 +373,9 @@ func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpo
 	limit := int(w.nc.MaxPayload())
 	w.writers.run(func() {
 		defer func() { <-w.cpSlots }()
-		value, err := cp.encode()
+		bufs := w.checkpointBuffers()
+		defer w.reuseCheckpointBuffers(bufs) // after the put: nats.go copies what it publishes
+		value, err := cp.encode(bufs)
 		if err == nil && len(value) > limit {
 			err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), limit)
 		}
@@ -357,6 +393,25 @@ func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpo
 		}
 		w.metrics.checkpointed(ctx, "written")
 	})
+}
+
+// checkpointBuffers returns room to encode a checkpoint in, that of a
+// finished write when there is one.
+func (w *Worker) checkpointBuffers() *checkpointBuffers {
+	if b, ok := w.cpBufs.Get().(*checkpointBuffers); ok {
+		return b
+	}
+	return new(checkpointBuffers)
+}
+
+// reuseCheckpointBuffers gives back the room of a written checkpoint,
+// unless it is larger than maxReusedSnapshot: a conversation of megabytes
+// should not pin its room for small ones.
+func (w *Worker) reuseCheckpointBuffers(b *checkpointBuffers) {
+	if cap(b.plain) > maxReusedSnapshot || cap(b.packed) > maxReusedSnapshot {
+		return
+	}
+	w.cpBufs.Put(b)
 }
 
 // checkpointAll writes, on every lane, the checkpoints due of the

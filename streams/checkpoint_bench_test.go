@@ -32,7 +32,7 @@ func benchmarkDecodeCheckpoint(b *testing.B, name string, format int) {
 			b.Fatal(err)
 		}
 	}
-	value, err := conversationCheckpoint(conv, 1, 1, 1).encode()
+	value, err := conversationCheckpoint(conv, 1, 1, 1).encode(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,6 +44,40 @@ func benchmarkDecodeCheckpoint(b *testing.B, name string, format int) {
 	for b.Loop() {
 		if _, _, err := decodeCheckpoint(value); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeCheckpoint encodes the checkpoint of a bench conversation,
+// as a busy conversation's checkpoint write does on the writers: in new
+// room (reuse=false), or in the room of the encode before (reuse=true),
+// as the worker hands it from one write to the next.
+func BenchmarkEncodeCheckpoint(b *testing.B) {
+	for _, name := range []string{"conversation-1716", "deep-26085"} {
+		conv := conversation.NewConversation()
+		for _, raw := range benchMessages(b, name) {
+			m, err := conversation.NewMessageJSON(raw)
+			if err == nil {
+				err = conv.Append(m)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		cp := conversationCheckpoint(conv, 1, 1, 1)
+		for _, reuse := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/reuse=%t", name, reuse), func(b *testing.B) {
+				var bufs *checkpointBuffers
+				if reuse {
+					bufs = new(checkpointBuffers)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := cp.encode(bufs); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
 		}
 	}
 }

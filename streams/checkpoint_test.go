@@ -25,12 +25,15 @@ import (
 // updates, deletes and groups as events change them, and requires the
 // decoded conversation to parse exactly as the original, with the same
 // messages and groups in the same order; so too from a format 1
-// checkpoint (no checksum), which an earlier worker wrote.
+// checkpoint (no checksum), which an earlier worker wrote. The
+// checkpoints are encoded one after another in the same room, as a
+// worker's writes are, and must read as those encoded in new room.
 func TestCheckpointRoundTrip(t *testing.T) {
 	var cases []corpusCase
 	for _, file := range []string{"reference-suite.jsonl.gz", "generated-normal.jsonl.gz", "generated-noise.jsonl.gz"} {
 		cases = append(cases, loadCorpus(t, file, 80)...)
 	}
+	shared := new(checkpointBuffers)
 	for i, cc := range cases {
 		live := conversation.NewConversation()
 		for _, g := range cc.groups {
@@ -52,9 +55,12 @@ func TestCheckpointRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		value, err := conversationCheckpoint(live, 40, 39, 12).encode()
+		value, err := conversationCheckpoint(live, 40, 39, 12).encode(shared)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if fresh, err := conversationCheckpoint(live, 40, 39, 12).encode(nil); err != nil || !bytes.Equal(value, fresh) {
+			t.Fatalf("case %d (%s): encoded in reused room, %d bytes; in new room, %d bytes (%v)", i, cc.Name, len(value), len(fresh), err)
 		}
 		v1 := rewriteCheckpoint(t, value, func(cp *checkpoint) { cp.Format, cp.Sum = 1, 0 })
 		for format, value := range map[int][]byte{checkpointFormat: value, 1: v1} {
@@ -127,7 +133,7 @@ func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	good, err := conversationCheckpoint(live, 5, 5, 5).encode()
+	good, err := conversationCheckpoint(live, 5, 5, 5).encode(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +210,7 @@ func TestRebuildFromCheckpoint(t *testing.T) {
 	}
 	for _, at := range []int{1, 9, replayBatch} { // the checkpoint holds the first at events
 		base := full(seqs[at-1] + 1)
-		value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode()
+		value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,7 +558,7 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode()
+	value, err := conversationCheckpoint(base.conv, base.seen, base.last, uint64(base.n)).encode(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		value, err := conversationCheckpoint(rp.conv, rp.seen, rp.last, uint64(rp.n)).encode()
+		value, err := conversationCheckpoint(rp.conv, rp.seen, rp.last, uint64(rp.n)).encode(nil)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -44,6 +44,8 @@ type Worker struct {
 	// holds a token for each write under way (checkpointsInFlight at most).
 	checkpoints jetstream.KeyValue
 	cpSlots     chan struct{}
+	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
+	cpBufs sync.Pool
 
 	infer inferenceServer
 }
