@@ -72,11 +72,14 @@ func BenchmarkEncodeCheckpoint(b *testing.B) {
 					bufs = new(checkpointBuffers)
 				}
 				b.ReportAllocs()
+				var value []byte
 				for b.Loop() {
-					if _, err := cp.encode(bufs); err != nil {
+					var err error
+					if value, err = cp.encode(bufs); err != nil {
 						b.Fatal(err)
 					}
 				}
+				b.ReportMetric(float64(len(value)), "stored-bytes")
 			})
 		}
 	}
