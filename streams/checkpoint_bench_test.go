@@ -22,17 +22,7 @@ func BenchmarkDecodeCheckpoint(b *testing.B) {
 }
 
 func benchmarkDecodeCheckpoint(b *testing.B, name string, format int) {
-	conv := conversation.NewConversation()
-	for _, raw := range benchMessages(b, name) {
-		m, err := conversation.NewMessageJSON(raw)
-		if err == nil {
-			err = conv.Append(m)
-		}
-		if err != nil {
-			b.Fatal(err)
-		}
-	}
-	value, err := conversationCheckpoint(conv, 1, 1, 1).encode(nil)
+	value, err := conversationCheckpoint(benchConversation(b, name), 1, 1, 1).encode(nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -54,17 +44,7 @@ func benchmarkDecodeCheckpoint(b *testing.B, name string, format int) {
 // as the worker hands it from one write to the next.
 func BenchmarkEncodeCheckpoint(b *testing.B) {
 	for _, name := range []string{"conversation-1716", "deep-26085"} {
-		conv := conversation.NewConversation()
-		for _, raw := range benchMessages(b, name) {
-			m, err := conversation.NewMessageJSON(raw)
-			if err == nil {
-				err = conv.Append(m)
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-		}
-		cp := conversationCheckpoint(conv, 1, 1, 1)
+		cp := conversationCheckpoint(benchConversation(b, name), 1, 1, 1)
 		for _, reuse := range []bool{false, true} {
 			b.Run(fmt.Sprintf("%s/reuse=%t", name, reuse), func(b *testing.B) {
 				var bufs *checkpointBuffers
@@ -83,4 +63,21 @@ func BenchmarkEncodeCheckpoint(b *testing.B) {
 			})
 		}
 	}
+}
+
+// benchConversation is the conversation of a bench file's messages, each
+// validated and appended as an event's is.
+func benchConversation(b *testing.B, name string) *conversation.Conversation {
+	b.Helper()
+	conv := conversation.NewConversation()
+	for _, raw := range benchMessages(b, name) {
+		m, err := conversation.NewMessageJSON(raw)
+		if err == nil {
+			err = conv.Append(m)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	return conv
 }
