@@ -405,10 +405,9 @@ func (w *Worker) checkpointBuffers() *checkpointBuffers {
 }
 
 // reuseCheckpointBuffers gives back the room of a written checkpoint,
-// unless it is larger than maxReusedSnapshot: a conversation of megabytes
-// should not pin its room for small ones.
+// unless it is larger than maxReusedBuffer.
 func (w *Worker) reuseCheckpointBuffers(b *checkpointBuffers) {
-	if cap(b.plain) > maxReusedSnapshot || cap(b.packed) > maxReusedSnapshot {
+	if cap(b.plain) > maxReusedBuffer || cap(b.packed) > maxReusedBuffer {
 		return
 	}
 	w.cpBufs.Put(b)

@@ -577,14 +577,15 @@ func (w *Worker) snapshotBuffer() []byte {
 	return nil
 }
 
-// maxReusedSnapshot is the largest snapshot buffer kept for reuse: a
-// conversation of megabytes should not pin its buffer for small ones.
-const maxReusedSnapshot = 1 << 20
+// maxReusedBuffer is the largest buffer kept for reuse, of a snapshot or
+// a checkpoint: a conversation of megabytes should not pin its buffer for
+// small ones.
+const maxReusedBuffer = 1 << 20
 
 // reuseSnapshotBuffer gives back a buffer whose snapshot has been written
 // (nats.go copies what it publishes).
 func (w *Worker) reuseSnapshotBuffer(b []byte) {
-	if cap(b) == 0 || cap(b) > maxReusedSnapshot {
+	if cap(b) == 0 || cap(b) > maxReusedBuffer {
 		return
 	}
 	w.snapshotBufs.Put(&b)
