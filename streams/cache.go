@@ -20,7 +20,8 @@ type lru struct {
 	tailUse    atomic.Int64
 	trimQueued atomic.Bool
 	// bytes is what the states held weigh (convState.size), and total the
-	// sum over every lane's cache as last reported, for metrics and tests.
+	// sum over every lane's cache, losses at once and growth as last
+	// reported (see weigh), for metrics and tests.
 	bytes    int64
 	total    *atomic.Int64
 	reported int64 // the part of total that is this cache's bytes
@@ -43,10 +44,17 @@ func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *
 	return newCacheShare(capacity, maxBytes).add(total, release)
 }
 
-// weigh adds d bytes to the cache's weight.
+// weigh adds d bytes to the cache's weight. A loss is reported at once,
+// growth only by report: another lane stops evicting as soon as this one's
+// loss counts in the share, so a reported total that still held the loss
+// could show that lane's growth on top of it, over the budget.
 func (c *lru) weigh(d int64) {
 	c.bytes += d
 	c.share.bytes.Add(d)
+	if d < 0 {
+		c.total.Add(d)
+		c.reported += d
+	}
 }
 
 // noteTail publishes when the cache's least recently used state was used.
@@ -58,7 +66,7 @@ func (c *lru) noteTail() {
 	}
 }
 
-// report publishes the cache's weight to the shared total once a change
+// report publishes the cache's growth to the shared total once a change
 // is complete (evictions included), so that a reader never sees the
 // moment between a state's growth and the evictions it causes.
 func (c *lru) report() {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,6 +92,36 @@ func TestCacheShare(t *testing.T) {
 	s.post = func(int, func()) bool { return false }
 	put(a, "a3")
 	check("no room to ask", []string{"a3"}, []string{"b3", "b4", "b5"}, []string{"b1", "a1", "b2", "a2"}, 0)
+}
+
+// TestCacheTotalCountsLossesAtOnce replays, on one goroutine, two lanes
+// sharing a byte budget: b is part way through evicting when a grows. a
+// sees b's loss in the share and keeps its growth, so the reported total
+// must already hold b's loss, or a reader would see both lanes' peaks at
+// once, over the budget.
+func TestCacheTotalCountsLossesAtOnce(t *testing.T) {
+	var total atomic.Int64
+	s := newCacheShare(100, 300)
+	a, b := s.add(&total, nil), s.add(&total, nil)
+	put := func(c *lru, id string, n int) { c.put(&convState{id: id, flatBytes: n}) }
+	put(b, "b1", 100)
+	put(b, "b2", 100)
+	put(a, "a1", 100)
+	if total.Load() != 300 {
+		t.Fatalf("total %d after three states of 100, want 300", total.Load())
+	}
+	st := b.remove(b.order.Back()) // b evicting, not yet reported
+	if st.id != "b1" {
+		t.Fatalf("b evicted %s, want b1", st.id)
+	}
+	put(a, "a2", 100) // within the budget again: a keeps it
+	if got, held := total.Load(), s.bytes.Load(); got != held || got > 300 {
+		t.Errorf("total %d while the caches hold %d (budget 300)", got, held)
+	}
+	b.report()
+	if total.Load() != 300 {
+		t.Errorf("total %d after b reported, want 300", total.Load())
+	}
 }
 
 // TestCacheGauges drives more conversations than the cache holds through
