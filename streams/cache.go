@@ -28,8 +28,10 @@ type lru struct {
 	// release is called with every state the cache lets go of; evicted
 	// tells a state dropped for room from one dropped as invalid.
 	release func(st *convState, evicted bool)
-	// quiet is called with each state a sweep compacts, before it does.
-	quiet func(st *convState)
+	// quiet is called with each state a sweep compacts, before it does;
+	// expiring with each state a sweep lets go for going unused, before
+	// it does.
+	quiet, expiring func(st *convState)
 	// epoch counts sweeps (see sweep); a state records the epoch it was
 	// last used in. cold is the most recent of the compacted states, which
 	// sit together at the back of order (nil: none), so that a sweep starts
@@ -148,20 +150,28 @@ func (c *lru) unlink(e *list.Element) {
 	}
 }
 
-// sweep starts a new epoch and compacts, from the least recently used on,
-// the settled states not used in the last after epochs (see
-// conversation.Conversation.Compact). It stops at the first state used
-// more recently or not settled, and returns how many it compacted.
-func (c *lru) sweep(after uint32) int {
+// sweep starts a new epoch. It lets go of the settled states not used in
+// the last expire epochs (0: none), from the least recently used on, as
+// evicted for room (see expireUnused); then it compacts the
+// settled states not used in the last compact epochs (0: none; see
+// conversation.Conversation.Compact). Each pass stops at the first state
+// used more recently or not settled. It returns how many states it
+// compacted and how many it let go.
+func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	c.epoch++
+	if expire > 0 {
+		expired = c.expireUnused(expire)
+	}
+	if compact == 0 {
+		return 0, expired
+	}
 	e := c.order.Back()
 	if c.cold != nil {
 		e = c.cold.Prev()
 	}
-	n := 0
 	for ; e != nil; e = e.Prev() {
 		st := e.Value.(*convState)
-		if c.epoch-st.used < after || !st.settled() {
+		if c.epoch-st.used < compact || !st.settled() {
 			break
 		}
 		if c.quiet != nil {
@@ -171,7 +181,38 @@ func (c *lru) sweep(after uint32) int {
 			st.conv.Compact()
 		}
 		st.cold, c.cold = true, e
+		compacted++
+	}
+	return compacted, expired
+}
+
+// expireMax is how many states one sweep of a cache lets go for going
+// unused at most: each may queue a checkpoint write (see
+// Worker.checkpointLeaving), which waits for a slot on a goroutine of its
+// own; the next sweep goes on.
+const expireMax = 512
+
+// expireUnused lets go of the settled states not used in the last after
+// epochs, from the least recently used on, up to expireMax, calling
+// c.expiring with each first.
+func (c *lru) expireUnused(after uint32) int {
+	n := 0
+	for e := c.order.Back(); e != nil && n < expireMax; {
+		st := e.Value.(*convState)
+		if c.epoch-st.used < after || !st.settled() {
+			break
+		}
+		if c.expiring != nil {
+			c.expiring(st)
+		}
+		prev := e.Prev()
+		c.let(c.remove(e), true)
 		n++
+		e = prev
+	}
+	if n > 0 {
+		c.noteTail()
+		c.report()
 	}
 	return n
 }

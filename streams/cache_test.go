@@ -3,11 +3,14 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -125,11 +128,11 @@ func TestLRUSweep(t *testing.T) {
 		})
 		return strings.Join(s, "")
 	}
-	if n := c.sweep(2); n != 0 {
+	if n, _ := c.sweep(2, 0); n != 0 {
 		t.Fatalf("first sweep compacted %d states, used in the epoch before", n)
 	}
 	c.get("b") // order now b d c a; b used in epoch 1
-	if n := c.sweep(2); n != 3 || cold() != "dca" {
+	if n, _ := c.sweep(2, 0); n != 3 || cold() != "dca" {
 		t.Fatalf("second sweep: %d compacted, cold %q; want d, c and a", n, cold())
 	}
 	c.get("c") // c b d a, with d and a compacted
@@ -138,11 +141,11 @@ func TestLRUSweep(t *testing.T) {
 	}
 	b := c.peek("b")
 	b.storing = true // a store queued: b is not settled
-	if n := c.sweep(2); n != 0 || cold() != "da" {
+	if n, _ := c.sweep(2, 0); n != 0 || cold() != "da" {
 		t.Fatalf("third sweep: %d compacted, cold %q; want none (b is not settled)", n, cold())
 	}
 	b.storing = false
-	if n := c.sweep(2); n != 2 || cold() != "cbda" {
+	if n, _ := c.sweep(2, 0); n != 2 || cold() != "cbda" {
 		t.Fatalf("fourth sweep: %d compacted, cold %q; want b and c", n, cold())
 	}
 	c.drop("c") // the most recent compacted state goes
@@ -158,11 +161,80 @@ func TestLRUSweep(t *testing.T) {
 	if c.cold != nil {
 		t.Fatal("no compacted state left, yet the next sweep would start inside the list")
 	}
-	if n := c.sweep(2); n != 0 {
+	if n, _ := c.sweep(2, 0); n != 0 {
 		t.Fatalf("fifth sweep compacted %d states; b was put in the epoch before", n)
 	}
-	if n := c.sweep(2); n != 1 || cold() != "b" {
+	if n, _ := c.sweep(2, 0); n != 1 || cold() != "b" {
 		t.Fatalf("sixth sweep: %d compacted, cold %q; want b", n, cold())
+	}
+}
+
+// TestLRUExpire checks which states a sweep lets go for going unused:
+// those unused for the given number of sweeps, from the least recently
+// used on, as evicted, each after the expiring callback; it stops at the
+// first one used since or not settled, and the next sweep goes on from
+// there.
+func TestLRUExpire(t *testing.T) {
+	var total atomic.Int64
+	var expiring, released []string
+	c := newLRU(10, 0, &total, func(st *convState, evicted bool) {
+		if !evicted {
+			t.Errorf("%s let go as invalid, want evicted", st.id)
+		}
+		released = append(released, st.id)
+	})
+	c.expiring = func(st *convState) { expiring = append(expiring, st.id) }
+	for _, id := range []string{"a", "b", "c", "d", "e"} {
+		c.put(&convState{id: id, flatBytes: 10})
+	}
+	ids := func() string {
+		var s []string
+		c.each(func(st *convState) { s = append(s, st.id) })
+		return strings.Join(s, "")
+	}
+	if _, n := c.sweep(0, 2); n != 0 {
+		t.Fatalf("first sweep let %d go, all used in the epoch before", n)
+	}
+	c.peek("b").storing = true // a store queued: b is not settled
+	if _, n := c.sweep(0, 2); n != 1 || ids() != "edcb" || !slices.Equal(released, []string{"a"}) {
+		t.Fatalf("second sweep let %d go (%v), holds %q: want a, then a stop at b", n, released, ids())
+	}
+	c.peek("b").storing = false
+	c.get("d") // order d e c b; d used in epoch 2
+	if _, n := c.sweep(0, 2); n != 3 || ids() != "d" {
+		t.Fatalf("third sweep let %d go, holds %q: want b, c and e", n, ids())
+	}
+	if _, n := c.sweep(0, 2); n != 1 || ids() != "" {
+		t.Fatalf("fourth sweep let %d go, holds %q: want d", n, ids())
+	}
+	if !slices.Equal(expiring, released) {
+		t.Errorf("expiring called with %v, released %v", expiring, released)
+	}
+	if c.len() != 0 || c.share.convs.Load() != 0 || total.Load() != 0 || c.share.bytes.Load() != 0 {
+		t.Errorf("after every state went: %d held, share counts %d and %d bytes, total %d", c.len(), c.share.convs.Load(), c.share.bytes.Load(), total.Load())
+	}
+}
+
+// TestSweepPlan checks how often the caches are swept and after how many
+// sweeps a conversation is compacted and let go.
+func TestSweepPlan(t *testing.T) {
+	for _, tc := range []struct {
+		idle, ttl       time.Duration
+		period          time.Duration
+		compact, expire uint32
+	}{
+		{0, 0, 0, 0, 0},
+		{time.Minute, 0, 30 * time.Second, 3, 0},
+		{time.Minute, 30 * time.Minute, 30 * time.Second, 3, 61},
+		{0, 10 * time.Minute, 5 * time.Minute, 0, 3},
+		{time.Minute, 45 * time.Second, 22500 * time.Millisecond, 4, 3},
+		{time.Microsecond, 0, time.Millisecond, 2, 0},
+	} {
+		period, compact, expire := cacheConfig{idle: tc.idle, ttl: tc.ttl}.sweepPlan()
+		if period != tc.period || compact != tc.compact || expire != tc.expire {
+			t.Errorf("idle %v, TTL %v: every %v, compact after %d, let go after %d; want %v, %d, %d",
+				tc.idle, tc.ttl, period, compact, expire, tc.period, tc.compact, tc.expire)
+		}
 	}
 }
 
@@ -213,4 +285,51 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	}
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
+}
+
+// TestUnusedConversationsLetGo runs a worker that lets go of conversations
+// unused for 300 ms: each is checkpointed and leaves the cache, and its
+// next events rebuild it from that checkpoint, with snapshots still equal
+// to Parse.
+func TestUnusedConversationsLetGo(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithCacheTTL(300*time.Millisecond), WithLanes(2),
+		WithSnapshotInterval(10*time.Millisecond), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := newClient(t, nc)
+	want := map[string]*conversation.Conversation{}
+	send := func(conv string, k int) {
+		if want[conv] == nil {
+			want[conv] = conversation.NewConversation()
+		}
+		sendChained(t, c, want[conv], conv, k)
+	}
+	const convs = 6
+	for k := range 3 {
+		for i := range convs {
+			send(fmt.Sprintf("ttl%d", i), k)
+		}
+	}
+	checkStored(t, c, want, 10*time.Second)
+	waitFor(t, 10*time.Second, "every conversation let go", func() bool { return r.w.CachedConversations() == 0 })
+	if b := r.w.CacheBytes(); b != 0 {
+		t.Errorf("the cache weighs %d bytes with no conversation in it", b)
+	}
+	// A conversation goes once its checkpoint is being written; the count
+	// follows when the write returns.
+	waitFor(t, 10*time.Second, "a checkpoint written for each conversation let go", func() bool {
+		return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") >= convs
+	})
+	for k := 3; k < 5; k++ {
+		for i := range convs {
+			send(fmt.Sprintf("ttl%d", i), k)
+		}
+	}
+	checkStored(t, c, want, 10*time.Second)
+	rm := collect(t, reader)
+	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != convs {
+		t.Errorf("%d rebuilds from a checkpoint, want one for each of the %d conversations (from events: %d)",
+			got, convs, sumWhere(rm, MetricRebuilds, "from", "events"))
+	}
 }

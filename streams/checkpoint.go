@@ -361,17 +361,36 @@ func (w *Worker) takeSlot(ctx context.Context, wait bool) bool {
 	}
 }
 
+// checkpointLeaving writes the checkpoint of st, being let go, when one is
+// due (checkpointDue): the write waits for a slot in the background rather
+// than on the lane, holding the messages it captured until then. It runs
+// on the lane.
+func (w *Worker) checkpointLeaving(ctx context.Context, st *convState) {
+	if w.checkpointDue(st) {
+		w.queueCheckpoint(ctx, st, capture(st), false)
+	}
+}
+
 // writeCheckpoint encodes and writes cp, a checkpoint of st, in the
 // background, on a slot taken for it, and counts st's changes since cp as
 // its changes since its last checkpoint. It runs on the lane; the encoding
 // does not, so that a long conversation's does not hold up the lane's
 // events (a conversation of 26,085 messages takes 63 ms).
 func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) {
+	w.queueCheckpoint(ctx, st, cp, true)
+}
+
+// queueCheckpoint is writeCheckpoint; unless held, the write first waits
+// for a slot of its own.
+func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpointOf, held bool) {
 	st.sinceEvents -= cp.sinceEvents
 	st.sinceBytes -= cp.sinceBytes
 	id := st.id
 	limit := int(w.nc.MaxPayload())
 	w.writers.run(func() {
+		if !held {
+			w.cpSlots <- struct{}{} // every write gives its slot back, its put bounded by storeTimeout
+		}
 		defer func() { <-w.cpSlots }()
 		bufs := w.checkpointBuffers()
 		defer w.reuseCheckpointBuffers(bufs) // after the put: nats.go copies what it publishes

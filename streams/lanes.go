@@ -32,26 +32,49 @@ type lanes struct {
 }
 
 // cacheConfig bounds what the lanes keep: conversations and bytes shared
-// among them (0 bytes: no byte limit), and after how long unused a
-// conversation is compacted (0: never; see lru.sweep). total receives the
-// caches' weight and held how many conversations they hold; release is
-// called with every state a cache lets go of.
+// among them (0 bytes: no byte limit), after how long unused a
+// conversation is compacted (idle) and let go (ttl; 0: never; see
+// lru.sweep). total receives the caches' weight and held how many
+// conversations they hold; release is called with every state a cache
+// lets go of.
 type cacheConfig struct {
 	conversations int
 	bytes         int64
-	idle          time.Duration
+	idle, ttl     time.Duration
 	total         *atomic.Int64
 	held          *atomic.Int64
 	release       func(st *convState, evicted bool)
 	// quiet is called on the lane with each state a sweep is about to
-	// compact (see lru.sweep); nil: nothing.
-	quiet func(st *convState)
+	// compact, expiring with each it is about to let go for going unused
+	// (see lru.sweep); nil: nothing.
+	quiet, expiring func(st *convState)
 }
 
-// sweepEpochs is how many sweeps a conversation must go unused before it is
-// compacted. With a sweep every idle/(sweepEpochs-1), it has then been
-// unused for between idle and 1.5 idle.
-const sweepEpochs = 3
+// sweepsPer is how many sweeps fit in the shorter of the idle time and the
+// TTL: a conversation unused for d goes after ceil(d/period) + 1 sweeps,
+// once it has been unused for between d and d plus a period (at most 1.5 d).
+const sweepsPer = 2
+
+// sweepPlan returns how often the lanes sweep their caches and after how
+// many sweeps unused a conversation is compacted and let go (0: never);
+// a zero period: no sweeps.
+func (cfg cacheConfig) sweepPlan() (period time.Duration, compact, expire uint32) {
+	shortest := cfg.idle
+	if cfg.ttl > 0 && (shortest == 0 || cfg.ttl < shortest) {
+		shortest = cfg.ttl
+	}
+	if shortest <= 0 {
+		return 0, 0, 0
+	}
+	period = max(shortest/sweepsPer, time.Millisecond)
+	epochs := func(d time.Duration) uint32 {
+		if d <= 0 {
+			return 0
+		}
+		return uint32((d+period-1)/period) + 1
+	}
+	return period, epochs(cfg.idle), epochs(cfg.ttl)
+}
 
 // newLanes starts n lanes of depth queued tasks sharing the cache cfg
 // bounds.
@@ -66,7 +89,7 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	}
 	for i := range ls.all {
 		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
-		l.cache.quiet = cfg.quiet
+		l.cache.quiet, l.cache.expiring = cfg.quiet, cfg.expiring
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {
@@ -78,20 +101,21 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 			}
 		}()
 	}
-	if cfg.idle > 0 {
+	if period, compact, expire := cfg.sweepPlan(); period > 0 {
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()
-			ls.sweeping(cfg.idle / (sweepEpochs - 1))
+			ls.sweeping(period, compact, expire)
 		}()
 	}
 	return ls
 }
 
-// sweeping queues a sweep on every lane each period until shutdown. A lane
-// whose queue is full skips the sweep: its epoch then lasts longer, which
-// only delays compaction.
-func (ls *lanes) sweeping(period time.Duration) {
+// sweeping queues a sweep on every lane each period until shutdown (see
+// lru.sweep for compact and expire). A lane whose queue is full skips the
+// sweep: its epoch then lasts longer, which only delays compaction and
+// letting go.
+func (ls *lanes) sweeping(period time.Duration, compact, expire uint32) {
 	t := time.NewTicker(max(period, time.Millisecond))
 	defer t.Stop()
 	for {
@@ -101,7 +125,7 @@ func (ls *lanes) sweeping(period time.Duration) {
 		case <-t.C:
 		}
 		for i, l := range ls.all {
-			ls.try(i, func() { l.cache.sweep(sweepEpochs) })
+			ls.try(i, func() { l.cache.sweep(compact, expire) })
 		}
 	}
 }

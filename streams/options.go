@@ -23,6 +23,7 @@ type config struct {
 	cacheSize        int
 	cacheBytes       int64
 	cacheIdle        time.Duration
+	cacheTTL         time.Duration
 	consumer         string
 	storage          Storage
 	ackWait          time.Duration
@@ -51,6 +52,7 @@ func defaultConfig() config {
 		cacheSize:        10_000,
 		cacheBytes:       DefaultCacheBytes,
 		cacheIdle:        DefaultCacheIdle,
+		cacheTTL:         DefaultCacheTTL,
 		consumer:         "convstream-worker",
 		ackWait:          time.Minute,
 		source:           "urn:convstream:worker",
@@ -71,8 +73,8 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
-		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the cache idle time and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
+		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
 	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 || c.snapshotMax < 0 {
 		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", ErrInvalidConfig)
@@ -140,6 +142,21 @@ const DefaultCacheIdle = time.Minute
 // which grows with the cache and takes CPU from the lanes, is shorter.
 // 0 keeps every cached conversation as it is.
 func WithCacheIdle(d time.Duration) Option { return func(c *config) { c.cacheIdle = d } }
+
+// DefaultCacheTTL is how long a cached conversation goes without events or
+// reads before it is let go, unless WithCacheTTL says otherwise.
+const DefaultCacheTTL = 30 * time.Minute
+
+// WithCacheTTL sets how long a cached conversation goes unused before it
+// is let go, as if evicted for room, with its checkpoint written (in the
+// background) when it has changed since the last one; its next event or
+// read rebuilds it from there. A sweep lets go of at most 512 a lane; the
+// next goes on. Compacted conversations still cost memory and the garbage
+// collector's marking in proportion to their messages: after a burst of
+// conversations, this returns a worker to what the conversations still in
+// use need, without waiting for the cache to fill. 0 keeps conversations
+// until the cache needs their room.
+func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.cacheTTL = d } }
 
 // WithConsumerName names the durable consumer of the events stream. Workers
 // sharing a name share the work.

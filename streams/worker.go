@@ -183,11 +183,14 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 
 // cacheConfig is what the lanes' caches keep.
 func (w *Worker) cacheConfig() cacheConfig {
-	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle,
+	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle, ttl: w.cfg.cacheTTL,
 		total: &w.cached, held: &w.held, release: w.release,
 		// A conversation gone quiet is checkpointed while it is compacted:
 		// a crash writes none, and its next rebuild starts there.
-		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) }}
+		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) },
+		// One unused for the TTL is checkpointed as it goes, in the
+		// background: its next rebuild starts there.
+		expiring: func(st *convState) { w.checkpointLeaving(context.Background(), st) }}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now

@@ -57,6 +57,7 @@ type options struct {
 	lanes, cache              int
 	cacheBytes                int64
 	cacheIdle                 time.Duration
+	cacheTTL                  time.Duration
 	storage                   streams.Storage
 	limits                    streams.Limits
 	pipelinesDir              string
@@ -125,6 +126,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
 	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", streams.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
+	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", streams.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
 	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
 	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
@@ -249,6 +251,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithCacheConversations(o.cache),
 		streams.WithCacheBytes(o.cacheBytes),
 		streams.WithCacheIdle(o.cacheIdle),
+		streams.WithCacheTTL(o.cacheTTL),
 		streams.WithConsumerName(o.consumer),
 		streams.WithStorage(o.storage),
 		streams.WithAckWait(o.ackWait),

@@ -177,6 +177,7 @@ func TestDefaults(t *testing.T) {
 		"--cache-conversations=10000",
 		"--cache-bytes=536870912",
 		"--cache-idle=1m",
+		"--cache-ttl=30m",
 	}
 	if !slices.Equal(c.Args, wantExact) {
 		t.Errorf("args\n got %q\nwant %q", c.Args, wantExact)
@@ -234,6 +235,7 @@ func TestFull(t *testing.T) {
 		"--cache-conversations=20000",
 		"--cache-bytes=536870912",
 		"--cache-idle=1m",
+		"--cache-ttl=30m",
 		"--pipelines-dir=/etc/convstream/pipelines",
 		"--ack-wait=2m",
 	)

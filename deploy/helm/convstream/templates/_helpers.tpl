@@ -194,6 +194,7 @@ replicas are always passed; optional JetStream settings only when set.
 {{- $args = append $args (printf "--cache-conversations=%d" (int64 $w.cacheConversations)) }}
 {{- $args = append $args (printf "--cache-bytes=%d" (int64 $w.cacheBytes)) }}
 {{- with $w.cacheIdle }}{{ $args = append $args (printf "--cache-idle=%v" .) }}{{ end }}
+{{- with $w.cacheTTL }}{{ $args = append $args (printf "--cache-ttl=%v" .) }}{{ end }}
 {{- if include "convstream.pipelinesConfigMap" . }}
 {{- $args = append $args "--pipelines-dir=/etc/convstream/pipelines" }}
 {{- end }}
