@@ -25,9 +25,8 @@ type lru struct {
 	bytes    int64
 	total    *atomic.Int64
 	reported int64 // the part of total that is this cache's bytes
-	// release is called with every state the cache lets go of; evicted
-	// tells a state dropped for room from one dropped as invalid.
-	release func(st *convState, evicted bool)
+	// release is called with every state the cache lets go of, and why.
+	release func(st *convState, why letReason)
 	// quiet is called with each state a sweep compacts, before it does;
 	// expiring with each state a sweep lets go for going unused, before
 	// it does.
@@ -42,7 +41,7 @@ type lru struct {
 
 // newLRU returns a cache with a budget of its own: capacity conversations
 // and maxBytes (0: no byte limit).
-func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *convState, evicted bool)) *lru {
+func newLRU(capacity int, maxBytes int64, total *atomic.Int64, release func(st *convState, why letReason)) *lru {
 	return newCacheShare(capacity, maxBytes).add(total, release)
 }
 
@@ -107,14 +106,23 @@ func (c *lru) evict(keep *convState) {
 		if !mine {
 			return // alone over the budget: it stays while in use
 		}
-		c.let(c.remove(last), true)
+		c.let(c.remove(last), letForRoom)
 	}
 }
 
+// letReason says why a cache lets go of a state.
+type letReason uint8
+
+const (
+	letInvalid letReason = iota // dropped: rebuilt from JetStream when next needed
+	letForRoom                  // evicted for the room of other conversations
+	letUnused                   // unused for the TTL (see expireUnused)
+)
+
 // let releases a state let go of.
-func (c *lru) let(st *convState, evicted bool) {
+func (c *lru) let(st *convState, why letReason) {
 	if c.release != nil {
-		c.release(st, evicted)
+		c.release(st, why)
 	}
 }
 
@@ -206,7 +214,7 @@ func (c *lru) expireUnused(after uint32) int {
 			c.expiring(st)
 		}
 		prev := e.Prev()
-		c.let(c.remove(e), true)
+		c.let(c.remove(e), letUnused)
 		n++
 		e = prev
 	}
@@ -233,7 +241,7 @@ func (c *lru) put(st *convState) {
 		if old != st {
 			c.weigh(-old.size)
 			c.weigh(st.size)
-			c.let(old, false)
+			c.let(old, letInvalid)
 		}
 		if old.cold {
 			old.cold = false
@@ -259,7 +267,7 @@ func (c *lru) drop(id string) {
 		st := c.remove(e)
 		c.noteTail()
 		c.report()
-		c.let(st, false)
+		c.let(st, letInvalid)
 	}
 }
 

@@ -171,15 +171,15 @@ func TestLRUSweep(t *testing.T) {
 
 // TestLRUExpire checks which states a sweep lets go for going unused:
 // those unused for the given number of sweeps, from the least recently
-// used on, as evicted, each after the expiring callback; it stops at the
+// used on, each after the expiring callback; it stops at the
 // first one used since or not settled, and the next sweep goes on from
 // there.
 func TestLRUExpire(t *testing.T) {
 	var total atomic.Int64
 	var expiring, released []string
-	c := newLRU(10, 0, &total, func(st *convState, evicted bool) {
-		if !evicted {
-			t.Errorf("%s let go as invalid, want evicted", st.id)
+	c := newLRU(10, 0, &total, func(st *convState, why letReason) {
+		if why != letUnused {
+			t.Errorf("%s let go for reason %d, want unused", st.id, why)
 		}
 		released = append(released, st.id)
 	})
@@ -313,6 +313,9 @@ func TestUnusedConversationsLetGo(t *testing.T) {
 	}
 	checkStored(t, c, want, 10*time.Second)
 	waitFor(t, 10*time.Second, "every conversation let go", func() bool { return r.w.CachedConversations() == 0 })
+	if got := sumWhere(collect(t, reader), MetricCacheEvictions, "reason", "unused"); got != convs {
+		t.Errorf("%d conversations counted let go for going unused, want %d", got, convs)
+	}
 	if b := r.w.CacheBytes(); b != 0 {
 		t.Errorf("the cache weighs %d bytes with no conversation in it", b)
 	}

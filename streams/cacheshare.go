@@ -45,7 +45,7 @@ func newCacheShare(conversations int, bytes int64) *cacheShare {
 // add returns a new cache sharing the budget. total receives the cache's
 // weight (nil: a counter of its own); release is called with every state
 // the cache lets go of.
-func (s *cacheShare) add(total *atomic.Int64, release func(st *convState, evicted bool)) *lru {
+func (s *cacheShare) add(total *atomic.Int64, release func(st *convState, why letReason)) *lru {
 	if total == nil {
 		total = new(atomic.Int64)
 	}

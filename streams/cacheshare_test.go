@@ -35,8 +35,8 @@ func TestCacheShare(t *testing.T) {
 		}
 	}
 	var evicted []string
-	release := func(st *convState, ev bool) {
-		if ev {
+	release := func(st *convState, why letReason) {
+		if why == letForRoom {
 			evicted = append(evicted, st.id)
 		}
 	}
@@ -126,7 +126,8 @@ func TestCacheTotalCountsLossesAtOnce(t *testing.T) {
 
 // TestCacheGauges drives more conversations than the cache holds through
 // two lanes: the conversations gauge reports what the lanes hold, within
-// the bound and its slack, and the bytes gauge what they weigh.
+// the bound and its slack, the bytes gauge what they weigh, and the
+// evictions counter the others.
 func TestCacheGauges(t *testing.T) {
 	const limit, convs = 4, 9
 	ns := startServer(t, "")
@@ -163,8 +164,12 @@ func TestCacheGauges(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	rm := collect(t, reader)
+	if got := sumWhere(rm, MetricCacheEvictions, "reason", "room"); got != convs-held {
+		t.Errorf("%d conversations counted evicted for room; %d went through a cache holding %d", got, convs, held)
+	}
 	gauges := map[string]int64{}
-	for _, sm := range collect(t, reader).ScopeMetrics {
+	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && len(g.DataPoints) == 1 {
 				gauges[m.Name] = g.DataPoints[0].Value

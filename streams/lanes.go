@@ -43,7 +43,7 @@ type cacheConfig struct {
 	idle, ttl     time.Duration
 	total         *atomic.Int64
 	held          *atomic.Int64
-	release       func(st *convState, evicted bool)
+	release       func(st *convState, why letReason)
 	// quiet is called on the lane with each state a sweep is about to
 	// compact, expiring with each it is about to let go for going unused
 	// (see lru.sweep); nil: nothing.

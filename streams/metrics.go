@@ -23,6 +23,10 @@ type instruments struct {
 	pipelineDuration           metric.Float64Histogram
 	processorDuration          metric.Float64Histogram
 	inferences                 metric.Int64Counter
+	// evictions counts conversations the caches let go of; forRoom and
+	// unused are the attribute options of its reasons.
+	evictions       metric.Int64Counter
+	forRoom, unused metric.MeasurementOption
 	// byType holds the attribute option of each event type, "unknown"
 	// standing for any other (a rejected event's type is the sender's
 	// string: one series each would have no bound); byOutcome that of each
@@ -56,6 +60,7 @@ const (
 	MetricInferences         = "convstream.inference.requests"
 	MetricCacheBytes         = "convstream.cache.bytes"
 	MetricCacheConversations = "convstream.cache.conversations"
+	MetricCacheEvictions     = "convstream.cache.evictions"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -92,6 +97,14 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
 	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
 	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
+	if c, err := m.Int64Counter(MetricCacheEvictions, metric.WithUnit("{conversation}"),
+		metric.WithDescription("Conversations the caches let go of, by reason: room (for other conversations) or unused (for --cache-ttl).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.evictions = c
+	}
+	ins.forRoom = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "room")))
+	ins.unused = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "unused")))
 	ins.byType = map[string]metric.MeasurementOption{}
 	for _, t := range []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted, "unknown"} {
 		ins.byType[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("type", t)))
@@ -145,6 +158,15 @@ func (ins *instruments) rebuilt(ctx context.Context, d time.Duration, fromCheckp
 	}
 	ins.rebuilds.Add(ctx, 1, from)
 	ins.rebuildDuration.Record(ctx, d.Seconds(), from)
+}
+
+// evicted counts a conversation let go of for room or for going unused.
+func (ins *instruments) evicted(ctx context.Context, why letReason) {
+	reason := ins.forRoom
+	if why == letUnused {
+		reason = ins.unused
+	}
+	ins.evictions.Add(ctx, 1, reason)
 }
 
 // checkpointed counts a checkpoint by outcome.

@@ -456,13 +456,14 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 }
 
 // release is called on the lane with every state the lane lets go of. A
-// state evicted for room is stored first when it has events not stored
-// (it is sound), then checkpointed when that is due; one dropped as
-// invalid asks for those events again, soon, so that a rebuild applies
-// and stores them (a write in flight completes on its own).
-func (w *Worker) release(st *convState, evicted bool) {
-	if evicted {
+// state evicted for room or gone unused is counted, stored first when it
+// has events not stored (it is sound), then checkpointed when that is due;
+// one dropped as invalid asks for those events again, soon, so that a
+// rebuild applies and stores them (a write in flight completes on its own).
+func (w *Worker) release(st *convState, why letReason) {
+	if why != letInvalid {
 		ctx := context.Background()
+		w.metrics.evicted(ctx, why)
 		if st.unsaved() {
 			w.storeMany(ctx, nil, []*convState{st})
 		}
