@@ -27,10 +27,8 @@ type lru struct {
 	reported int64 // the part of total that is this cache's bytes
 	// release is called with every state the cache lets go of, and why.
 	release func(st *convState, why letReason)
-	// quiet is called with each state a sweep compacts, before it does;
-	// expiring with each state a sweep lets go for going unused, before
-	// it does.
-	quiet, expiring func(st *convState)
+	// quiet is called with each state a sweep compacts, before it does.
+	quiet func(st *convState)
 	// epoch counts sweeps (see sweep); a state records the epoch it was
 	// last used in. cold is the most recent of the compacted states, which
 	// sit together at the back of order (nil: none), so that a sweep starts
@@ -195,23 +193,19 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 }
 
 // expireMax is how many states one sweep of a cache lets go for going
-// unused at most: each may queue a checkpoint write (see
-// Worker.checkpointLeaving), which waits for a slot on a goroutine of its
-// own; the next sweep goes on.
+// unused at most: the release of each may queue a checkpoint write (see
+// Worker.release), which waits for a slot on a goroutine of its own; the
+// next sweep goes on.
 const expireMax = 512
 
 // expireUnused lets go of the settled states not used in the last after
-// epochs, from the least recently used on, up to expireMax, calling
-// c.expiring with each first.
+// epochs, from the least recently used on, up to expireMax.
 func (c *lru) expireUnused(after uint32) int {
 	n := 0
 	for e := c.order.Back(); e != nil && n < expireMax; {
 		st := e.Value.(*convState)
 		if c.epoch-st.used < after || !st.settled() {
 			break
-		}
-		if c.expiring != nil {
-			c.expiring(st)
 		}
 		prev := e.Prev()
 		c.let(c.remove(e), letUnused)

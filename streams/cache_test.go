@@ -171,19 +171,17 @@ func TestLRUSweep(t *testing.T) {
 
 // TestLRUExpire checks which states a sweep lets go for going unused:
 // those unused for the given number of sweeps, from the least recently
-// used on, each after the expiring callback; it stops at the
-// first one used since or not settled, and the next sweep goes on from
-// there.
+// used on, released as unused; it stops at the first one used since or
+// not settled, and the next sweep goes on from there.
 func TestLRUExpire(t *testing.T) {
 	var total atomic.Int64
-	var expiring, released []string
+	var released []string
 	c := newLRU(10, 0, &total, func(st *convState, why letReason) {
 		if why != letUnused {
 			t.Errorf("%s let go for reason %d, want unused", st.id, why)
 		}
 		released = append(released, st.id)
 	})
-	c.expiring = func(st *convState) { expiring = append(expiring, st.id) }
 	for _, id := range []string{"a", "b", "c", "d", "e"} {
 		c.put(&convState{id: id, flatBytes: 10})
 	}
@@ -207,8 +205,8 @@ func TestLRUExpire(t *testing.T) {
 	if _, n := c.sweep(0, 2); n != 1 || ids() != "" {
 		t.Fatalf("fourth sweep let %d go, holds %q: want d", n, ids())
 	}
-	if !slices.Equal(expiring, released) {
-		t.Errorf("expiring called with %v, released %v", expiring, released)
+	if !slices.Equal(released, []string{"a", "b", "c", "e", "d"}) {
+		t.Errorf("released %v, want a, b, c, e, d in that order", released)
 	}
 	if c.len() != 0 || c.share.convs.Load() != 0 || total.Load() != 0 || c.share.bytes.Load() != 0 {
 		t.Errorf("after every state went: %d held, share counts %d and %d bytes, total %d", c.len(), c.share.convs.Load(), c.share.bytes.Load(), total.Load())
@@ -247,13 +245,7 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
 	c := newClient(t, nc)
 	ctx := context.Background()
-	want := map[string]*conversation.Conversation{}
-	send := func(conv string, k int) {
-		if want[conv] == nil {
-			want[conv] = conversation.NewConversation()
-		}
-		sendChained(t, c, want[conv], conv, k)
-	}
+	send, want := chainedSender(t, c)
 	check := func() { checkStored(t, c, want, 10*time.Second) }
 	cold := func() int {
 		n := 0
@@ -298,13 +290,7 @@ func TestUnusedConversationsLetGo(t *testing.T) {
 	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithCacheTTL(300*time.Millisecond), WithLanes(2),
 		WithSnapshotInterval(10*time.Millisecond), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	c := newClient(t, nc)
-	want := map[string]*conversation.Conversation{}
-	send := func(conv string, k int) {
-		if want[conv] == nil {
-			want[conv] = conversation.NewConversation()
-		}
-		sendChained(t, c, want[conv], conv, k)
-	}
+	send, want := chainedSender(t, c)
 	const convs = 6
 	for k := range 3 {
 		for i := range convs {
@@ -335,4 +321,17 @@ func TestUnusedConversationsLetGo(t *testing.T) {
 		t.Errorf("%d rebuilds from a checkpoint, want one for each of the %d conversations (from events: %d)",
 			got, convs, sumWhere(rm, MetricRebuilds, "from", "events"))
 	}
+}
+
+// chainedSender returns a function that sends message k of conversation
+// conv (see sendChained), and the conversations it sent, as Parse sees
+// them.
+func chainedSender(t testing.TB, c *Client) (func(conv string, k int), map[string]*conversation.Conversation) {
+	want := map[string]*conversation.Conversation{}
+	return func(conv string, k int) {
+		if want[conv] == nil {
+			want[conv] = conversation.NewConversation()
+		}
+		sendChained(t, c, want[conv], conv, k)
+	}, want
 }

@@ -45,9 +45,8 @@ type cacheConfig struct {
 	held          *atomic.Int64
 	release       func(st *convState, why letReason)
 	// quiet is called on the lane with each state a sweep is about to
-	// compact, expiring with each it is about to let go for going unused
-	// (see lru.sweep); nil: nothing.
-	quiet, expiring func(st *convState)
+	// compact (see lru.sweep); nil: nothing.
+	quiet func(st *convState)
 }
 
 // sweepsPer is how many sweeps fit in the shorter of the idle time and the
@@ -89,7 +88,7 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	}
 	for i := range ls.all {
 		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
-		l.cache.quiet, l.cache.expiring = cfg.quiet, cfg.expiring
+		l.cache.quiet = cfg.quiet
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {

@@ -457,9 +457,12 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 
 // release is called on the lane with every state the lane lets go of. A
 // state evicted for room or gone unused is counted, stored first when it
-// has events not stored (it is sound), then checkpointed when that is due;
-// one dropped as invalid asks for those events again, soon, so that a
-// rebuild applies and stores them (a write in flight completes on its own).
+// has events not stored (it is sound), then checkpointed when that is due:
+// for room when a write slot is free, as room is needed under load; gone
+// unused always, the write waiting for a slot in the background, so that
+// its next rebuild starts there. One dropped as invalid asks for its
+// events again, soon, so that a rebuild applies and stores them (a write
+// in flight completes on its own).
 func (w *Worker) release(st *convState, why letReason) {
 	if why != letInvalid {
 		ctx := context.Background()
@@ -467,7 +470,11 @@ func (w *Worker) release(st *convState, why letReason) {
 		if st.unsaved() {
 			w.storeMany(ctx, nil, []*convState{st})
 		}
-		w.checkpoint(ctx, st, false)
+		if why == letUnused {
+			w.checkpointLeaving(ctx, st)
+		} else {
+			w.checkpoint(ctx, st, false)
+		}
 		return
 	}
 	nakAll(st.unstored)

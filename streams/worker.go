@@ -187,10 +187,7 @@ func (w *Worker) cacheConfig() cacheConfig {
 		total: &w.cached, held: &w.held, release: w.release,
 		// A conversation gone quiet is checkpointed while it is compacted:
 		// a crash writes none, and its next rebuild starts there.
-		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) },
-		// One unused for the TTL is checkpointed as it goes, in the
-		// background: its next rebuild starts there.
-		expiring: func(st *convState) { w.checkpointLeaving(context.Background(), st) }}
+		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) }}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
