@@ -27,8 +27,10 @@ type lru struct {
 	reported int64 // the part of total that is this cache's bytes
 	// release is called with every state the cache lets go of, and why.
 	release func(st *convState, why letReason)
-	// quiet is called with each state a sweep compacts, before it does.
-	quiet func(st *convState)
+	// quiet is called with each state a sweep is about to compact; false
+	// leaves the state as it is and ends the pass there, for the next
+	// sweep to go on from.
+	quiet func(st *convState) bool
 	// epoch counts sweeps (see sweep); a state records the epoch it was
 	// last used in. cold is the most recent of the compacted states, which
 	// sit together at the back of order (nil: none), so that a sweep starts
@@ -161,7 +163,8 @@ func (c *lru) unlink(e *list.Element) {
 // evicted for room (see expireUnused); then it compacts the
 // settled states not used in the last compact epochs (0: none; see
 // conversation.Conversation.Compact). Each pass stops at the first state
-// used more recently or not settled. It returns how many states it
+// used more recently or not settled, and compaction also where quiet says
+// to. It returns how many states it
 // compacted and how many it let go.
 func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	c.epoch++
@@ -180,8 +183,8 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		if c.epoch-st.used < compact || !st.settled() {
 			break
 		}
-		if c.quiet != nil {
-			c.quiet(st)
+		if c.quiet != nil && !c.quiet(st) {
+			break
 		}
 		if st.conv != nil {
 			st.conv.Compact()

@@ -279,6 +279,101 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
 }
 
+// TestLRUSweepHeldBack checks that a state quiet holds back ends the
+// compacting pass there, and that the next sweep goes on from it.
+func TestLRUSweepHeldBack(t *testing.T) {
+	c := newLRU(10, 0, nil, nil)
+	for _, id := range []string{"a", "b", "c", "d"} { // d c b a
+		c.put(&convState{id: id, conv: conversation.NewConversation()})
+	}
+	var asked []string
+	hold := "c"
+	c.quiet = func(st *convState) bool {
+		asked = append(asked, st.id)
+		return st.id != hold
+	}
+	cold := func() string {
+		var s []string
+		c.each(func(st *convState) {
+			if st.cold {
+				s = append(s, st.id)
+			}
+		})
+		return strings.Join(s, "")
+	}
+	if n, _ := c.sweep(1, 0); n != 2 || cold() != "ba" || strings.Join(asked, "") != "abc" {
+		t.Fatalf("sweep holding c back: %d compacted, cold %q, asked of %q; want a and b compacted, a, b and c asked of", n, cold(), asked)
+	}
+	hold, asked = "", nil
+	if n, _ := c.sweep(1, 0); n != 2 || cold() != "dcba" || strings.Join(asked, "") != "cd" {
+		t.Fatalf("next sweep: %d compacted, cold %q, asked of %q; want c and d, from where the last stopped", n, cold(), asked)
+	}
+}
+
+// TestQuietCheckpointsWait runs a worker whose checkpoint slots are all
+// taken while its conversations go quiet: the compacting sweep queues
+// their checkpoints (two at most here) rather than skip them, leaves the
+// rest as they are for later sweeps, and every one is written once the
+// slots free up.
+func TestQuietCheckpointsWait(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(1), WithSnapshotInterval(10*time.Millisecond),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), func(c *config) { c.checkpointsWaiting = 2 })
+	for range checkpointsInFlight {
+		r.w.cpSlots <- struct{}{}
+	}
+	c := newClient(t, nc)
+	ctx := context.Background()
+	send, want := chainedSender(t, c)
+	const convs = 6
+	for k := range 3 {
+		for i := range convs {
+			send(fmt.Sprintf("wait%d", i), k)
+		}
+	}
+	checkStored(t, c, want, 10*time.Second)
+	l := r.w.lanes.all[0]
+	cold := func() int {
+		n := 0
+		if err := r.w.lanes.call(ctx, l, func() {
+			l.cache.each(func(st *convState) {
+				if st.cold {
+					n++
+				}
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	waitFor(t, 10*time.Second, "two conversations compacted, their checkpoints queued", func() bool { return cold() == 2 })
+	time.Sleep(300 * time.Millisecond) // several sweeps
+	written := func() int64 { return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") }
+	if n, w := cold(), written(); n != 2 || w != 0 {
+		t.Fatalf("with every slot taken: %d compacted, %d checkpoints written; want 2 (the queue's room) and 0", n, w)
+	}
+	if busy := sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "busy"); busy != 0 {
+		t.Errorf("%d checkpoints counted skipped as busy; a quiet one waits", busy)
+	}
+	for range checkpointsInFlight {
+		<-r.w.cpSlots
+	}
+	waitFor(t, 10*time.Second, "every conversation compacted, each with its checkpoint written", func() bool {
+		return cold() == convs && written() == convs
+	})
+	for id, conv := range want {
+		cp, got, ok := storedCheckpoint(t, r.w, id)
+		if !ok {
+			t.Fatalf("no checkpoint of %s", id)
+		}
+		if cp.Events != 3 || got.Len() != conv.Len() {
+			t.Errorf("checkpoint of %s: %d events, %d messages; want 3 and %d", id, cp.Events, got.Len(), conv.Len())
+		}
+	}
+}
+
 // TestUnusedConversationsLetGo runs a worker that lets go of conversations
 // unused for 300 ms: each is checkpointed and leaves the cache, and its
 // next events rebuild it from that checkpoint, with snapshots still equal

@@ -120,6 +120,12 @@ const (
 // of conversations alive for their encoding.
 const checkpointsInFlight = 64
 
+// checkpointsWaiting bounds the checkpoints of compacted conversations
+// queued for a slot while every slot is busy. Each holds what it captured
+// (a pointer a message, and the groups) and a goroutine; past it, a sweep
+// leaves the rest uncompacted for the next one.
+const checkpointsWaiting = 1024
+
 // checkpointStopBudget bounds how long a graceful stop spends writing
 // checkpoints, after its snapshots are stored: conversations whose
 // checkpoint is not written by then are rebuilt from their last one.
@@ -352,13 +358,42 @@ func (w *Worker) takeSlot(ctx context.Context, wait bool) bool {
 			return false
 		}
 	}
+	if w.trySlot() {
+		return true
+	}
+	w.metrics.checkpointed(ctx, "busy")
+	return false
+}
+
+// trySlot takes a free one of the checkpointsInFlight slots, if any.
+func (w *Worker) trySlot() bool {
 	select {
 	case w.cpSlots <- struct{}{}:
 		return true
 	default:
-		w.metrics.checkpointed(ctx, "busy")
 		return false
 	}
+}
+
+// checkpointQuiet writes the checkpoint of st, about to be compacted, when
+// one is due (checkpointDue), on a free slot, or else queued for one while
+// fewer than the configured bound wait
+// (checkpointsWaiting). It reports false when st must wait for a
+// later sweep, with its checkpoint neither written nor queued: the
+// compacted are not looked at again until used, and a checkpoint skipped
+// here would leave a crash to replay the events of an idle conversation.
+// It runs on the lane.
+func (w *Worker) checkpointQuiet(ctx context.Context, st *convState) bool {
+	switch {
+	case !w.checkpointDue(st):
+	case w.trySlot():
+		w.writeCheckpoint(ctx, st, capture(st))
+	case w.cpWaiting.Load() < w.cfg.checkpointsWaiting:
+		w.queueCheckpoint(ctx, st, capture(st), false)
+	default:
+		return false
+	}
+	return true
 }
 
 // checkpointLeaving writes the checkpoint of st, being let go, when one is
@@ -387,9 +422,13 @@ func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpo
 	st.sinceBytes -= cp.sinceBytes
 	id := st.id
 	limit := int(w.nc.MaxPayload())
+	if !held {
+		w.cpWaiting.Add(1)
+	}
 	w.writers.run(func() {
 		if !held {
 			w.cpSlots <- struct{}{} // every write gives its slot back, its put bounded by storeTimeout
+			w.cpWaiting.Add(-1)
 		}
 		defer func() { <-w.cpSlots }()
 		bufs := w.checkpointBuffers()
@@ -454,11 +493,12 @@ func (w *Worker) checkpointAll(ctx context.Context) {
 			}
 		})
 	})
-	// Each write holds a slot until it returns. (Not a WaitGroup: the idle
-	// sweep may begin a write while this waits.)
+	// Each write holds a slot until it returns, and counts in cpWaiting
+	// until it has one. (Not a WaitGroup: the idle sweep may begin a
+	// write while this waits.)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for len(w.cpSlots) > 0 && ctx.Err() == nil {
+	for (len(w.cpSlots) > 0 || w.cpWaiting.Load() > 0) && ctx.Err() == nil {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():

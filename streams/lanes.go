@@ -45,8 +45,9 @@ type cacheConfig struct {
 	held          *atomic.Int64
 	release       func(st *convState, why letReason)
 	// quiet is called on the lane with each state a sweep is about to
-	// compact (see lru.sweep); nil: nothing.
-	quiet func(st *convState)
+	// compact, and may hold it back for a later sweep (see lru.sweep);
+	// nil: nothing.
+	quiet func(st *convState) bool
 }
 
 // sweepsPer is how many sweeps fit in the shorter of the idle time and the

@@ -39,33 +39,37 @@ type config struct {
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
 	checkpoints      bool
+	// checkpointsWaiting bounds the quiet conversations' checkpoints queued
+	// for a slot: the constant checkpointsWaiting, lower in tests.
+	checkpointsWaiting int64
 }
 
 func defaultConfig() config {
 	s, _ := NewSubjects(DefaultPrefix)
 	lanes := 4 * runtime.GOMAXPROCS(0)
 	return config{
-		subjects:         s,
-		limits:           DefaultLimits(),
-		lanes:            lanes,
-		laneDepth:        64,
-		cacheSize:        10_000,
-		cacheBytes:       DefaultCacheBytes,
-		cacheIdle:        DefaultCacheIdle,
-		cacheTTL:         DefaultCacheTTL,
-		consumer:         "convstream-worker",
-		ackWait:          time.Minute,
-		source:           "urn:convstream:worker",
-		logger:           slog.New(slog.DiscardHandler),
-		tracerProvider:   tracenoop.NewTracerProvider(),
-		meterProvider:    metricnoop.NewMeterProvider(),
-		inferenceTimeout: 30 * time.Second,
-		inferenceWait:    2 * time.Second,
-		inferenceWorkers: 2 * runtime.GOMAXPROCS(0),
-		pinnedTTL:        DefaultPinnedTTL,
-		snapshotInterval: DefaultSnapshotInterval,
-		snapshotMax:      DefaultSnapshotMaxInterval,
-		checkpoints:      true,
+		subjects:           s,
+		limits:             DefaultLimits(),
+		lanes:              lanes,
+		laneDepth:          64,
+		cacheSize:          10_000,
+		cacheBytes:         DefaultCacheBytes,
+		cacheIdle:          DefaultCacheIdle,
+		cacheTTL:           DefaultCacheTTL,
+		consumer:           "convstream-worker",
+		ackWait:            time.Minute,
+		source:             "urn:convstream:worker",
+		logger:             slog.New(slog.DiscardHandler),
+		tracerProvider:     tracenoop.NewTracerProvider(),
+		meterProvider:      metricnoop.NewMeterProvider(),
+		inferenceTimeout:   30 * time.Second,
+		inferenceWait:      2 * time.Second,
+		inferenceWorkers:   2 * runtime.GOMAXPROCS(0),
+		pinnedTTL:          DefaultPinnedTTL,
+		snapshotInterval:   DefaultSnapshotInterval,
+		snapshotMax:        DefaultSnapshotMaxInterval,
+		checkpoints:        true,
+		checkpointsWaiting: checkpointsWaiting,
 	}
 }
 

@@ -44,6 +44,8 @@ type Worker struct {
 	// holds a token for each write under way (checkpointsInFlight at most).
 	checkpoints jetstream.KeyValue
 	cpSlots     chan struct{}
+	// cpWaiting counts the writes queued for a slot (see queueCheckpoint).
+	cpWaiting atomic.Int64
 	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
 	cpBufs sync.Pool
 
@@ -187,7 +189,7 @@ func (w *Worker) cacheConfig() cacheConfig {
 		total: &w.cached, held: &w.held, release: w.release,
 		// A conversation gone quiet is checkpointed while it is compacted:
 		// a crash writes none, and its next rebuild starts there.
-		quiet: func(st *convState) { w.checkpoint(context.Background(), st, false) }}
+		quiet: func(st *convState) bool { return w.checkpointQuiet(context.Background(), st) }}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
