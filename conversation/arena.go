@@ -44,7 +44,7 @@ type arena struct {
 // The bounds of slab and chunk sizes. A new slab or chunk holds an eighth
 // of what the arena holds already (a new slab of extras, a sixteenth of
 // its messages), so that the unused end of the last one costs at most
-// that.
+// that (see grown).
 const (
 	minSlab  = 4
 	maxSlab  = 128
@@ -59,7 +59,7 @@ const (
 // extras and its JSON. m itself is left as it was.
 func (a *arena) adopt(m *Message) *Message {
 	if len(a.slab) == cap(a.slab) {
-		a.slab = make([]Message, 0, min(max(a.n/8, minSlab), maxSlab))
+		a.slab = make([]Message, 0, grown(a.n, 1, a.n/8, minSlab, maxSlab))
 	}
 	a.slab = a.slab[:len(a.slab)+1]
 	p := &a.slab[len(a.slab)-1]
@@ -90,12 +90,28 @@ func (a *arena) place(data []byte) (string, bool) {
 func (a *arena) write(s string) string {
 	if a.text == nil || a.text.Cap()-a.text.Len() < len(s) {
 		a.text = new(strings.Builder)
-		a.text.Grow(min(max(a.bytes/8, len(s), minChunk), maxChunk))
+		a.text.Grow(grown(a.bytes, len(s), a.bytes/8, minChunk, maxChunk))
 	}
 	start := a.text.Len()
 	a.text.WriteString(s)
 	a.bytes += len(s)
 	return a.text.String()[start:]
+}
+
+// grown returns the size of a new slab or chunk, for need more, of an
+// arena that holds held already: share, within least and most. But the
+// first holds just need (a message, or its JSON), and the second makes up
+// the least size when that holds need: many conversations hold a single
+// message, and a chunk of the least size would hold twice its JSON in
+// room.
+func grown(held, need, share, least, most int) int {
+	switch {
+	case held == 0:
+		return need
+	case held < least && least-held >= need:
+		return least - held
+	}
+	return max(min(max(share, least), most), need)
 }
 
 // holds reports whether s lies in the current chunk (placed there).
@@ -127,7 +143,7 @@ func (a *arena) slack() int {
 // parts, which the message's strings are rewritten in.
 func (a *arena) extra(x *msgExtra) *msgExtra {
 	if len(a.extras) == cap(a.extras) {
-		a.extras = make([]msgExtra, 0, min(max(a.n/16, minSlab), maxSlab))
+		a.extras = make([]msgExtra, 0, grown(a.n, 1, a.n/16, minSlab, maxSlab))
 	}
 	a.extras = a.extras[:len(a.extras)+1]
 	p := &a.extras[len(a.extras)-1]

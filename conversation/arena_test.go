@@ -2,9 +2,9 @@ package conversation
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
-	"unsafe"
 )
 
 // TestAdoptCopiesTheMessage: every message of the conformance inputs,
@@ -43,7 +43,7 @@ func TestAdoptCopiesTheMessage(t *testing.T) {
 }
 
 // TestAdoptKeepsLargeMessagesApart: a message whose JSON is over ownChunk
-// keeps its own allocation, and the chunks go on after it.
+// keeps its own allocation, and the chunks go on around it.
 func TestAdoptKeepsLargeMessagesApart(t *testing.T) {
 	var a arena
 	small := mustMessage(t, `{"id":"a","role":"user"}`)
@@ -52,8 +52,8 @@ func TestAdoptKeepsLargeMessagesApart(t *testing.T) {
 	if !within(large.raw, ps[1].raw) {
 		t.Error("a large message was copied into a chunk")
 	}
-	if !within(a.text.String(), ps[0].raw) || !within(a.text.String(), ps[2].raw) {
-		t.Error("small messages around a large one are not in the current chunk")
+	if within(small.raw, ps[0].raw) || !within(a.text.String(), ps[2].raw) {
+		t.Error("small messages around a large one are not in the chunks")
 	}
 	for i, id := range []string{"a", "b", "c"} {
 		if ps[i].ID() != id {
@@ -142,20 +142,58 @@ func content(m *Message) string {
 }
 
 // TestBytesCountsTheArenaRoom: a conversation of one message holds a
-// slab and a chunk of the least sizes, and Bytes counts all of them.
+// slab of one and a chunk of about its JSON, not room for more; Bytes
+// counts them, and the allowance of any conversation.
 func TestBytesCountsTheArenaRoom(t *testing.T) {
 	conv := NewConversation()
 	m := mustMessage(t, `{"id":"a","role":"user","content":"hi"}`)
 	if err := conv.Append(m); err != nil {
 		t.Fatal(err)
 	}
-	held := len(m.raw) + messageOverhead
-	room := (minSlab-1)*int(unsafe.Sizeof(Message{})) + conv.arena.text.Cap() - len(m.raw)
-	if conv.arena.text.Cap() < minChunk {
-		t.Errorf("first chunk of %d bytes, want %d at least", conv.arena.text.Cap(), minChunk)
+	if n, c := cap(conv.arena.slab), conv.arena.text.Cap(); n != 1 || c >= 2*len(m.raw) {
+		t.Errorf("a slab of %d and a chunk of %d bytes for one message of %d", n, c, len(m.raw))
 	}
-	if got := conv.Bytes(); got != held+room {
-		t.Errorf("Bytes = %d, want %d (%d for the message, %d of room)", got, held+room, held, room)
+	held := len(m.raw) + messageOverhead
+	room := conv.arena.text.Cap() - len(m.raw)
+	if got := conv.Bytes(); got != held+room+conversationOverhead {
+		t.Errorf("Bytes = %d, want %d (%d for the message, %d of room, %d for the conversation)",
+			got, held+room+conversationOverhead, held, room, conversationOverhead)
+	}
+}
+
+// TestArenaGrows: the first slab or chunk of a growing arena holds one
+// message, the second makes up the least size, and the next an eighth of
+// what it holds.
+func TestArenaGrows(t *testing.T) {
+	for _, c := range []struct{ held, need, share, least, want int }{
+		{0, 1, 0, minSlab, 1}, {1, 1, 0, minSlab, 3}, {3, 1, 0, minSlab, 1}, {4, 1, 0, minSlab, 4},
+		{40, 1, 5, minSlab, 5}, {5000, 1, 625, minSlab, 128},
+		// Chunks: one message's JSON, then the rest of the least size if
+		// it holds the next, else the least size.
+		{0, 325, 0, minChunk, 325}, {325, 325, 40, minChunk, minChunk - 325}, {975, 325, 121, minChunk, minChunk},
+		{2000, 3000, 250, minChunk, 3000},
+	} {
+		most := maxSlab
+		if c.least == minChunk {
+			most = maxChunk
+		}
+		if got := grown(c.held, c.need, c.share, c.least, most); got != c.want {
+			t.Errorf("grown(%d, %d, %d) = %d, want %d", c.held, c.need, c.share, got, c.want)
+		}
+	}
+	conv := NewConversation()
+	var slabs []int
+	for k := range 12 {
+		m := mustMessage(t, fmt.Sprintf(`{"id":"m%d","role":"user","content":"hi"}`, k))
+		if err := conv.Append(m); err != nil {
+			t.Fatal(err)
+		}
+		if len(conv.arena.slab) == 1 {
+			slabs = append(slabs, cap(conv.arena.slab))
+		}
+	}
+	if fmt.Sprint(slabs) != "[1 3 4 4]" {
+		t.Errorf("slabs of %v for 12 messages, want [1 3 4 4]", slabs)
 	}
 }
 

@@ -67,8 +67,27 @@ func NewConversation(opts ...Option) *Conversation {
 // (TestCachedMessageMemory measures the whole at 1.3x to 2.8x the JSON of
 // the benchmark conversations), plus what its arena holds beyond that:
 // the old versions of updated and deleted messages, and the room not yet
-// used. Groups are not counted.
-func (c *Conversation) Bytes() int { return c.bytes + c.arena.dead + c.arena.slack() }
+// used, plus what a conversation holds however few its messages (see
+// conversationOverhead). Groups are not counted.
+func (c *Conversation) Bytes() int {
+	n := c.bytes + c.arena.dead + c.arena.slack() + conversationOverhead
+	if c.ix != nil || c.walk != nil {
+		n += walkOverhead + walkPerMessage*min(c.msgs.len(), 2*resumeKeep)
+	}
+	return n
+}
+
+// What Bytes allows for the parts of a conversation that do not grow with
+// its messages, which in a short one are most of it (TestShortConversations
+// in streams measures them): the Conversation and its tables; and, until
+// Compact, the index and the walk state that make the next append a few
+// steps, whose journal of the last 2*resumeKeep steps (about two a
+// message) grows with the first messages only.
+const (
+	conversationOverhead = 512
+	walkOverhead         = 1536
+	walkPerMessage       = 192
+)
 
 // Len returns the number of messages.
 func (c *Conversation) Len() int { return c.msgs.len() }

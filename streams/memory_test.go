@@ -2,7 +2,9 @@ package streams
 
 import (
 	"encoding/json"
+	"fmt"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/convstream/convstream/conversation"
@@ -49,16 +51,20 @@ func TestCachedMessageMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &convState{conv: conv, flat: flat, flatJSON: d.tail}
+		st := &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size()}
 		after := heapInUse()
 		runtime.KeepAlive(st)
 		per := float64(after-before) / float64(len(raws))
 		ratio := float64(after-before) / float64(jsonBytes)
-		t.Logf("%s: %d messages, %.0f bytes of JSON each, %.0f bytes held each: %.2fx (the conversation %.2fx, the flat list's JSON %.2fx of %d entries)",
+		t.Logf("%s: %d messages, %.0f bytes of JSON each, %.0f bytes held each: %.2fx (the conversation %.2fx, the flat list's JSON %.2fx of %d entries); estimated %.2fx what it holds",
 			name, len(raws), float64(jsonBytes)/float64(len(raws)), per, ratio,
-			float64(convOnly-before)/float64(jsonBytes), float64(after-convOnly)/float64(jsonBytes), len(flat))
+			float64(convOnly-before)/float64(jsonBytes), float64(after-convOnly)/float64(jsonBytes), len(flat),
+			float64(st.weight())/float64(after-before))
 		if ratio > 3 {
 			t.Errorf("%s: %.2fx the JSON size held per cached message", name, ratio)
+		}
+		if st.weight() < after-before {
+			t.Errorf("%s: estimated at %d bytes, holding %d", name, st.weight(), after-before)
 		}
 	}
 }
@@ -100,4 +106,76 @@ func benchMessages(t testing.TB, name string) [][]byte {
 		}
 	}
 	return out
+}
+
+// TestShortConversations measures what a worker holds for conversations of
+// a few messages, where what every conversation holds whatever its length
+// (its tables, its index and walk state, its state here) weighs as much as
+// the messages: 1,000 conversations of n chained messages of 256-byte
+// content each, built as a worker builds them, with the flat list's JSON
+// kept. The estimate the caches budget with (convState.weight, see
+// WithCacheBytes) must cover what they hold, and conversations of 20
+// messages or more must stay within issue 6's 3x of their JSON. The ratios
+// are logged (go test -run TestShortConversations -v ./streams).
+func TestShortConversations(t *testing.T) {
+	const convs = 1000
+	content := strings.Repeat("x", 256)
+	for _, n := range []int{1, 2, 5, 20, 50} {
+		fields := make([][]map[string]any, convs)
+		jsonBytes := 0
+		for i := range fields {
+			for k := range n {
+				f := map[string]any{"id": fmt.Sprintf("c%d-m%d", i, k), "role": []string{"user", "assistant"}[k%2],
+					"content": content, "createdAt": float64(1_700_000_000_000 + k)}
+				if k > 0 {
+					f["parentId"] = fmt.Sprintf("c%d-m%d", i, k-1)
+				}
+				raw, err := json.Marshal(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				jsonBytes += len(raw)
+				fields[i] = append(fields[i], f)
+			}
+		}
+		before := heapInUse()
+		sts := make([]*convState, convs)
+		for i, fs := range fields {
+			conv := conversation.NewConversation()
+			var flat []*conversation.Message
+			for _, f := range fs {
+				m, err := conversation.NewMessage(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := conv.Append(m); err != nil {
+					t.Fatal(err)
+				}
+				if flat, err = conv.FlatList(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := diffFlat(nil, flat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts[i] = &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size()}
+		}
+		held := heapInUse() - before
+		runtime.KeepAlive(fields) // held in before too
+		var weight int64
+		for _, st := range sts {
+			weight += st.weight()
+		}
+		runtime.KeepAlive(sts)
+		ratio := float64(held) / float64(jsonBytes)
+		t.Logf("%d conversations of %d: %d bytes held each, %.2fx their JSON; estimated %d, %.2fx what they hold",
+			convs, n, held/convs, ratio, weight/convs, float64(weight)/float64(held))
+		if weight < held {
+			t.Errorf("conversations of %d: estimated at %d bytes, holding %d", n, weight, held)
+		}
+		if n >= 20 && ratio > 3 {
+			t.Errorf("conversations of %d: %.2fx the JSON size held", n, ratio)
+		}
+	}
 }
