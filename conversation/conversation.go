@@ -68,14 +68,35 @@ func NewConversation(opts ...Option) *Conversation {
 // the benchmark conversations), plus what its arena holds beyond that:
 // the old versions of updated and deleted messages, and the room not yet
 // used, plus what a conversation holds however few its messages (see
-// conversationOverhead). Groups are not counted.
+// conversationOverhead), plus the objects decoded to build virtual
+// messages (see DecodedFactor). Not counted: groups, and the derived
+// messages of the flat list, whose JSON the caller has when it encodes
+// them (see Message.Derived).
 func (c *Conversation) Bytes() int {
-	n := c.bytes + c.arena.dead + c.arena.slack() + conversationOverhead
+	n := c.MessageBytes() + conversationOverhead
 	if c.ix != nil || c.walk != nil {
 		n += walkOverhead + walkPerMessage*min(c.msgs.len(), 2*resumeKeep)
 	}
+	if c.ix != nil && c.ix.views != nil {
+		n += DecodedFactor * c.ix.views.json
+	}
 	return n
 }
+
+// DecodedFactor approximates what a message's object decoded into Go maps
+// holds, in multiples of its JSON: Bytes counts so the objects the walk
+// keeps decoded to build virtual messages from, and a caller that keeps a
+// flat list can count so its derived messages (see Message.Derived),
+// whose JSON it has. Maps of a few short fields cost many times their
+// JSON; the factor is fitted to the conformance corpus, whose
+// conversations are rich in virtual messages (TestCorpusMemoryEstimate in
+// streams).
+const DecodedFactor = 7
+
+// MessageBytes is the part of Bytes that grows with the messages: their
+// JSON and allowance, and the old copies and unused room of the arena
+// that holds them.
+func (c *Conversation) MessageBytes() int { return c.bytes + c.arena.dead + c.arena.slack() }
 
 // What Bytes allows for the parts of a conversation that do not grow with
 // its messages, which in a short one are most of it (TestShortConversations

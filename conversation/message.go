@@ -576,6 +576,12 @@ func rebuild(f map[string]any, id string) *Message {
 	return n
 }
 
+// Derived reports whether m holds its object as a map rather than as the
+// stored JSON it was built from: a virtual message of a flat list, one
+// the flat list changed, or one built from a map. Its map costs several
+// times its JSON, and JSON encodes it anew on every call.
+func (m *Message) Derived() bool { return m.raw == "" }
+
 // JSON returns the message's JSON object, the bytes MarshalJSON returns.
 // For a message built by NewMessage it is the stored encoding itself,
 // without a copy: the caller must not modify it.

@@ -10,6 +10,9 @@ import "maps"
 type viewCache struct {
 	views map[*Message]cachedView
 	gen   uint32
+	// json is the size of the JSON of the messages whose objects it holds,
+	// for Conversation.Bytes.
+	json int
 }
 
 type cachedView struct {
@@ -29,6 +32,7 @@ func (c *viewCache) view(m *Message) map[string]any {
 	e, ok := c.views[m]
 	if !ok {
 		e.fields = m.view()
+		c.json += len(m.raw)
 	}
 	if !ok || e.gen != c.gen {
 		e.gen = c.gen
@@ -69,6 +73,7 @@ func (c *viewCache) sweep() {
 	for m, e := range c.views {
 		if e.gen != c.gen {
 			delete(c.views, m)
+			c.json -= len(m.raw)
 		}
 	}
 	c.gen++

@@ -323,7 +323,7 @@ func (w *Worker) checkpointDue(st *convState) bool {
 	// Only a state a stored snapshot covers: one whose store failed has
 	// its events redelivered, and a rebuild for them could not use it.
 	return w.checkpoints != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
-		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.Bytes()
+		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.MessageBytes()
 }
 
 // busyCheckpointDue reports whether st, being stored, has changed enough
@@ -331,7 +331,7 @@ func (w *Worker) checkpointDue(st *convState) bool {
 // checkpointBusyEvents).
 func (w *Worker) busyCheckpointDue(st *convState) bool {
 	return w.checkpoints != nil && st.conv != nil && st.sinceEvents >= checkpointBusyEvents &&
-		st.sinceBytes*checkpointBusyAmplification >= st.conv.Bytes()
+		st.sinceBytes*checkpointBusyAmplification >= st.conv.MessageBytes()
 }
 
 // checkpoint writes st's checkpoint in the background when it is due

@@ -51,7 +51,7 @@ func TestCachedMessageMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size()}
+		st := &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
 		after := heapInUse()
 		runtime.KeepAlive(st)
 		per := float64(after-before) / float64(len(raws))
@@ -159,7 +159,7 @@ func TestShortConversations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			sts[i] = &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size()}
+			sts[i] = &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
 		}
 		held := heapInUse() - before
 		runtime.KeepAlive(fields) // held in before too
@@ -176,6 +176,57 @@ func TestShortConversations(t *testing.T) {
 		}
 		if n >= 20 && ratio > 3 {
 			t.Errorf("conversations of %d: %.2fx the JSON size held", n, ratio)
+		}
+	}
+}
+
+// TestCorpusMemoryEstimate compares what the conformance corpus's
+// conversations hold, built as a worker builds them (groups, then one
+// message at a time, the flat list after each), with what the caches
+// estimate (convState.weight): the estimate must cover it. The corpus's
+// conversations are small and rich in virtual messages (assistant groups,
+// tasks, compares), whose decoded maps cost several times their JSON.
+func TestCorpusMemoryEstimate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads the conformance corpus")
+	}
+	for _, file := range []string{"generated-normal.jsonl.gz", "generated-noise.jsonl.gz", "reference-suite.jsonl.gz"} {
+		cases := loadCorpus(t, file, 1000)
+		before := heapInUse()
+		sts := make([]*convState, 0, len(cases))
+		for _, c := range cases {
+			conv := conversation.NewConversation()
+			for _, g := range c.groups {
+				if err := conv.UpsertGroup(g); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var flat []*conversation.Message
+			for _, m := range c.msgs {
+				if err := conv.Append(m); err != nil {
+					t.Fatal(err)
+				}
+				var err error
+				if flat, err = conv.FlatList(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := diffFlat(nil, flat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sts = append(sts, &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)})
+		}
+		held := heapInUse() - before
+		runtime.KeepAlive(cases) // held in before too
+		var weight int64
+		for _, st := range sts {
+			weight += st.weight()
+		}
+		runtime.KeepAlive(sts)
+		t.Logf("%s: %d conversations, %d bytes held each, estimated %.2fx that", file, len(sts), held/int64(len(sts)), float64(weight)/float64(held))
+		if weight < held {
+			t.Errorf("%s: estimated at %d bytes, holding %d", file, weight, held)
 		}
 	}
 }

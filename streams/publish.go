@@ -36,11 +36,17 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if st.flat == nil {
 		entries = entries[:0]
 	}
-	flatBytes := st.flatBytes
+	flatBytes, derived := st.flatBytes, st.derivedBytes
 	for _, raw := range entries[delta.from:] {
 		flatBytes -= len(raw) + 1
 	}
 	flatBytes += delta.size()
+	if st.flat == nil {
+		derived = 0
+	} else {
+		derived -= derivedSize(st.flat[delta.from:], entries[delta.from:])
+	}
+	derived += derivedSize(flat[delta.from:], delta.tail)
 	if limit := w.maxSnapshotBytes(); flatBytes > limit {
 		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
@@ -57,7 +63,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 
 	clear(entries[delta.from:]) // the old tail's bytes may go
 	entries = append(entries[:delta.from], delta.tail...)
-	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes = version, d.seq, flat, entries, flatBytes
+	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes, st.derivedBytes = version, d.seq, flat, entries, flatBytes, derived
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size

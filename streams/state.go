@@ -28,9 +28,11 @@ type convState struct {
 	version uint64
 	flat    []*conversation.Message
 	// flatJSON[i] is the JSON of flat[i], so that a store does not encode
-	// the flatList again; flatBytes is their total size (with commas).
-	flatJSON  [][]byte
-	flatBytes int
+	// the flatList again; flatBytes is their total size (with commas), and
+	// derivedBytes the size of those of derived messages (see weight).
+	flatJSON     [][]byte
+	flatBytes    int
+	derivedBytes int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
 	// unstored are the events published since the last store began,
@@ -191,12 +193,26 @@ func (st *convState) settled() bool {
 }
 
 // weight approximates the memory st holds: the conversation (see
-// conversation.Conversation.Bytes) and the JSON of its flat list, which
+// conversation.Conversation.Bytes), the JSON of its flat list, which
 // shares the bytes of stored messages but not of virtual ones (counted in
-// full: an overestimate keeps the worker under its budget).
+// full: an overestimate keeps the worker under its budget), and the maps
+// of the flat list's derived messages, which Bytes leaves out.
 func (st *convState) weight() int64 {
-	if st.conv == nil {
-		return int64(st.flatBytes)
+	n := st.flatBytes + conversation.DecodedFactor*st.derivedBytes
+	if st.conv != nil {
+		n += st.conv.Bytes()
 	}
-	return int64(st.conv.Bytes() + st.flatBytes)
+	return int64(n)
+}
+
+// derivedSize returns the size of the JSON of the derived messages among
+// flat (see conversation.Message.Derived), whose JSON is entries.
+func derivedSize(flat []*conversation.Message, entries [][]byte) int {
+	n := 0
+	for i, m := range flat {
+		if m.Derived() {
+			n += len(entries[i])
+		}
+	}
+	return n
 }
