@@ -164,8 +164,7 @@ func (c *lru) unlink(e *list.Element) {
 // settled states not used in the last compact epochs (0: none; see
 // conversation.Conversation.Compact). Each pass stops at the first state
 // used more recently or not settled, and compaction also where quiet says
-// to. It returns how many states it
-// compacted and how many it let go.
+// to. It returns how many states it compacted and how many it let go.
 func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	c.epoch++
 	if expire > 0 {

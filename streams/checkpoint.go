@@ -377,10 +377,9 @@ func (w *Worker) trySlot() bool {
 
 // checkpointQuiet writes the checkpoint of st, about to be compacted, when
 // one is due (checkpointDue), on a free slot, or else queued for one while
-// fewer than the configured bound wait
-// (checkpointsWaiting). It reports false when st must wait for a
-// later sweep, with its checkpoint neither written nor queued: the
-// compacted are not looked at again until used, and a checkpoint skipped
+// fewer than checkpointsWaiting wait. It reports false when st must wait
+// for a later sweep, its checkpoint neither written nor queued: compacted
+// states are not looked at again until used, and a checkpoint skipped
 // here would leave a crash to replay the events of an idle conversation.
 // It runs on the lane.
 func (w *Worker) checkpointQuiet(ctx context.Context, st *convState) bool {
