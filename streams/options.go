@@ -126,8 +126,9 @@ func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize
 const DefaultCacheBytes = 1 << 30
 
 // WithCacheBytes bounds the memory the cached conversations take, as
-// estimated from their messages' JSON (see conversation.Conversation.Bytes)
-// and their flat lists: past it the least recently used are stored (when
+// estimated from their messages' JSON, what every conversation holds, the
+// objects held decoded as maps (see conversation.Conversation.Bytes and
+// conversation.DecodedFactor) and their flat lists: past it the least recently used are stored (when
 // they have unstored events) and let go, as WithCacheConversations says; a
 // lane holding only the conversation in use keeps it even when over.
 // 0 means no byte limit.

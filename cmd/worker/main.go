@@ -123,7 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	o.cacheBytes = streams.DefaultCacheBytes
-	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
+	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON and structures, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
 	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", streams.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
 	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", streams.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
