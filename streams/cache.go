@@ -187,9 +187,16 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		}
 		if st.conv != nil {
 			st.conv.Compact()
+			// What it let go of no longer counts against the budget.
+			n := st.weight()
+			c.weigh(n - st.size)
+			st.size = n
 		}
 		st.cold, c.cold = true, e
 		compacted++
+	}
+	if compacted > 0 {
+		c.report()
 	}
 	return compacted, expired
 }

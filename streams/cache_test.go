@@ -269,7 +269,11 @@ func TestIdleConversationsCompacted(t *testing.T) {
 		}
 	}
 	check()
+	warm := r.w.CacheBytes()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
+	if b := r.w.CacheBytes(); b >= warm {
+		t.Errorf("the cache weighs %d bytes compacted, %d before", b, warm)
+	}
 	for k := 3; k < 5; k++ {
 		for i := range convs {
 			send(fmt.Sprintf("idle%d", i), k)
