@@ -294,6 +294,7 @@ func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (i
 			if flat, err = st.conv.FlatList(); err != nil {
 				return
 			}
+			l.cache.resize(st) // the walk of a compacted one rebuilt its index
 		} else {
 			var path []*conversation.Message
 			if path, err = st.conv.PathTo(req.LeafID); err != nil {
