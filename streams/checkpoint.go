@@ -120,11 +120,12 @@ const (
 // of conversations alive for their encoding.
 const checkpointsInFlight = 64
 
-// checkpointsWaiting bounds the checkpoints of compacted conversations
-// queued for a slot while every slot is busy. Each holds what it captured
-// (a pointer a message, and the groups) and a goroutine; past it, a sweep
-// leaves the rest uncompacted for the next one.
-const checkpointsWaiting = 1024
+// checkpointsWaiting bounds the checkpoint writes queued for a slot while
+// every slot is busy (see queueCheckpoint). Each holds what it captured: a
+// pointer a message, and the groups. Past it, a compacting sweep leaves
+// the rest uncompacted for the next one, and a conversation gone unused
+// goes without (a sweep lets go of at most expireMax a lane).
+const checkpointsWaiting = 16384
 
 // checkpointStopBudget bounds how long a graceful stop spends writing
 // checkpoints, after its snapshots are stored: conversations whose
@@ -376,32 +377,22 @@ func (w *Worker) trySlot() bool {
 }
 
 // checkpointQuiet writes the checkpoint of st, about to be compacted, when
-// one is due (checkpointDue), on a free slot, or else queued for one while
-// fewer than checkpointsWaiting wait. It reports false when st must wait
-// for a later sweep, its checkpoint neither written nor queued: compacted
+// one is due (checkpointDue), on a free slot or queued for one. It reports
+// false when st must wait for a later sweep, the queue full: compacted
 // states are not looked at again until used, and a checkpoint skipped
 // here would leave a crash to replay the events of an idle conversation.
 // It runs on the lane.
 func (w *Worker) checkpointQuiet(ctx context.Context, st *convState) bool {
-	switch {
-	case !w.checkpointDue(st):
-	case w.trySlot():
-		w.writeCheckpoint(ctx, st, capture(st))
-	case w.cpWaiting.Load() < w.cfg.checkpointsWaiting:
-		w.queueCheckpoint(ctx, st, capture(st), false)
-	default:
-		return false
-	}
-	return true
+	return !w.checkpointDue(st) || w.queueCheckpoint(ctx, st, capture(st))
 }
 
 // checkpointLeaving writes the checkpoint of st, being let go, when one is
-// due (checkpointDue): the write waits for a slot in the background rather
-// than on the lane, holding the messages it captured until then. It runs
-// on the lane.
+// due (checkpointDue), on a free slot or queued for one, holding the
+// messages it captured until then; with the queue full it is not written.
+// It runs on the lane.
 func (w *Worker) checkpointLeaving(ctx context.Context, st *convState) {
-	if w.checkpointDue(st) {
-		w.queueCheckpoint(ctx, st, capture(st), false)
+	if w.checkpointDue(st) && !w.queueCheckpoint(ctx, st, capture(st)) {
+		w.metrics.checkpointed(ctx, "busy")
 	}
 }
 
@@ -411,25 +402,80 @@ func (w *Worker) checkpointLeaving(ctx context.Context, st *convState) {
 // does not, so that a long conversation's does not hold up the lane's
 // events (a conversation of 26,085 messages takes 63 ms).
 func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) {
-	w.queueCheckpoint(ctx, st, cp, true)
+	job := w.checkpointWrite(ctx, st, cp)
+	checkpointed(st, cp)
+	w.writers.run(func() {
+		job()
+		w.giveSlot()
+	})
 }
 
-// queueCheckpoint is writeCheckpoint; unless held, the write first waits
-// for a slot of its own.
-func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpointOf, held bool) {
+// queueCheckpoint is writeCheckpoint without a slot taken (see
+// onSlot). It reports false, changing nothing, when the queue is full. It
+// runs on the lane.
+func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) bool {
+	if !w.onSlot(w.checkpointWrite(ctx, st, cp)) {
+		return false
+	}
+	checkpointed(st, cp)
+	return true
+}
+
+// onSlot runs job on the writers on a free one of the checkpointsInFlight
+// slots, or else queues it in cpQueue for the next write that finishes to
+// run on its slot: writes wait without a goroutine each. It reports
+// false, job dropped, when the queue is full.
+func (w *Worker) onSlot(job func()) bool {
+	if w.trySlot() {
+		w.writers.run(func() {
+			job()
+			w.giveSlot()
+		})
+		return true
+	}
+	select {
+	case w.cpQueue <- job:
+	default:
+		return false
+	}
+	// A slot given back since trySlot could have missed the write queued.
+	if w.trySlot() {
+		w.writers.run(w.giveSlot)
+	}
+	return true
+}
+
+// giveSlot runs the queued writes on the slot its caller holds, then gives
+// it back, and takes one again for writes queued meanwhile: a write is
+// queued before its writer tries for a slot, so one of the two runs it.
+func (w *Worker) giveSlot() {
+	for {
+		select {
+		case job := <-w.cpQueue:
+			job()
+			continue
+		default:
+		}
+		<-w.cpSlots
+		if len(w.cpQueue) == 0 || !w.trySlot() {
+			return
+		}
+	}
+}
+
+// checkpointed counts st's changes since cp, a checkpoint of it being
+// written, as its changes since its last checkpoint.
+func checkpointed(st *convState, cp *checkpointOf) {
 	st.sinceEvents -= cp.sinceEvents
 	st.sinceBytes -= cp.sinceBytes
+}
+
+// checkpointWrite returns the write of cp, a checkpoint of st, to run on a
+// slot.
+func (w *Worker) checkpointWrite(ctx context.Context, st *convState, cp *checkpointOf) func() {
 	id := st.id
 	limit := int(w.nc.MaxPayload())
-	if !held {
-		w.cpWaiting.Add(1)
-	}
-	w.writers.run(func() {
-		if !held {
-			w.cpSlots <- struct{}{} // every write gives its slot back, its put bounded by storeTimeout
-			w.cpWaiting.Add(-1)
-		}
-		defer func() { <-w.cpSlots }()
+	return func() {
 		bufs := w.checkpointBuffers()
 		defer w.reuseCheckpointBuffers(bufs) // after the put: nats.go copies what it publishes
 		value, err := cp.encode(bufs)
@@ -449,7 +495,7 @@ func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpo
 			return
 		}
 		w.metrics.checkpointed(ctx, "written")
-	})
+	}
 }
 
 // checkpointBuffers returns room to encode a checkpoint in, that of a
@@ -492,12 +538,12 @@ func (w *Worker) checkpointAll(ctx context.Context) {
 			}
 		})
 	})
-	// Each write holds a slot until it returns, and counts in cpWaiting
-	// until it has one. (Not a WaitGroup: the idle sweep may begin a
-	// write while this waits.)
+	// Each write holds a slot until it returns, and one queued is run on
+	// a slot before that is given back. (Not a WaitGroup: the idle sweep
+	// may begin a write while this waits.)
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for (len(w.cpSlots) > 0 || w.cpWaiting.Load() > 0) && ctx.Err() == nil {
+	for (len(w.cpSlots) > 0 || len(w.cpQueue) > 0) && ctx.Err() == nil {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():

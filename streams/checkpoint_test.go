@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -591,4 +593,47 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 	if !r.checkpoint || r.conv.Len() != 10 {
 		t.Errorf("no event kept: from a checkpoint %v, %d messages, want 10", r.checkpoint, r.conv.Len())
 	}
+}
+
+// TestCheckpointSlotsRunEveryQueuedWrite drives the checkpoint slots and
+// their queue from many goroutines at once, with writes of varying length,
+// each tried again while the queue is full: every write is run once
+// (none is left in the queue with no slot to run it), no more run at once
+// than there are slots, and at the end every slot is given back.
+func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
+	const slots, senders, each = 4, 8, 2000
+	w := &Worker{cpSlots: make(chan struct{}, slots), cpQueue: make(chan func(), 16), writers: newWriters()}
+	defer w.writers.stop()
+	var taken, ran, running, most atomic.Int64
+	var wg sync.WaitGroup
+	for g := range senders {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				job := func() {
+					n := running.Add(1)
+					for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+					}
+					if (g+i)%7 == 0 {
+						time.Sleep(10 * time.Microsecond)
+					}
+					running.Add(-1)
+					ran.Add(1)
+				}
+				for !w.onSlot(job) { // the queue full: try again, as the next sweep would
+					time.Sleep(20 * time.Microsecond)
+				}
+				taken.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, 10*time.Second, "every write taken run, every slot given back", func() bool {
+		return ran.Load() == taken.Load() && len(w.cpSlots) == 0 && len(w.cpQueue) == 0
+	})
+	if most.Load() > slots {
+		t.Errorf("%d writes ran at once on %d slots", most.Load(), slots)
+	}
+	t.Logf("%d writes run, at most %d at once", ran.Load(), most.Load())
 }

@@ -39,9 +39,9 @@ type config struct {
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
 	checkpoints      bool
-	// checkpointsWaiting bounds the quiet conversations' checkpoints queued
-	// for a slot: the constant checkpointsWaiting, lower in tests.
-	checkpointsWaiting int64
+	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
+	// the constant checkpointsWaiting, lower in tests.
+	checkpointsWaiting int
 }
 
 func defaultConfig() config {

@@ -44,8 +44,8 @@ type Worker struct {
 	// holds a token for each write under way (checkpointsInFlight at most).
 	checkpoints jetstream.KeyValue
 	cpSlots     chan struct{}
-	// cpWaiting counts the writes queued for a slot (see queueCheckpoint).
-	cpWaiting atomic.Int64
+	// cpQueue holds the writes waiting for a slot (see queueCheckpoint).
+	cpQueue chan func()
 	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
 	cpBufs sync.Pool
 
@@ -79,6 +79,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		metrics: ins,
 		writers: newWriters(),
 		cpSlots: make(chan struct{}, checkpointsInFlight),
+		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
