@@ -203,8 +203,8 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 
 // expireMax is how many states one sweep of a cache lets go for going
 // unused at most: the release of each may queue a checkpoint write (see
-// Worker.release), which waits for a slot on a goroutine of its own; the
-// next sweep goes on.
+// Worker.release), which waits in a queue for a slot; the next sweep goes
+// on.
 const expireMax = 512
 
 // expireUnused lets go of the settled states not used in the last after

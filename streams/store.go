@@ -459,7 +459,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 // state evicted for room or gone unused is counted, stored first when it
 // has events not stored (it is sound), then checkpointed when that is due:
 // for room when a write slot is free, as room is needed under load; gone
-// unused always, the write waiting for a slot in the background, so that
+// unused unless the queue of writes waiting for a slot is full, so that
 // its next rebuild starts there. One dropped as invalid asks for its
 // events again, soon, so that a rebuild applies and stores them (a write
 // in flight completes on its own).
