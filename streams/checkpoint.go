@@ -404,6 +404,12 @@ func (w *Worker) checkpointLeaving(ctx context.Context, st *convState) {
 func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) {
 	job := w.checkpointWrite(ctx, st, cp)
 	checkpointed(st, cp)
+	w.runHeld(job)
+}
+
+// runHeld runs job on the writers, on the slot its caller took, then gives
+// the slot on (see giveSlot).
+func (w *Worker) runHeld(job func()) {
 	w.writers.run(func() {
 		job()
 		w.giveSlot()
@@ -427,10 +433,7 @@ func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpo
 // false, job dropped, when the queue is full.
 func (w *Worker) onSlot(job func()) bool {
 	if w.trySlot() {
-		w.writers.run(func() {
-			job()
-			w.giveSlot()
-		})
+		w.runHeld(job)
 		return true
 	}
 	select {
