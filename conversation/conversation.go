@@ -61,17 +61,19 @@ func NewConversation(opts ...Option) *Conversation {
 	return &Conversation{opts: o, msgs: newMsgTable(), journalSteps: resumeKeep}
 }
 
-// Bytes approximates the memory the conversation holds: the JSON of its
-// messages plus a fixed allowance per message for the message itself, its
-// entries in the table, the index and the walk state it keeps
-// (TestCachedMessageMemory measures the whole at 1.3x to 2.8x the JSON of
-// the benchmark conversations), plus what its arena holds beyond that:
-// the old versions of updated and deleted messages, and the room not yet
-// used, plus what a conversation holds however few its messages (see
-// conversationOverhead), plus the objects decoded to build virtual
-// messages (see DecodedFactor). Not counted: groups, and the derived
-// messages of the flat list, whose JSON the caller has when it encodes
-// them (see Message.Derived).
+// Bytes approximates the memory the conversation holds:
+//   - its messages (MessageBytes): their JSON plus a fixed allowance each
+//     for the message and its entries in the table and the index, and
+//     what the arena holds beyond that, the old versions of updated and
+//     deleted messages and the room not yet used;
+//   - what a conversation holds however few its messages, and until
+//     Compact its index and walk state (see conversationOverhead);
+//   - the objects decoded to build virtual messages (see DecodedFactor).
+//
+// Not counted: groups, and the derived messages of the flat list, whose
+// JSON the caller has when it encodes them (see Message.Derived). In
+// streams, TestCachedMessageMemory, TestShortConversations and
+// TestCorpusMemoryEstimate check that it covers what conversations hold.
 func (c *Conversation) Bytes() int {
 	n := c.MessageBytes() + conversationOverhead
 	if c.ix != nil || c.walk != nil {
