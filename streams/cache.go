@@ -82,11 +82,16 @@ func (c *lru) resize(st *convState) {
 	if _, ok := c.byID[st.id]; !ok {
 		return
 	}
+	c.reweigh(st)
+	c.evict(st)
+	c.report()
+}
+
+// reweigh counts st, held, at its weight now.
+func (c *lru) reweigh(st *convState) {
 	n := st.weight()
 	c.weigh(n - st.size)
 	st.size = n
-	c.evict(st)
-	c.report()
 }
 
 // evict lets go of least recently used states, never keep, while the
@@ -187,10 +192,7 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		}
 		if st.conv != nil {
 			st.conv.Compact()
-			// What it let go of no longer counts against the budget.
-			n := st.weight()
-			c.weigh(n - st.size)
-			st.size = n
+			c.reweigh(st) // what it let go of no longer counts against the budget
 		}
 		st.cold, c.cold = true, e
 		compacted++

@@ -128,9 +128,10 @@ const DefaultCacheBytes = 1 << 30
 // WithCacheBytes bounds the memory the cached conversations take, as
 // estimated from their messages' JSON, what every conversation holds, the
 // objects held decoded as maps (see conversation.Conversation.Bytes and
-// conversation.DecodedFactor) and their flat lists: past it the least recently used are stored (when
-// they have unstored events) and let go, as WithCacheConversations says; a
-// lane holding only the conversation in use keeps it even when over.
+// conversation.DecodedFactor) and their flat lists: past it the least
+// recently used are stored (when they have unstored events) and let go, as
+// WithCacheConversations says; a lane holding only the conversation in use
+// keeps it even when over.
 // 0 means no byte limit.
 func WithCacheBytes(n int64) Option { return func(c *config) { c.cacheBytes = n } }
 
