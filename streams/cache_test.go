@@ -244,24 +244,9 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	nc := connect(t, ns)
 	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
 	c := newClient(t, nc)
-	ctx := context.Background()
 	send, want := chainedSender(t, c)
 	check := func() { checkStored(t, c, want, 10*time.Second) }
-	cold := func() int {
-		n := 0
-		for _, l := range r.w.lanes.all {
-			if err := r.w.lanes.call(ctx, l, func() {
-				l.cache.each(func(st *convState) {
-					if st.cold {
-						n++
-					}
-				})
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return n
-	}
+	cold := func() int { return coldStates(t, r.w) }
 	const convs = 6
 	for k := range 3 {
 		for i := range convs {
@@ -271,17 +256,11 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts.
-	for _, l := range r.w.lanes.all {
-		if err := r.w.lanes.call(ctx, l, func() {
-			l.cache.each(func(st *convState) {
-				if st.size != st.weight() {
-					t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)
-				}
-			})
-		}); err != nil {
-			t.Fatal(err)
+	eachCached(t, r.w, func(st *convState) {
+		if st.size != st.weight() {
+			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)
 		}
-	}
+	})
 	for k := 3; k < 5; k++ {
 		for i := range convs {
 			send(fmt.Sprintf("idle%d", i), k)
@@ -337,7 +316,6 @@ func TestQuietCheckpointsWait(t *testing.T) {
 		r.w.cpSlots <- struct{}{}
 	}
 	c := newClient(t, nc)
-	ctx := context.Background()
 	send, want := chainedSender(t, c)
 	const convs = 6
 	for k := range 3 {
@@ -346,20 +324,7 @@ func TestQuietCheckpointsWait(t *testing.T) {
 		}
 	}
 	checkStored(t, c, want, 10*time.Second)
-	l := r.w.lanes.all[0]
-	cold := func() int {
-		n := 0
-		if err := r.w.lanes.call(ctx, l, func() {
-			l.cache.each(func(st *convState) {
-				if st.cold {
-					n++
-				}
-			})
-		}); err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	cold := func() int { return coldStates(t, r.w) }
 	waitFor(t, 10*time.Second, "two conversations compacted, their checkpoints queued", func() bool { return cold() == 2 })
 	time.Sleep(300 * time.Millisecond) // several sweeps
 	written := func() int64 { return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") }
@@ -442,4 +407,26 @@ func chainedSender(t testing.TB, c *Client) (func(conv string, k int), map[strin
 		}
 		sendChained(t, c, want[conv], conv, k)
 	}, want
+}
+
+// eachCached runs fn with every state w's lanes hold, on its lane.
+func eachCached(t testing.TB, w *Worker, fn func(st *convState)) {
+	t.Helper()
+	for _, l := range w.lanes.all {
+		if err := w.lanes.call(context.Background(), l, func() { l.cache.each(fn) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// coldStates returns how many of the states w's lanes hold are compacted.
+func coldStates(t testing.TB, w *Worker) int {
+	t.Helper()
+	n := 0 // the lanes are called one after another
+	eachCached(t, w, func(st *convState) {
+		if st.cold {
+			n++
+		}
+	})
+	return n
 }

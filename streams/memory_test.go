@@ -47,11 +47,7 @@ func TestCachedMessageMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 		convOnly := heapInUse()
-		d, err := diffFlat(nil, flat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+		st := heldState(t, conv, flat)
 		after := heapInUse()
 		runtime.KeepAlive(st)
 		per := float64(after-before) / float64(len(raws))
@@ -155,19 +151,11 @@ func TestShortConversations(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d, err := diffFlat(nil, flat)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sts[i] = &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+			sts[i] = heldState(t, conv, flat)
 		}
 		held := heapInUse() - before
 		runtime.KeepAlive(fields) // held in before too
-		var weight int64
-		for _, st := range sts {
-			weight += st.weight()
-		}
-		runtime.KeepAlive(sts)
+		weight := totalWeight(sts)
 		ratio := float64(held) / float64(jsonBytes)
 		t.Logf("%d conversations of %d: %d bytes held each, %.2fx their JSON; estimated %d, %.2fx what they hold",
 			convs, n, held/convs, ratio, weight/convs, float64(weight)/float64(held))
@@ -211,22 +199,34 @@ func TestCorpusMemoryEstimate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			d, err := diffFlat(nil, flat)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sts = append(sts, &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)})
+			sts = append(sts, heldState(t, conv, flat))
 		}
 		held := heapInUse() - before
 		runtime.KeepAlive(cases) // held in before too
-		var weight int64
-		for _, st := range sts {
-			weight += st.weight()
-		}
-		runtime.KeepAlive(sts)
+		weight := totalWeight(sts)
 		t.Logf("%s: %d conversations, %d bytes held each, estimated %.2fx that", file, len(sts), held/int64(len(sts)), float64(weight)/float64(held))
 		if weight < held {
 			t.Errorf("%s: estimated at %d bytes, holding %d", file, weight, held)
 		}
 	}
+}
+
+// heldState returns the state a worker keeps of conv once it published
+// flat, its flat list: the list's JSON, and what of it is derived.
+func heldState(t testing.TB, conv *conversation.Conversation, flat []*conversation.Message) *convState {
+	t.Helper()
+	d, err := diffFlat(nil, flat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+}
+
+// totalWeight returns what the caches would count sts at (convState.weight).
+func totalWeight(sts []*convState) int64 {
+	var n int64
+	for _, st := range sts {
+		n += st.weight()
+	}
+	return n
 }
