@@ -20,11 +20,6 @@ type Conversation struct {
 	opts   options
 	msgs   msgTable
 	groups []*MessageGroup
-	// refs counts the messages naming each id as their parent, present or
-	// not, by the id's hash: a new message can close a loop only if
-	// something points at it. Two ids with one hash only make a check run
-	// that was not needed.
-	refs map[uint64]int32
 
 	// ix is the index of the preprocessed messages, kept up to date in place
 	// by appends while the conversation is simple (see index.simple); nil
@@ -172,18 +167,17 @@ func (c *Conversation) add(m *Message) (bool, error) {
 	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
 		return false, fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
-	if c.refs[m.idHash] > 0 || (m.hasParent && m.parentID == m.id) {
+	waited := c.msgs.referenced(m.idHash) > 0 // something names m as its parent
+	if waited || (m.hasParent && m.parentID == m.id) {
 		if err := c.checkCycle(m.id, m); err != nil {
 			return false, err
 		}
 	}
-	simple := c.refs[m.idHash] == 0 // nothing waits for m as its parent
 	m = c.arena.adopt(m)
 	c.msgs.compact()
-	c.ref(m, 1)
 	c.msgs.add(m)
 	c.bytes += m.footprint()
-	if c.ix != nil && !(simple && c.indexAppend(m)) {
+	if c.ix != nil && (waited || !c.indexAppend(m)) {
 		c.invalidate()
 	}
 	return true, nil
@@ -271,8 +265,6 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 		}
 	}
 	m = c.arena.adoptReplacement(m, old)
-	c.ref(old, -1)
-	c.ref(m, 1)
 	c.msgs.replace(m)
 	c.bytes += m.footprint() - old.footprint()
 	c.current, c.walk = false, nil // the old list stays only as a size hint
@@ -299,21 +291,6 @@ func (c *Conversation) indexReplace(old, m *Message) bool {
 	return true
 }
 
-// ref counts m's parent reference up (d=1) or down (d=-1).
-func (c *Conversation) ref(m *Message, d int) {
-	if !m.hasParent {
-		return
-	}
-	if n := c.refs[m.parentHash] + int32(d); n > 0 {
-		if c.refs == nil {
-			c.refs = map[uint64]int32{} // made on first use: a lone message needs none
-		}
-		c.refs[m.parentHash] = n
-	} else {
-		delete(c.refs, m.parentHash)
-	}
-}
-
 // Delete removes a message. Its children stay and become roots, as messages
 // whose parent is missing do.
 func (c *Conversation) Delete(id string) error {
@@ -321,7 +298,6 @@ func (c *Conversation) Delete(id string) error {
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
-	c.ref(m, -1)
 	c.invalidate()
 	c.msgs.remove(m.id, m.idHash)
 	c.bytes -= m.footprint()

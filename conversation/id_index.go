@@ -8,10 +8,17 @@ var idSeed = maphash.MakeSeed()
 
 func hashID(s string) uint64 { return maphash.String(idSeed, s) }
 
+// smallIDs is how many messages an idIndex or msgTable finds by scanning
+// before it makes its maps: a conversation of a few messages would spend
+// more on two maps (about 300 bytes and four objects for the collector to
+// mark) than the scan costs.
+const smallIDs = 8
+
 // idIndex maps message ids to positions. Each message hashes its id and its
 // parentId once, when it is built, so indexing a conversation costs integer
 // map operations rather than string hashing. Two ids with the same hash are
-// told apart by a fallback map of full strings.
+// told apart by a fallback map of full strings. Up to smallIDs messages it
+// has no maps and scans msgs instead.
 type idIndex struct {
 	byHash  map[uint64]int32
 	collide map[string]int32 // ids whose hash an earlier, different id holds
@@ -19,14 +26,32 @@ type idIndex struct {
 }
 
 func newIDIndex(n int) idIndex {
-	return idIndex{byHash: make(map[uint64]int32, n), msgs: make([]*Message, 0, n)}
+	x := idIndex{msgs: make([]*Message, 0, n)}
+	if n > smallIDs {
+		x.byHash = make(map[uint64]int32, n)
+	}
+	return x
 }
 
 // add appends m and records it. It reports whether its id was already
 // present (the new position then wins).
 func (x *idIndex) add(m *Message) (replaced bool) {
-	pos := int32(len(x.msgs))
-	x.msgs = append(x.msgs, m)
+	if x.byHash == nil {
+		_, replaced = x.find(m.id, m.idHash)
+		x.msgs = append(x.msgs, m)
+		if len(x.msgs) > smallIDs {
+			x.mapAll()
+		}
+		return replaced
+	}
+	return x.record(m, int32(len(x.msgs)))
+}
+
+// record maps m's id to pos, appending m to msgs when pos is past its end.
+func (x *idIndex) record(m *Message, pos int32) (replaced bool) {
+	if int(pos) == len(x.msgs) {
+		x.msgs = append(x.msgs, m)
+	}
 	p, ok := x.byHash[m.idHash]
 	if !ok {
 		x.byHash[m.idHash] = pos
@@ -44,8 +69,25 @@ func (x *idIndex) add(m *Message) (replaced bool) {
 	return replaced
 }
 
+// mapAll makes the maps of an index that outgrew scanning.
+func (x *idIndex) mapAll() {
+	x.byHash = make(map[uint64]int32, 2*len(x.msgs))
+	for i, m := range x.msgs {
+		x.record(m, int32(i))
+	}
+}
+
 // find returns the position of the message with id s, whose hash is h.
 func (x *idIndex) find(s string, h uint64) (int32, bool) {
+	if x.byHash == nil {
+		// The last of equal ids wins, as in the map.
+		for i := len(x.msgs) - 1; i >= 0; i-- {
+			if m := x.msgs[i]; m.idHash == h && m.id == s {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
 	if p, ok := x.byHash[h]; ok && x.msgs[p].id == s {
 		return p, true
 	}

@@ -159,3 +159,29 @@ func BenchmarkAppendCompacted(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkShortConversation builds a conversation of n chained messages as
+// a worker does, the flat list after each append: the cost of the fixed
+// structures a conversation has however short (see smallIDs).
+func BenchmarkShortConversation(b *testing.B) {
+	for _, n := range []int{1, 2, 5, 8, 20} {
+		msgs := make([]*Message, n)
+		for k := range msgs {
+			msgs[k] = chainMessage(k)
+		}
+		b.Run(fmt.Sprintf("n-%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				conv := NewConversation()
+				for _, m := range msgs {
+					if err := conv.Append(m); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := conv.FlatList(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}

@@ -6,21 +6,34 @@ import "strings"
 // by id. It keys by the hash each message keeps of its id (see idIndex),
 // not by the id string: a map of 64-bit keys takes less memory, and it
 // keeps no id that points into a replaced message's stored JSON. A deleted
-// message leaves a hole in the order until compact.
+// message leaves a hole in the order until compact. It also counts the
+// messages naming each id as their parent (see referenced). Up to smallIDs
+// entries (holes included) it has no maps and scans order instead.
 type msgTable struct {
 	order   []*Message       // append order; nil where a message was deleted
 	byHash  map[uint64]int32 // id hash → position in order
 	collide map[string]int32 // ids whose hash a different id holds
-	holes   int
+	// refs counts the messages naming each id as their parent, present or
+	// not, by the id's hash; made on first use.
+	refs  map[uint64]int32
+	holes int
 }
 
-func newMsgTable() msgTable { return msgTable{byHash: map[uint64]int32{}} }
+func newMsgTable() msgTable { return msgTable{} }
 
 // len returns the number of messages.
-func (t *msgTable) len() int { return len(t.byHash) + len(t.collide) }
+func (t *msgTable) len() int { return len(t.order) - t.holes }
 
 // find returns the position of the message with id s, whose hash is h.
 func (t *msgTable) find(s string, h uint64) (int32, bool) {
+	if t.byHash == nil {
+		for i, m := range t.order {
+			if m != nil && m.idHash == h && m.id == s {
+				return int32(i), true
+			}
+		}
+		return 0, false
+	}
 	if p, ok := t.byHash[h]; ok && t.order[p].id == s {
 		return p, true
 	}
@@ -46,6 +59,55 @@ func (t *msgTable) getHashed(s string, h uint64) (*Message, bool) {
 func (t *msgTable) add(m *Message) {
 	pos := int32(len(t.order))
 	t.order = append(t.order, m)
+	switch {
+	case t.byHash != nil:
+		t.record(m, pos)
+		t.ref(m, 1)
+	case len(t.order) > smallIDs:
+		t.byHash = make(map[uint64]int32, 2*len(t.order))
+		for i, m := range t.order {
+			if m != nil {
+				t.record(m, int32(i))
+				t.ref(m, 1)
+			}
+		}
+	}
+}
+
+// referenced returns how many messages name an id of hash h as their
+// parent: a new message can close a loop only if something points at it.
+// Two ids with one hash only make a check run that was not needed.
+func (t *msgTable) referenced(h uint64) int32 {
+	if t.byHash != nil {
+		return t.refs[h]
+	}
+	var n int32
+	for _, m := range t.order {
+		if m != nil && m.hasParent && m.parentHash == h {
+			n++
+		}
+	}
+	return n
+}
+
+// ref counts m's parent reference up (d=1) or down (d=-1), once the table
+// has its maps.
+func (t *msgTable) ref(m *Message, d int32) {
+	if !m.hasParent {
+		return
+	}
+	if n := t.refs[m.parentHash] + d; n > 0 {
+		if t.refs == nil {
+			t.refs = map[uint64]int32{}
+		}
+		t.refs[m.parentHash] = n
+	} else {
+		delete(t.refs, m.parentHash)
+	}
+}
+
+// record maps m's id, not present, to pos.
+func (t *msgTable) record(m *Message, pos int32) {
 	if _, held := t.byHash[m.idHash]; !held {
 		t.byHash[m.idHash] = pos
 		return
@@ -59,9 +121,15 @@ func (t *msgTable) add(m *Message) {
 
 // replace puts m, a new version of a present message, in its place.
 func (t *msgTable) replace(m *Message) {
-	if p, ok := t.find(m.id, m.idHash); ok {
-		t.order[p] = m
+	p, ok := t.find(m.id, m.idHash)
+	if !ok {
+		return
 	}
+	if t.byHash != nil {
+		t.ref(t.order[p], -1)
+		t.ref(m, 1)
+	}
+	t.order[p] = m
 }
 
 // remove deletes the message with id s and hash h, leaving a hole.
@@ -70,8 +138,13 @@ func (t *msgTable) remove(s string, h uint64) {
 	if !ok {
 		return
 	}
+	m := t.order[p]
 	t.order[p] = nil
 	t.holes++
+	if t.byHash == nil {
+		return
+	}
+	t.ref(m, -1)
 	if q, ok := t.byHash[h]; ok && q == p {
 		delete(t.byHash, h)
 	} else {
@@ -96,7 +169,7 @@ func (t *msgTable) compact() {
 		return
 	}
 	kept := t.messages()
-	*t = msgTable{order: make([]*Message, 0, cap(t.order)), byHash: make(map[uint64]int32, len(kept))}
+	*t = msgTable{order: make([]*Message, 0, cap(t.order))}
 	for _, m := range kept {
 		t.add(m)
 	}

@@ -1,7 +1,10 @@
 package conversation
 
 import (
+	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +47,107 @@ func TestMsgTableCollisions(t *testing.T) {
 	for _, m := range []*Message{a2, b2, c} {
 		if got, ok := tb.getHashed(m.id, 7); !ok || got != m {
 			t.Fatalf("after compact, get %q: %v, %v", m.id, got, ok)
+		}
+	}
+}
+
+// TestMsgTableAgainstModel runs random adds, replaces, removes and
+// compactions on tables that start small (scanned) and grow past smallIDs
+// (mapped), with ids sharing a few hashes, and checks finds, lengths,
+// order and parent references against a plain list.
+func TestMsgTableAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for run := range 200 {
+		mk := func(id, parent string) *Message {
+			f := map[string]any{"id": id}
+			if parent != "" {
+				f["parentId"] = parent
+			}
+			m := MustMessage(f)
+			m.idHash = uint64(len(id) % 3) // ids of one length collide
+			if m.hasParent {
+				m.parentHash = uint64(len(parent) % 3)
+			}
+			return m
+		}
+		tb := newMsgTable()
+		var model []*Message
+		ids := 0
+		for step := range 2 * (smallIDs + run%16) {
+			switch op := rng.IntN(10); {
+			case op < 6 || len(model) == 0:
+				parent := ""
+				if len(model) > 0 && rng.IntN(4) > 0 {
+					parent = model[rng.IntN(len(model))].id
+				}
+				ids++
+				m := mk(strings.Repeat("x", ids%5)+strconv.Itoa(ids), parent)
+				if rng.IntN(2) == 0 {
+					tb.compact() // as Conversation does; without it, adds meet holes
+				}
+				tb.add(m)
+				model = append(model, m)
+			case op < 8:
+				i := rng.IntN(len(model))
+				m := mk(model[i].id, model[rng.IntN(len(model))].id)
+				tb.replace(m)
+				model[i] = m
+			case op < 9:
+				i := rng.IntN(len(model))
+				tb.remove(model[i].id, model[i].idHash)
+				model = slices.Delete(model, i, i+1)
+			default:
+				tb.compact()
+			}
+			if tb.len() != len(model) || !slices.Equal(tb.messages(), model) {
+				t.Fatalf("run %d step %d: %d messages %v, want %v", run, step, tb.len(), tb.messages(), model)
+			}
+			for _, m := range model {
+				if got, ok := tb.getHashed(m.id, m.idHash); !ok || got != m {
+					t.Fatalf("run %d step %d: get %q: %v, %v", run, step, m.id, got, ok)
+				}
+			}
+			for h := range uint64(3) {
+				var want int32
+				for _, m := range model {
+					if m.hasParent && m.parentHash == h {
+						want++
+					}
+				}
+				if got := tb.referenced(h); got != want {
+					t.Fatalf("run %d step %d: referenced(%d) = %d, want %d (mapped %v)", run, step, h, got, want, tb.byHash != nil)
+				}
+			}
+		}
+	}
+}
+
+// TestIDIndexAgainstModel adds messages with repeated ids, sharing a few
+// hashes, to indexes sized small and large, and checks that the last of
+// equal ids wins, as preprocess needs, and that add reports repeats.
+func TestIDIndexAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for run := range 200 {
+		n := 1 + run%(3*smallIDs)
+		x := newIDIndex(rng.IntN(2 * smallIDs))
+		last := map[string]int32{}
+		for i := range n {
+			id := strings.Repeat("y", rng.IntN(4)) + strconv.Itoa(rng.IntN(n))
+			m := MustMessage(map[string]any{"id": id})
+			m.idHash = uint64(len(id) % 2)
+			_, seen := last[id]
+			if got := x.add(m); got != seen {
+				t.Fatalf("run %d add %d (%q): replaced %v, want %v", run, i, id, got, seen)
+			}
+			last[id] = int32(i)
+			for id, want := range last {
+				if p, ok := x.find(id, uint64(len(id)%2)); !ok || p != want {
+					t.Fatalf("run %d after %d: find %q = %d, %v; want %d", run, i, id, p, ok, want)
+				}
+			}
+			if _, ok := x.find("absent", 0); ok {
+				t.Fatal("found an absent id")
+			}
 		}
 	}
 }
