@@ -165,6 +165,18 @@ func TestShortConversations(t *testing.T) {
 		if n >= 20 && ratio > 3 {
 			t.Errorf("conversations of %d: %.2fx the JSON size held", n, ratio)
 		}
+		// Gone quiet, as the sweep compacts them (--cache-idle).
+		for _, st := range sts {
+			st.conv.Compact()
+		}
+		held = heapInUse() - before
+		runtime.KeepAlive(fields)
+		weight = totalWeight(sts)
+		t.Logf("  compacted: %d bytes held each, %.2fx their JSON; estimated %d, %.2fx what they hold",
+			held/convs, float64(held)/float64(jsonBytes), weight/convs, float64(weight)/float64(held))
+		if weight < held {
+			t.Errorf("compacted conversations of %d: estimated at %d bytes, holding %d", n, weight, held)
+		}
 	}
 }
 
