@@ -7,16 +7,22 @@ import "strings"
 // not by the id string: a map of 64-bit keys takes less memory, and it
 // keeps no id that points into a replaced message's stored JSON. A deleted
 // message leaves a hole in the order until compact. It also counts the
-// messages naming each id as their parent (see referenced). Up to smallIDs
-// entries (holes included) it has no maps and scans order instead.
+// messages naming each id as their parent (see referenced), in the same
+// map: one map rather than two is about 650 bytes and four objects fewer
+// for a conversation of 20 messages. Up to smallIDs entries (holes
+// included) it has no map and scans order instead.
 type msgTable struct {
-	order   []*Message       // append order; nil where a message was deleted
-	byHash  map[uint64]int32 // id hash → position in order
-	collide map[string]int32 // ids whose hash a different id holds
-	// refs counts the messages naming each id as their parent, present or
-	// not, by the id's hash; made on first use.
-	refs  map[uint64]int32
-	holes int
+	order   []*Message          // append order; nil where a message was deleted
+	byHash  map[uint64]hashedID // by id hash
+	collide map[string]int32    // ids whose hash a different id holds → position
+	holes   int
+}
+
+// hashedID is what msgTable knows of an id hash: the position of the
+// message with an id of that hash, or -1 when none is present, and how
+// many messages name such an id as their parent, present or not.
+type hashedID struct {
+	pos, refs int32
 }
 
 func newMsgTable() msgTable { return msgTable{} }
@@ -34,8 +40,8 @@ func (t *msgTable) find(s string, h uint64) (int32, bool) {
 		}
 		return 0, false
 	}
-	if p, ok := t.byHash[h]; ok && t.order[p].id == s {
-		return p, true
+	if e, ok := t.byHash[h]; ok && e.pos >= 0 && t.order[e.pos].id == s {
+		return e.pos, true
 	}
 	if t.collide != nil {
 		p, ok := t.collide[s]
@@ -64,7 +70,7 @@ func (t *msgTable) add(m *Message) {
 		t.record(m, pos)
 		t.ref(m, 1)
 	case len(t.order) > smallIDs:
-		t.byHash = make(map[uint64]int32, 2*len(t.order))
+		t.byHash = make(map[uint64]hashedID, 2*len(t.order))
 		for i, m := range t.order {
 			if m != nil {
 				t.record(m, int32(i))
@@ -79,7 +85,7 @@ func (t *msgTable) add(m *Message) {
 // Two ids with one hash only make a check run that was not needed.
 func (t *msgTable) referenced(h uint64) int32 {
 	if t.byHash != nil {
-		return t.refs[h]
+		return t.byHash[h].refs
 	}
 	var n int32
 	for _, m := range t.order {
@@ -91,25 +97,34 @@ func (t *msgTable) referenced(h uint64) int32 {
 }
 
 // ref counts m's parent reference up (d=1) or down (d=-1), once the table
-// has its maps.
+// has its map.
 func (t *msgTable) ref(m *Message, d int32) {
 	if !m.hasParent {
 		return
 	}
-	if n := t.refs[m.parentHash] + d; n > 0 {
-		if t.refs == nil {
-			t.refs = map[uint64]int32{}
-		}
-		t.refs[m.parentHash] = n
-	} else {
-		delete(t.refs, m.parentHash)
+	e, ok := t.byHash[m.parentHash]
+	if !ok {
+		e.pos = -1
 	}
+	e.refs += d
+	t.put(m.parentHash, e)
+}
+
+// put stores e under h, or drops h when e says nothing.
+func (t *msgTable) put(h uint64, e hashedID) {
+	if e.pos < 0 && e.refs <= 0 {
+		delete(t.byHash, h)
+		return
+	}
+	t.byHash[h] = e
 }
 
 // record maps m's id, not present, to pos.
 func (t *msgTable) record(m *Message, pos int32) {
-	if _, held := t.byHash[m.idHash]; !held {
-		t.byHash[m.idHash] = pos
+	e, ok := t.byHash[m.idHash]
+	if !ok || e.pos < 0 {
+		e.pos = pos
+		t.byHash[m.idHash] = e
 		return
 	}
 	if t.collide == nil {
@@ -145,8 +160,9 @@ func (t *msgTable) remove(s string, h uint64) {
 		return
 	}
 	t.ref(m, -1)
-	if q, ok := t.byHash[h]; ok && q == p {
-		delete(t.byHash, h)
+	if e, ok := t.byHash[h]; ok && e.pos == p {
+		e.pos = -1
+		t.put(h, e)
 	} else {
 		delete(t.collide, s)
 	}
