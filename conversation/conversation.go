@@ -321,6 +321,25 @@ func (c *Conversation) UpsertGroup(g *MessageGroup) error {
 	return nil
 }
 
+// tableIndex returns the id index of the conversation's messages, as
+// preprocess would make it, on the positions of the message table: the
+// ids are unique, so the index finds them there rather than in maps of its
+// own (for a conversation of 20 messages, about 650 bytes and four objects
+// fewer until Compact). The table is compacted first, so that positions
+// match; while the index lasts, the table only appends and replaces
+// (Delete drops the index).
+func (c *Conversation) tableIndex() idIndex {
+	c.msgs.compact()
+	x := idIndex{msgs: make([]*Message, 0, c.msgs.len()), table: &c.msgs}
+	for _, m := range c.msgs.order {
+		if m.flags&flagSubAgent != 0 {
+			m = m.withSubAgent()
+		}
+		x.msgs = append(x.msgs, m)
+	}
+	return x
+}
+
 // Result parses the conversation as it stands. It equals Parse of
 // Messages() and Groups(), and reuses the conversation's index and flat
 // list where they are current.
@@ -368,7 +387,7 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	}
 	if c.ix == nil {
 		c.walk = nil
-		c.ix = buildIndex(preprocess(c.Messages()), c.groups)
+		c.ix = buildIndex(c.tableIndex(), c.groups)
 		if c.ix.simple {
 			c.ix.toAppendable()
 			c.ix.runs = newRunCache()

@@ -18,11 +18,16 @@ const smallIDs = 8
 // parentId once, when it is built, so indexing a conversation costs integer
 // map operations rather than string hashing. Two ids with the same hash are
 // told apart by a fallback map of full strings. Up to smallIDs messages it
-// has no maps and scans msgs instead.
+// has no maps and scans msgs instead. A conversation's index has no maps of
+// its own either: it finds ids through the conversation's message table
+// (see Conversation.tableIndex).
 type idIndex struct {
 	byHash  map[uint64]int32
 	collide map[string]int32 // ids whose hash an earlier, different id holds
 	msgs    []*Message
+	// table, when set, holds the same messages at the same positions, with
+	// no holes and no id twice.
+	table *msgTable
 }
 
 func newIDIndex(n int) idIndex {
@@ -36,6 +41,11 @@ func newIDIndex(n int) idIndex {
 // add appends m and records it. It reports whether its id was already
 // present (the new position then wins).
 func (x *idIndex) add(m *Message) (replaced bool) {
+	if x.table != nil {
+		// The table took m first, and refuses an id it holds.
+		x.msgs = append(x.msgs, m)
+		return false
+	}
 	if x.byHash == nil {
 		_, replaced = x.find(m.id, m.idHash)
 		x.msgs = append(x.msgs, m)
@@ -79,6 +89,9 @@ func (x *idIndex) mapAll() {
 
 // find returns the position of the message with id s, whose hash is h.
 func (x *idIndex) find(s string, h uint64) (int32, bool) {
+	if x.table != nil {
+		return x.table.find(s, h)
+	}
 	if x.byHash == nil {
 		// The last of equal ids wins, as in the map.
 		for i := len(x.msgs) - 1; i >= 0; i-- {
