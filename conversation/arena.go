@@ -44,7 +44,8 @@ type arena struct {
 // The bounds of slab and chunk sizes. A new slab or chunk holds an eighth
 // of what the arena holds already (a new slab of extras, a sixteenth of
 // its messages), so that the unused end of the last one costs at most
-// that (see grown).
+// that (see grown); a chunk is then rounded up to whole copies of the
+// JSON that opens it (see write).
 const (
 	minSlab  = 4
 	maxSlab  = 128
@@ -90,7 +91,14 @@ func (a *arena) place(data []byte) (string, bool) {
 func (a *arena) write(s string) string {
 	if a.text == nil || a.text.Cap()-a.text.Len() < len(s) {
 		a.text = new(strings.Builder)
-		a.text.Grow(grown(a.bytes, len(s), a.bytes/8, minChunk, maxChunk))
+		size := grown(a.bytes, len(s), a.bytes/8, minChunk, maxChunk)
+		// Room for a whole number of messages of this size: a
+		// conversation's messages are often alike in size, and a chunk of
+		// the least size held two of 340 bytes and lost the third of it.
+		if n := len(s); n > 0 {
+			size = (size + n - 1) / n * n
+		}
+		a.text.Grow(size)
 	}
 	start := a.text.Len()
 	a.text.WriteString(s)
