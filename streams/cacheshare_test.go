@@ -103,24 +103,28 @@ func TestCacheTotalCountsLossesAtOnce(t *testing.T) {
 	var total atomic.Int64
 	s := newCacheShare(100, 300)
 	a, b := s.add(&total, nil), s.add(&total, nil)
-	put := func(c *lru, id string, n int) { c.put(&convState{id: id, flatBytes: n}) }
-	put(b, "b1", 100)
-	put(b, "b2", 100)
-	put(a, "a1", 100)
-	if total.Load() != 300 {
-		t.Fatalf("total %d after three states of 100, want 300", total.Load())
+	// With no conversation, 12 bytes of derived JSON weigh 96 (see weight).
+	put := func(c *lru, id string) { c.put(&convState{id: id, derivedBytes: 12}) }
+	if w := (&convState{derivedBytes: 12}).weight(); w != 96 {
+		t.Fatalf("a state of 12 derived bytes weighs %d", w)
+	}
+	put(b, "b1")
+	put(b, "b2")
+	put(a, "a1")
+	if total.Load() != 288 {
+		t.Fatalf("total %d after three states of 96, want 288", total.Load())
 	}
 	st := b.remove(b.order.Back()) // b evicting, not yet reported
 	if st.id != "b1" {
 		t.Fatalf("b evicted %s, want b1", st.id)
 	}
-	put(a, "a2", 100) // within the budget again: a keeps it
+	put(a, "a2") // within the budget again: a keeps it
 	if got, held := total.Load(), s.bytes.Load(); got != held || got > 300 {
 		t.Errorf("total %d while the caches hold %d (budget 300)", got, held)
 	}
 	b.report()
-	if total.Load() != 300 {
-		t.Errorf("total %d after b reported, want 300", total.Load())
+	if total.Load() != 288 {
+		t.Errorf("total %d after b reported, want 288", total.Load())
 	}
 }
 

@@ -59,8 +59,7 @@ func diffFlat(old, cur []*conversation.Message) (flatDelta, error) {
 
 // messageJSON is the JSON of a flat-list entry: the same bytes as
 // (*Message).MarshalJSON. For a message the conversation was given, it is
-// the message's stored JSON, shared rather than copied: the worker keeps
-// it in flatJSON, read-only.
+// the message's stored JSON, shared rather than copied: read-only.
 func messageJSON(m *conversation.Message) ([]byte, error) {
 	return m.JSON()
 }

@@ -231,7 +231,9 @@ func heldState(t testing.TB, conv *conversation.Conversation, flat []*conversati
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &convState{conv: conv, flat: flat, flatJSON: d.tail, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+	st := &convState{conv: conv, flat: flat, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+	st.flatJSON.replaceFrom(flat, 0, d.tail)
+	return st
 }
 
 // totalWeight returns what the caches would count sts at (convState.weight).

@@ -32,20 +32,14 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return fmt.Errorf("streams: encode snapshot delta: %w", err)
 	}
-	entries := st.flatJSON
-	if st.flat == nil {
-		entries = entries[:0]
-	}
-	flatBytes, derived := st.flatBytes, st.derivedBytes
-	for _, raw := range entries[delta.from:] {
-		flatBytes -= len(raw) + 1
+	flatBytes, derived := st.flatBytes, 0
+	if st.flat != nil {
+		for raw := range st.flatJSON.entries(st.flat, delta.from) {
+			flatBytes -= len(raw) + 1
+		}
+		derived = st.derivedBytes - st.flatJSON.derivedBytes(delta.from)
 	}
 	flatBytes += delta.size()
-	if st.flat == nil {
-		derived = 0
-	} else {
-		derived -= derivedSize(st.flat[delta.from:], entries[delta.from:])
-	}
 	derived += derivedSize(flat[delta.from:], delta.tail)
 	if limit := w.maxSnapshotBytes(); flatBytes > limit {
 		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
@@ -61,9 +55,8 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return fmt.Errorf("streams: publish snapshot delta: %w", err)
 	}
 
-	clear(entries[delta.from:]) // the old tail's bytes may go
-	entries = append(entries[:delta.from], delta.tail...)
-	st.version, st.seq, st.flat, st.flatJSON, st.flatBytes, st.derivedBytes = version, d.seq, flat, entries, flatBytes, derived
+	st.flatJSON.replaceFrom(flat, delta.from, delta.tail) // with no flat list before, delta.from is 0
+	st.version, st.seq, st.flat, st.flatBytes, st.derivedBytes = version, d.seq, flat, flatBytes, derived
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size

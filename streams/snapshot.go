@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"iter"
 	"slices"
 	"strconv"
 
@@ -20,15 +21,15 @@ func encodeSnapshot(id string, version, seq uint64, res *conversation.Result) ([
 		}
 		flat[i] = raw
 	}
-	return encodeSnapshotOf(nil, id, version, seq, flat, res.ContextTree)
+	return encodeSnapshotOf(nil, id, version, seq, slices.Values(flat), res.ContextTree)
 }
 
 // encodeSnapshotOf is encodeSnapshot with the flatList already encoded,
-// entry by entry (as the worker keeps it from its deltas), appended to
-// dst.
-func encodeSnapshotOf(dst []byte, id string, version, seq uint64, flat [][]byte, tree []conversation.Node) ([]byte, error) {
+// entry by entry (as the worker keeps it from its deltas, see flatJSON),
+// appended to dst.
+func encodeSnapshotOf(dst []byte, id string, version, seq uint64, flat iter.Seq[[]byte], tree []conversation.Node) ([]byte, error) {
 	n := 256
-	for _, raw := range flat {
+	for raw := range flat {
 		n += len(raw) + 1
 	}
 	b := slices.Grow(dst, n+64*len(tree))
@@ -39,10 +40,12 @@ func encodeSnapshotOf(dst []byte, id string, version, seq uint64, flat [][]byte,
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, seq, 10)
 	b = append(b, `,"flatList":[`...)
-	for i, raw := range flat {
-		if i > 0 {
+	first := true
+	for raw := range flat {
+		if !first {
 			b = append(b, ',')
 		}
+		first = false
 		b = append(b, raw...)
 	}
 	b = append(b, `],"contextTree":[`...)

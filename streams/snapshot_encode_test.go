@@ -2,6 +2,7 @@ package streams
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/convstream/convstream/conversation"
@@ -73,7 +74,7 @@ func BenchmarkEncodeSnapshot(b *testing.B) {
 			var buf []byte
 			b.ReportAllocs()
 			for b.Loop() {
-				if buf, err = encodeSnapshotOf(buf[:0], "c-1", 7, 42, flat, res.ContextTree); err != nil {
+				if buf, err = encodeSnapshotOf(buf[:0], "c-1", 7, 42, slices.Values(flat), res.ContextTree); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -27,10 +27,11 @@ type convState struct {
 	// the next delta then carries the whole list).
 	version uint64
 	flat    []*conversation.Message
-	// flatJSON[i] is the JSON of flat[i], so that a store does not encode
-	// the flatList again; flatBytes is their total size (with commas), and
-	// derivedBytes the size of those of derived messages (see weight).
-	flatJSON     [][]byte
+	// flatJSON has the JSON of flat's entries, so that a store does not
+	// encode the flatList again; flatBytes is their total size (with
+	// commas), and derivedBytes the size of those of derived messages (see
+	// weight).
+	flatJSON     flatJSON
 	flatBytes    int
 	derivedBytes int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
@@ -192,18 +193,27 @@ func (st *convState) settled() bool {
 	return !st.unsaved() && !st.storing && st.retryAt.IsZero() && !st.leaving
 }
 
-// weight approximates the memory st holds: the conversation (see
-// conversation.Conversation.Bytes), the JSON of its flat list, which
-// shares the bytes of stored messages but not of virtual ones (counted in
-// full: an overestimate keeps the worker under its budget), and the maps
-// of the flat list's derived messages, which Bytes leaves out.
+// weight approximates the memory st holds: with a conversation, st
+// itself with its place in the cache (stateBytes) and the conversation (see
+// conversation.Conversation.Bytes); of its flat list, a slot for each
+// entry and the JSON of derived messages (that of the others is their
+// messages', see flatJSON); and the maps of the derived messages, which
+// Bytes leaves out.
 func (st *convState) weight() int64 {
-	n := st.flatBytes + conversation.DecodedFactor*st.derivedBytes
+	n := flatEntryBytes*len(st.flat) + (1+conversation.DecodedFactor)*st.derivedBytes
 	if st.conv != nil {
-		n += st.conv.Bytes()
+		n += stateBytes + st.conv.Bytes()
 	}
 	return int64(n)
 }
+
+// What weight allows for a state (the struct, about 300 bytes, and its
+// element in the cache's list), and for an entry of the flat list (its
+// slot in the list, and in flatJSON for a derived one).
+const (
+	stateBytes     = 384
+	flatEntryBytes = 24
+)
 
 // derivedSize returns the size of the JSON of the derived messages among
 // flat (see conversation.Message.Derived), whose JSON is entries.

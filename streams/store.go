@@ -264,7 +264,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
 	}
-	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON, tree)
+	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
