@@ -9,9 +9,9 @@ var idSeed = maphash.MakeSeed()
 func hashID(s string) uint64 { return maphash.String(idSeed, s) }
 
 // smallIDs is how many messages an idIndex or msgTable finds by scanning
-// before it makes its maps: a conversation of a few messages would spend
-// more on two maps (about 300 bytes and four objects for the collector to
-// mark) than the scan costs.
+// before it makes its maps: for a conversation of a few messages the maps
+// (a few hundred bytes, and objects for the collector to mark) would cost
+// more than the scan.
 const smallIDs = 8
 
 // idIndex maps message ids to positions. Each message hashes its id and its
