@@ -194,6 +194,9 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 			st.conv.Compact()
 			c.reweigh(st) // what it let go of no longer counts against the budget
 		}
+		// Settled, so no store is pending on it: the timer and its closure
+		// go too, and the next store after an event makes new ones.
+		st.storeTimer = nil
 		st.cold, c.cold = true, e
 		compacted++
 	}

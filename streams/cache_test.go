@@ -238,7 +238,7 @@ func TestSweepPlan(t *testing.T) {
 
 // TestIdleConversationsCompacted runs a worker that compacts conversations
 // unused for 100 ms: they are compacted once quiet and stored, and their
-// next events still give snapshots equal to Parse.
+// next events still give snapshots equal to Parse (stored on new timers).
 func TestIdleConversationsCompacted(t *testing.T) {
 	ns := startServer(t, "")
 	nc := connect(t, ns)
@@ -255,10 +255,15 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	}
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
-	// Weighed again: what compaction let go of no longer counts.
+	// Weighed again: what compaction let go of no longer counts. The store
+	// timer is let go too; the next events' stores (check, below) make
+	// new ones.
 	eachCached(t, r.w, func(st *convState) {
 		if st.size != st.weight() {
 			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)
+		}
+		if st.storeTimer != nil {
+			t.Errorf("%s compacted keeps its store timer", st.id)
 		}
 	})
 	for k := 3; k < 5; k++ {
