@@ -167,7 +167,7 @@ func TestShortConversations(t *testing.T) {
 		}
 		// Gone quiet, as the sweep compacts them (--cache-idle).
 		for _, st := range sts {
-			st.conv.Compact()
+			st.flat = st.conv.Compact(st.flat)
 		}
 		held = heapInUse() - before
 		runtime.KeepAlive(fields)
