@@ -211,8 +211,7 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 
 // compactMoveMax bounds the messages one sweep of a cache moves as it
 // compacts (Compact copies them, about 0.3 µs each), so that a sweep
-// holds its lane up for a few milliseconds, or for the copy of one
-// conversation longer than that.
+// holds its lane up for a few milliseconds at most.
 const compactMoveMax = 16384
 
 // expireMax is how many states one sweep of a cache lets go for going
