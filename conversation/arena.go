@@ -76,33 +76,6 @@ func (a *arena) adopt(m *Message) *Message {
 	return p
 }
 
-// packed returns an arena holding copies of msgs, and the copies in
-// order: their structs in one slab, their extras in another, their JSON
-// in one chunk (JSON over ownChunk keeps its allocation, as in adopt).
-// What the arena of msgs held besides, the room not handed out and the
-// copies of replaced and deleted messages, is not carried over.
-func packed(msgs []*Message) (arena, []*Message) {
-	extras, text := 0, 0
-	for _, m := range msgs {
-		if m.x != nil {
-			extras++
-		}
-		if n := len(m.raw); n <= ownChunk {
-			text += n
-		}
-	}
-	a := arena{slab: make([]Message, 0, len(msgs)), extras: make([]msgExtra, 0, extras)}
-	if text > 0 {
-		a.text = new(strings.Builder)
-		a.text.Grow(text)
-	}
-	out := make([]*Message, len(msgs))
-	for i, m := range msgs {
-		out[i] = a.adopt(m)
-	}
-	return a, out
-}
-
 // place returns data as a string in the arena, and true, or, for JSON
 // over ownChunk, as a string of its own, and false: AppendCanonical builds
 // its message on it, and adopt then keeps it where it is.

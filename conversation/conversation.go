@@ -192,43 +192,14 @@ func (c *Conversation) invalidate() {
 // Compact lets go of the index and the journaled walk the conversation keeps
 // so that its next change costs a few steps rather than a walk of the whole
 // active path. The next read rebuilds them, at about the cost of a Parse.
-// It also moves the messages to new memory of one slab and one chunk,
-// without the room and the old copies that growing left: held, a flat list
-// of the conversation the caller keeps (nil: none), is returned as a new
-// slice naming the moved messages, so that the old memory can go.
 // A cache calls it on a conversation gone quiet: the garbage collector then
-// has about a quarter of the objects to mark for it (TestCompactReleases).
-func (c *Conversation) Compact(held []*Message) []*Message {
+// has about half the objects to mark for it (TestCompactReleases).
+func (c *Conversation) Compact() {
 	c.ix, c.walk, c.processed, c.resumeAt = nil, nil, nil, 0
+	// The flat list stays as a size hint for the next walk: it is the
+	// caller's copy too.
 	c.current = false
 	c.msgs.compact()
-	old := c.msgs.order
-	c.arena, c.msgs.order = packed(old)
-	moved := func(flat []*Message) []*Message {
-		if flat == nil {
-			return nil
-		}
-		out := make([]*Message, len(flat))
-		next := 0 // a flat list mostly follows the append order
-		for i, m := range flat {
-			out[i] = m
-			if next < len(old) && old[next] == m {
-				out[i] = c.msgs.order[next]
-				next++
-			} else if p, ok := c.msgs.find(m.id, m.idHash); ok && old[p] == m {
-				out[i] = c.msgs.order[p]
-				next = int(p) + 1
-			}
-		}
-		return out
-	}
-	shared := len(held) > 0 && len(held) == len(c.flat) && &held[0] == &c.flat[0]
-	// The flat list stays as a size hint for the next walk.
-	c.flat = moved(c.flat)
-	if shared {
-		return c.flat
-	}
-	return moved(held)
 }
 
 // indexAppend adds m to the index in place, and drops the flat list if the

@@ -314,7 +314,7 @@ func FuzzConversationAppend(f *testing.F) {
 				continue
 			}
 			if i%7 == 6 {
-				conv.Compact(nil) // as a cache does between quiet spells
+				conv.Compact() // as a cache does between quiet spells
 			}
 			flat, err := conv.FlatList()
 			want, werr := Parse(conv.Messages(), conv.Groups())

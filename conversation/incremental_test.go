@@ -93,7 +93,7 @@ func TestIncrementalMatchesParse(t *testing.T) {
 					checkAgainstParse(t, c.Name+" after delete", step, conv)
 				case r == 3:
 					// A cache lets the index go while the conversation is quiet.
-					conv.Compact(nil)
+					conv.Compact()
 					checkAgainstParse(t, c.Name+" after compact", step, conv)
 				}
 			}

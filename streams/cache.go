@@ -169,8 +169,7 @@ func (c *lru) unlink(e *list.Element) {
 // settled states not used in the last compact epochs (0: none; see
 // conversation.Conversation.Compact). Each pass stops at the first state
 // used more recently or not settled, and compaction also where quiet says
-// to or once it moved compactMoveMax messages; the next sweep goes on from
-// there. It returns how many states it compacted and how many it let go.
+// to. It returns how many states it compacted and how many it let go.
 func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	c.epoch++
 	if expire > 0 {
@@ -183,8 +182,7 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	if c.cold != nil {
 		e = c.cold.Prev()
 	}
-	moved := 0
-	for ; e != nil && moved < compactMoveMax; e = e.Prev() {
+	for ; e != nil; e = e.Prev() {
 		st := e.Value.(*convState)
 		if c.epoch-st.used < compact || !st.settled() {
 			break
@@ -193,9 +191,8 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 			break
 		}
 		if st.conv != nil {
-			moved += st.conv.Len()
-			st.flat = st.conv.Compact(st.flat) // naming the moved messages
-			c.reweigh(st)                      // what it let go of no longer counts against the budget
+			st.conv.Compact()
+			c.reweigh(st) // what it let go of no longer counts against the budget
 		}
 		// Settled, so no store is pending on it: the timer and its closure
 		// go too, and the next store after an event makes new ones.
@@ -208,11 +205,6 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 	}
 	return compacted, expired
 }
-
-// compactMoveMax bounds the messages one sweep of a cache moves as it
-// compacts (Compact copies them, about 0.3 µs each), so that a sweep
-// holds its lane up for a few milliseconds at most.
-const compactMoveMax = 16384
 
 // expireMax is how many states one sweep of a cache lets go for going
 // unused at most: the release of each may queue a checkpoint write (see

@@ -167,7 +167,7 @@ func TestShortConversations(t *testing.T) {
 		}
 		// Gone quiet, as the sweep compacts them (--cache-idle).
 		for _, st := range sts {
-			st.flat = st.conv.Compact(st.flat)
+			st.conv.Compact()
 		}
 		held = heapInUse() - before
 		runtime.KeepAlive(fields)
