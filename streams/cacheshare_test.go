@@ -104,8 +104,8 @@ func TestCacheTotalCountsLossesAtOnce(t *testing.T) {
 	s := newCacheShare(100, 300)
 	a, b := s.add(&total, nil), s.add(&total, nil)
 	// With no conversation, 12 bytes of derived JSON weigh 96 (see weight).
-	put := func(c *lru, id string) { c.put(&convState{id: id, derivedBytes: 12}) }
-	if w := (&convState{derivedBytes: 12}).weight(); w != 96 {
+	put := func(c *lru, id string) { c.put(&convState{id: id, flatJSON: flatJSON{bytes: 12}}) }
+	if w := (&convState{flatJSON: flatJSON{bytes: 12}}).weight(); w != 96 {
 		t.Fatalf("a state of 12 derived bytes weighs %d", w)
 	}
 	put(b, "b1")

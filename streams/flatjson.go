@@ -15,6 +15,7 @@ import (
 // cost 24 bytes a message, 0.29x the JSON of flat-10000.
 type flatJSON struct {
 	derived []derivedJSON // by position, ascending
+	bytes   int           // the size of their JSON
 }
 
 // derivedJSON is the JSON of the derived entry at pos.
@@ -54,25 +55,19 @@ func (f *flatJSON) derivedFrom(from int) int {
 	return sort.Search(len(f.derived), func(k int) bool { return f.derived[k].pos >= from })
 }
 
-// derivedBytes returns the size of the JSON of the derived entries at or
-// after position from.
-func (f *flatJSON) derivedBytes(from int) int {
-	n := 0
-	for _, d := range f.derived[f.derivedFrom(from):] {
-		n += len(d.json)
-	}
-	return n
-}
-
 // replaceFrom sets the entries from position from on to tail, the JSON of
 // flat[from:].
 func (f *flatJSON) replaceFrom(flat []*conversation.Message, from int, tail [][]byte) {
 	k := f.derivedFrom(from)
+	for _, d := range f.derived[k:] {
+		f.bytes -= len(d.json)
+	}
 	clear(f.derived[k:]) // the old tail's bytes may go
 	f.derived = f.derived[:k]
 	for j, raw := range tail {
 		if flat[from+j].Derived() {
 			f.derived = append(f.derived, derivedJSON{pos: from + j, json: raw})
+			f.bytes += len(raw)
 		}
 	}
 }

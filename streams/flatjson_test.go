@@ -54,7 +54,7 @@ func TestFlatJSON(t *testing.T) {
 			if !slices.EqualFunc(got, want, bytes.Equal) {
 				t.Fatalf("%s after %s: entries differ:\n got %q\nwant %q", c.Name, m.ID(), got, want)
 			}
-			if n := f.derivedBytes(0); n != derived {
+			if n := f.bytes; n != derived {
 				t.Fatalf("%s after %s: derived bytes %d, want %d", c.Name, m.ID(), n, derived)
 			}
 			from := len(flat) / 2

@@ -231,7 +231,7 @@ func heldState(t testing.TB, conv *conversation.Conversation, flat []*conversati
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &convState{conv: conv, flat: flat, flatBytes: d.size(), derivedBytes: derivedSize(flat, d.tail)}
+	st := &convState{conv: conv, flat: flat, flatBytes: d.size()}
 	st.flatJSON.replaceFrom(flat, 0, d.tail)
 	return st
 }

@@ -32,15 +32,13 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return fmt.Errorf("streams: encode snapshot delta: %w", err)
 	}
-	flatBytes, derived := st.flatBytes, 0
+	flatBytes := st.flatBytes
 	if st.flat != nil {
 		for raw := range st.flatJSON.entries(st.flat, delta.from) {
 			flatBytes -= len(raw) + 1
 		}
-		derived = st.derivedBytes - st.flatJSON.derivedBytes(delta.from)
 	}
 	flatBytes += delta.size()
-	derived += derivedSize(flat[delta.from:], delta.tail)
 	if limit := w.maxSnapshotBytes(); flatBytes > limit {
 		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
@@ -56,7 +54,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	}
 
 	st.flatJSON.replaceFrom(flat, delta.from, delta.tail) // with no flat list before, delta.from is 0
-	st.version, st.seq, st.flat, st.flatBytes, st.derivedBytes = version, d.seq, flat, flatBytes, derived
+	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, flatBytes
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size

@@ -29,11 +29,9 @@ type convState struct {
 	flat    []*conversation.Message
 	// flatJSON has the JSON of flat's entries, so that a store does not
 	// encode the flatList again; flatBytes is their total size (with
-	// commas), and derivedBytes the size of those of derived messages (see
-	// weight).
-	flatJSON     flatJSON
-	flatBytes    int
-	derivedBytes int
+	// commas).
+	flatJSON  flatJSON
+	flatBytes int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
 	// unstored are the events published since the last store began,
@@ -200,7 +198,7 @@ func (st *convState) settled() bool {
 // messages', see flatJSON); and the maps of the derived messages, which
 // Bytes leaves out.
 func (st *convState) weight() int64 {
-	n := flatEntryBytes*len(st.flat) + (1+conversation.DecodedFactor)*st.derivedBytes
+	n := flatEntryBytes*len(st.flat) + (1+conversation.DecodedFactor)*st.flatJSON.bytes
 	if st.conv != nil {
 		n += stateBytes + st.conv.Bytes()
 	}
@@ -214,15 +212,3 @@ const (
 	stateBytes     = 384
 	flatEntryBytes = 24
 )
-
-// derivedSize returns the size of the JSON of the derived messages among
-// flat (see conversation.Message.Derived), whose JSON is entries.
-func derivedSize(flat []*conversation.Message, entries [][]byte) int {
-	n := 0
-	for i, m := range flat {
-		if m.Derived() {
-			n += len(entries[i])
-		}
-	}
-	return n
-}
