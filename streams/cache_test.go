@@ -248,11 +248,7 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	check := func() { checkStored(t, c, want, 10*time.Second) }
 	cold := func() int { return coldStates(t, r.w) }
 	const convs = 6
-	for k := range 3 {
-		for i := range convs {
-			send(fmt.Sprintf("idle%d", i), k)
-		}
-	}
+	sendRounds(send, "idle", convs, 0, 3)
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts. The store
@@ -266,11 +262,7 @@ func TestIdleConversationsCompacted(t *testing.T) {
 			t.Errorf("%s compacted keeps its store timer", st.id)
 		}
 	})
-	for k := 3; k < 5; k++ {
-		for i := range convs {
-			send(fmt.Sprintf("idle%d", i), k)
-		}
-	}
+	sendRounds(send, "idle", convs, 3, 5)
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
 }
@@ -323,11 +315,7 @@ func TestQuietCheckpointsWait(t *testing.T) {
 	c := newClient(t, nc)
 	send, want := chainedSender(t, c)
 	const convs = 6
-	for k := range 3 {
-		for i := range convs {
-			send(fmt.Sprintf("wait%d", i), k)
-		}
-	}
+	sendRounds(send, "wait", convs, 0, 3)
 	checkStored(t, c, want, 10*time.Second)
 	cold := func() int { return coldStates(t, r.w) }
 	waitFor(t, 10*time.Second, "two conversations compacted, their checkpoints queued", func() bool { return cold() == 2 })
@@ -370,11 +358,7 @@ func TestUnusedConversationsLetGo(t *testing.T) {
 	c := newClient(t, nc)
 	send, want := chainedSender(t, c)
 	const convs = 6
-	for k := range 3 {
-		for i := range convs {
-			send(fmt.Sprintf("ttl%d", i), k)
-		}
-	}
+	sendRounds(send, "ttl", convs, 0, 3)
 	checkStored(t, c, want, 10*time.Second)
 	waitFor(t, 10*time.Second, "every conversation let go", func() bool { return r.w.CachedConversations() == 0 })
 	if got := sumWhere(collect(t, reader), MetricCacheEvictions, "reason", "unused"); got != convs {
@@ -388,11 +372,7 @@ func TestUnusedConversationsLetGo(t *testing.T) {
 	waitFor(t, 10*time.Second, "a checkpoint written for each conversation let go", func() bool {
 		return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") >= convs
 	})
-	for k := 3; k < 5; k++ {
-		for i := range convs {
-			send(fmt.Sprintf("ttl%d", i), k)
-		}
-	}
+	sendRounds(send, "ttl", convs, 3, 5)
 	checkStored(t, c, want, 10*time.Second)
 	rm := collect(t, reader)
 	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != convs {
@@ -412,6 +392,17 @@ func chainedSender(t testing.TB, c *Client) (func(conv string, k int), map[strin
 		}
 		sendChained(t, c, want[conv], conv, k)
 	}, want
+}
+
+// sendRounds sends, with send (see chainedSender), messages from to to-1 of
+// conversations prefix0 to prefix(convs-1), one round of conversations
+// per message.
+func sendRounds(send func(conv string, k int), prefix string, convs, from, to int) {
+	for k := from; k < to; k++ {
+		for i := range convs {
+			send(fmt.Sprintf("%s%d", prefix, i), k)
+		}
+	}
 }
 
 // eachCached runs fn with every state w's lanes hold, on its lane.
