@@ -99,7 +99,7 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 
 		// Compare mode flagged on the message: its children are the columns.
 		if m.flags&flagCompare != 0 && len(kids) > 1 {
-			*out = append(*out, msgNode(m.id))
+			*out = append(*out, msgNode(m.ID()))
 			cmp := t.compareFromChildren(i)
 			*out = append(*out, cmp)
 			next, ok := t.activeColumnFollower(kids, cmp)
@@ -141,16 +141,16 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 			*out = append(*out, t.tasksNode(i, kids))
 			var follow []int32
 			for _, k := range kids {
-				if ix.msg(k).role != "task" {
+				if ix.msg(k).Role() != "task" {
 					follow = append(follow, k)
 				}
 			}
 			for _, k := range kids {
-				if ix.msg(k).role != "task" {
+				if ix.msg(k).Role() != "task" {
 					continue
 				}
 				for _, g := range ix.mainKidsOf(k) {
-					if ix.msg(g).role != "task" {
+					if ix.msg(g).Role() != "task" {
 						follow = append(follow, g)
 					}
 				}
@@ -173,17 +173,17 @@ func (t *treeBuilder) transform(i int32, out *[]Node) {
 		// A branch point: several non-tool children.
 		nonTool := 0
 		for _, k := range kids {
-			if ix.msg(k).role != "tool" {
+			if ix.msg(k).Role() != "tool" {
 				nonTool++
 			}
 		}
 		if nonTool > 1 {
-			*out = append(*out, msgNode(m.id))
+			*out = append(*out, msgNode(m.ID()))
 			t.branchNode(i, kids, out)
 			return
 		}
 
-		*out = append(*out, msgNode(m.id))
+		*out = append(*out, msgNode(m.ID()))
 		if len(kids) != 1 {
 			return
 		}
@@ -199,7 +199,7 @@ func (t *treeBuilder) activeColumnFollower(kids []int32, cmp Node) (int32, bool)
 		return 0, false
 	}
 	for _, k := range kids {
-		if t.ix.msg(k).id == c.ActiveColumnID {
+		if t.ix.msg(k).ID() == c.ActiveColumnID {
 			if mk := t.ix.mainKidsOf(k); len(mk) > 0 {
 				return mk[0], true
 			}
@@ -221,11 +221,11 @@ func (t *treeBuilder) compareGroup(m *Message) *MessageGroup {
 
 func (t *treeBuilder) isAssistantGroup(i int32) bool {
 	m := t.ix.msg(i)
-	if m.role != "assistant" {
+	if m.Role() != "assistant" {
 		return false
 	}
 	for _, k := range t.ix.mainKidsOf(i) {
-		if t.ix.msg(k).role == "tool" {
+		if t.ix.msg(k).Role() == "tool" {
 			return true
 		}
 	}
@@ -238,7 +238,7 @@ func (t *treeBuilder) isTasksNode(kids []int32) bool {
 	}
 	n := 0
 	for _, k := range kids {
-		if t.ix.msg(k).role == "task" {
+		if t.ix.msg(k).Role() == "task" {
 			n++
 		}
 	}
@@ -247,10 +247,10 @@ func (t *treeBuilder) isTasksNode(kids []int32) bool {
 
 func (t *treeBuilder) tasksNode(i int32, kids []int32) Node {
 	var ids []string
-	n := Node{Type: NodeTasks, Info: &NodeInfo{MessageID: t.ix.msg(i).id}}
+	n := Node{Type: NodeTasks, Info: &NodeInfo{MessageID: t.ix.msg(i).ID()}}
 	for _, k := range kids {
-		if t.ix.msg(k).role == "task" {
-			id := t.ix.msg(k).id
+		if t.ix.msg(k).Role() == "task" {
+			id := t.ix.msg(k).ID()
 			ids = append(ids, id)
 			n.Children = append(n.Children, msgNode(id))
 		}
@@ -265,7 +265,7 @@ func (t *treeBuilder) tasksNode(i int32, kids []int32) Node {
 func (t *treeBuilder) branchNode(i int32, kids []int32, out *[]Node) {
 	m := t.ix.msg(i)
 	ch := activeBranch(m, kids, func(k int32) bool { return len(t.ix.mainKidsOf(k)) > 0 })
-	br := &NodeInfo{ParentMessageID: m.id, ActiveBranchIndex: ch.pos}
+	br := &NodeInfo{ParentMessageID: m.ID(), ActiveBranchIndex: ch.pos}
 	if ch.optimistic {
 		br.ActiveBranchIndex = len(kids)
 	}
@@ -289,22 +289,22 @@ func (t *treeBuilder) branchNode(i int32, kids []int32, out *[]Node) {
 func (t *treeBuilder) compareFromChildren(i int32) Node {
 	ix := t.ix
 	m := ix.msg(i)
-	c := &NodeInfo{MessageID: m.id}
+	c := &NodeInfo{MessageID: m.ID()}
 	n := Node{Type: NodeCompare, Info: c}
 	ids := make([]string, 0, len(ix.mainKidsOf(i)))
 	for _, k := range ix.mainKidsOf(i) {
 		km := ix.msg(k)
-		ids = append(ids, km.id)
+		ids = append(ids, km.ID())
 		if km.flags&flagActiveColumn != 0 {
-			c.ActiveColumnID, c.HasActiveColumn = km.id, true
+			c.ActiveColumnID, c.HasActiveColumn = km.ID(), true
 		}
 		if t.isAssistantGroup(k) {
 			c.Columns = append(c.Columns, []Node{t.assistantGroupNode(k)})
 		} else {
-			c.Columns = append(c.Columns, []Node{msgNode(km.id)})
+			c.Columns = append(c.Columns, []Node{msgNode(km.ID())})
 		}
 	}
-	n.ID = "compare-" + m.id + "-" + strings.Join(ids, "-")
+	n.ID = "compare-" + m.ID() + "-" + strings.Join(ids, "-")
 	return n
 }
 
@@ -318,12 +318,12 @@ func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) Node {
 			continue
 		}
 		if gm.flags&flagActiveColumn != 0 && !c.HasActiveColumn {
-			c.ActiveColumnID, c.HasActiveColumn = gm.id, true
+			c.ActiveColumnID, c.HasActiveColumn = gm.ID(), true
 		}
-		c.Columns = append(c.Columns, []Node{msgNode(gm.id)})
+		c.Columns = append(c.Columns, []Node{msgNode(gm.ID())})
 	}
 	n.ID = t.nodeID("compare", g.id.s)
-	c.MessageID = m.id
+	c.MessageID = m.ID()
 	if pm, ok := g.fields["parentMessageId"]; ok && truthy(pm) {
 		if s, ok := pm.(string); ok {
 			c.MessageID = s
@@ -336,17 +336,17 @@ func (t *treeBuilder) compareFromGroup(g *MessageGroup, m *Message) Node {
 func (t *treeBuilder) councilNode(i int32) Node {
 	ix := t.ix
 	m := ix.msg(i)
-	n := Node{Type: NodeAgentCouncil, Info: &NodeInfo{MessageID: m.id}}
+	n := Node{Type: NodeAgentCouncil, Info: &NodeInfo{MessageID: m.ID()}}
 	ids := make([]string, 0, len(ix.mainKidsOf(i)))
 	for _, k := range ix.mainKidsOf(i) {
-		ids = append(ids, ix.msg(k).id)
+		ids = append(ids, ix.msg(k).ID())
 		if t.isAssistantGroup(k) {
 			n.Children = append(n.Children, t.assistantGroupNode(k))
 		} else {
-			n.Children = append(n.Children, msgNode(ix.msg(k).id))
+			n.Children = append(n.Children, msgNode(ix.msg(k).ID()))
 		}
 	}
-	n.ID = "agentCouncil-" + m.id + "-" + strings.Join(ids, "-")
+	n.ID = "agentCouncil-" + m.ID() + "-" + strings.Join(ids, "-")
 	return n
 }
 
@@ -356,12 +356,12 @@ func (t *treeBuilder) councilNode(i int32) Node {
 func (t *treeBuilder) assistantGroupNode(i int32) Node {
 	ix := t.ix
 	agent := ix.msg(i).agentID()
-	n := Node{Type: NodeAssistantGroup, ID: ix.msg(i).id}
+	n := Node{Type: NodeAssistantGroup, ID: ix.msg(i).ID()}
 	for cur, ok := i, true; ok; cur, ok = t.chainContinuation(cur, agent) {
-		step := msgNode(ix.msg(cur).id)
+		step := msgNode(ix.msg(cur).ID())
 		for _, k := range ix.mainKidsOf(cur) {
-			if ix.msg(k).role == "tool" {
-				step.Tools = append(step.Tools, ix.msg(k).id)
+			if ix.msg(k).Role() == "tool" {
+				step.Tools = append(step.Tools, ix.msg(k).ID())
 			}
 		}
 		n.Children = append(n.Children, step)
@@ -379,7 +379,7 @@ func (t *treeBuilder) chainContinuation(i int32, agent key) (int32, bool) {
 	var cands []int32
 	fanOut := false
 	for _, k := range ix.mainKidsOf(i) {
-		if ix.msg(k).role != "tool" {
+		if ix.msg(k).Role() != "tool" {
 			continue
 		}
 		if t.col.isFanOutTool(k, ix.mainKidsOf(k)) {
@@ -390,7 +390,7 @@ func (t *treeBuilder) chainContinuation(i int32, agent key) (int32, bool) {
 	}
 	if !fanOut {
 		for _, k := range ix.mainKidsOf(i) {
-			if ix.msg(k).role != "tool" {
+			if ix.msg(k).Role() != "tool" {
 				cands = append(cands, k)
 			}
 		}
@@ -425,7 +425,7 @@ func (t *treeBuilder) mainChainWalk(i int32, visit func(tool int32)) {
 		}
 		tool := kids[f.next]
 		f.next++
-		if ix.msg(tool).role != "tool" {
+		if ix.msg(tool).Role() != "tool" {
 			continue
 		}
 		visit(tool)
@@ -459,16 +459,16 @@ func (t *treeBuilder) signalCallbackNodes(i int32) []Node {
 		t.col.sortBySequence(cbs)
 		first := ix.msg(cbs[0]).signalOf()
 		info := &NodeInfo{
-			SourceToolMessageID: ix.msg(tool).id,
+			SourceToolMessageID: ix.msg(tool).ID(),
 			SourceToolCallID:    first.sourceToolCall,
 			HasSourceToolCallID: first.hasSourceCall,
 			SourceToolName:      first.sourceToolName,
 			HasSourceToolName:   first.hasSourceName,
 		}
 		for _, c := range cbs {
-			info.Callbacks = append(info.Callbacks, msgNode(ix.msg(c).id))
+			info.Callbacks = append(info.Callbacks, msgNode(ix.msg(c).ID()))
 		}
-		n := Node{Type: NodeSignalCallbacks, ID: "signalCallbacks-" + ix.msg(tool).id, Info: info}
+		n := Node{Type: NodeSignalCallbacks, ID: "signalCallbacks-" + ix.msg(tool).ID(), Info: info}
 		out = append(out, n)
 	})
 	return out
@@ -484,7 +484,7 @@ func (t *treeBuilder) taskCompletionNodes(i int32) []Node {
 		for _, k := range ix.mainKidsOf(tool) {
 			km := ix.msg(k)
 			if km.agentID() == agent && km.isTaskCompletionSignal() {
-				out = append(out, msgNode(km.id))
+				out = append(out, msgNode(km.ID()))
 			}
 		}
 	})
@@ -507,7 +507,7 @@ func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
 	}
 	var lastTool int32 = -1
 	for _, k := range ix.mainKidsOf(last) {
-		if ix.msg(k).role == "tool" {
+		if ix.msg(k).Role() == "tool" {
 			lastTool = k
 		}
 	}
@@ -515,11 +515,11 @@ func (t *treeBuilder) nextAfterTools(i int32) (int32, bool) {
 		last = lastTool
 	}
 	lm := ix.msg(last)
-	if lm.role == "tool" {
+	if lm.Role() == "tool" {
 		if lm.flags&flagCouncil != 0 {
 			return last, true
 		}
-		if slices.ContainsFunc(ix.mainKidsOf(last), func(k int32) bool { return ix.msg(k).role == "task" }) {
+		if slices.ContainsFunc(ix.mainKidsOf(last), func(k int32) bool { return ix.msg(k).Role() == "task" }) {
 			return last, true
 		}
 	}

@@ -158,18 +158,18 @@ func (c *Conversation) AppendCanonical(data []byte) error {
 // add appends m unless it is refused or is a copy of a present message
 // (see Append), and reports whether it did.
 func (c *Conversation) add(m *Message) (bool, error) {
-	if old, ok := c.msgs.getHashed(m.id, m.idHash); ok {
+	if old, ok := c.msgs.getHashed(m.ID(), m.idHash); ok {
 		if sameFields(old, m) {
 			return false, nil
 		}
-		return false, fmt.Errorf("%w: %q", ErrMessageExists, m.id)
+		return false, fmt.Errorf("%w: %q", ErrMessageExists, m.ID())
 	}
 	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
 		return false, fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
 	waited := c.msgs.referenced(m.idHash) > 0 // something names m as its parent
-	if waited || (m.hasParent && m.parentID == m.id) {
-		if err := c.checkCycle(m.id, m); err != nil {
+	if waited || (m.hasParent && m.parentID() == m.ID()) {
+		if err := c.checkCycle(m.ID(), m); err != nil {
 			return false, err
 		}
 	}
@@ -208,7 +208,7 @@ func (c *Conversation) Compact() {
 // unusual parent).
 func (c *Conversation) indexAppend(m *Message) bool {
 	ix := c.ix
-	if !ix.simple || m.role == "compressedGroup" || m.id == "" {
+	if !ix.simple || m.Role() == "compressedGroup" || m.ID() == "" {
 		return false
 	}
 	if m.flags&flagSubAgent != 0 {
@@ -216,10 +216,10 @@ func (c *Conversation) indexAppend(m *Message) bool {
 	}
 	slot := slotRoot
 	switch {
-	case m.hasParent && m.parentID == "":
+	case m.hasParent && m.parentID() == "":
 		return false
 	case m.hasParent:
-		if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
+		if p, ok := ix.ids.find(m.parentID(), m.parentHash); ok {
 			slot = p
 		}
 	case !m.parentNull && !m.parentTruthy:
@@ -232,7 +232,7 @@ func (c *Conversation) indexAppend(m *Message) bool {
 	ix.msgs = ix.ids.msgs
 	ix.appendChild(slot, pos, m.inThread)
 	if w := c.walk; w != nil {
-		if at := w.reads.touched(slot, m.id); at != 0 {
+		if at := w.reads.touched(slot, m.ID()); at != 0 {
 			c.current = false
 			c.resumeAt = earliest(c.resumeAt, at)
 		}
@@ -259,7 +259,7 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 	if err != nil {
 		return err
 	}
-	if m.parentID != old.parentID || m.hasParent != old.hasParent {
+	if m.parentID() != old.parentID() || m.hasParent != old.hasParent {
 		if err := c.checkCycle(id, m); err != nil {
 			return err
 		}
@@ -277,13 +277,13 @@ func (c *Conversation) Update(id string, patch map[string]any) error {
 // indexReplace swaps an updated message into the index when the update
 // leaves the shape of the conversation as it was.
 func (c *Conversation) indexReplace(old, m *Message) bool {
-	same := old.parentID == m.parentID && old.hasParent == m.hasParent && old.parentNull == m.parentNull &&
-		old.role == m.role && old.inThread == m.inThread && old.groupID() == m.groupID() &&
+	same := old.parentID() == m.parentID() && old.hasParent == m.hasParent && old.parentNull == m.parentNull &&
+		old.Role() == m.Role() && old.inThread == m.inThread && old.groupID() == m.groupID() &&
 		old.agentID() == m.agentID() && old.flags&flagSubAgent == 0 && m.flags&flagSubAgent == 0
 	if !same {
 		return false
 	}
-	p, ok := c.ix.ids.find(m.id, m.idHash)
+	p, ok := c.ix.ids.find(m.ID(), m.idHash)
 	if !ok {
 		return false
 	}
@@ -299,7 +299,7 @@ func (c *Conversation) Delete(id string) error {
 		return fmt.Errorf("%w: %q", ErrMessageNotFound, id)
 	}
 	c.invalidate()
-	c.msgs.remove(m.id, m.idHash)
+	c.msgs.remove(m.ID(), m.idHash)
 	c.bytes -= m.footprint()
 	c.arena.dead += len(m.raw) // its JSON stays in the arena
 	return nil
@@ -447,15 +447,15 @@ func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
 			break
 		}
 		on[id] = true
-		id = m.parentID
+		id = m.parentID()
 	}
 	out := make([]*Message, 0, len(on))
 	for _, m := range c.Messages() {
-		if on[m.id] {
+		if on[m.ID()] {
 			out = append(out, m)
 			continue
 		}
-		if m.role == "tool" && m.hasParent && on[m.parentID] && m.parentID != leaf {
+		if m.Role() == "tool" && m.hasParent && on[m.parentID()] && m.parentID() != leaf {
 			out = append(out, m)
 		}
 	}
@@ -466,7 +466,7 @@ func (c *Conversation) PathTo(leaf string) ([]*Message, error) {
 // id its own ancestor.
 func (c *Conversation) checkCycle(id string, m *Message) error {
 	seen := 0
-	for p, h, ok := m.parentID, m.parentHash, m.hasParent; ok; {
+	for p, h, ok := m.parentID(), m.parentHash, m.hasParent; ok; {
 		if p == id {
 			return fmt.Errorf("%w: %q would be its own ancestor", ErrCycle, id)
 		}
@@ -479,7 +479,7 @@ func (c *Conversation) checkCycle(id string, m *Message) error {
 			// An existing loop not through id; not this message's doing.
 			return nil
 		}
-		p, h, ok = parent.parentID, parent.parentHash, parent.hasParent
+		p, h, ok = parent.parentID(), parent.parentHash, parent.hasParent
 	}
 	return nil
 }

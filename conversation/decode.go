@@ -66,8 +66,11 @@ func DecodeInputBytes(data []byte) ([]*Message, []*MessageGroup, error) {
 		return nil, nil, fmt.Errorf("%w: expected a JSON object or array", ErrInvalidInput)
 	}
 	msgs := make([]*Message, len(rawMsgs))
+	// One array for all: the parser reads the messages in order, and
+	// contiguous structs stay apart from the JSON allocated between them.
+	slab := make([]Message, len(rawMsgs))
 	for i, raw := range rawMsgs {
-		m := new(Message)
+		m := &slab[i]
 		if err := m.UnmarshalJSON(raw); err != nil {
 			return nil, nil, fmt.Errorf("messages[%d]: %w", i, err)
 		}

@@ -131,9 +131,9 @@ func (w *flatWalker) flatten() error {
 		start = slotNowhere
 		first := w.ix.msgs[0]
 		if first.hasParent {
-			if first.parentID == "" {
+			if first.parentID() == "" {
 				start = slotEmpty
-			} else if p, ok := w.ix.lookup(first.parentID); ok {
+			} else if p, ok := w.ix.lookup(first.parentID()); ok {
 				start = p
 			}
 		}
@@ -202,10 +202,10 @@ func (w *flatWalker) retire(top int) {
 // main loop.
 func (w *flatWalker) visit(parent int32) {
 	kids := w.kidsOf(parent)
-	if parent >= 0 && w.ix.msg(parent).id != "" && len(kids) > 0 {
+	if parent >= 0 && w.ix.msg(parent).ID() != "" && len(kids) > 0 {
 		var tasks, rest []int32
 		for _, k := range kids {
-			if w.ix.msg(k).role == "task" {
+			if w.ix.msg(k).Role() == "task" {
 				tasks = append(tasks, k)
 			} else {
 				rest = append(rest, k)
@@ -240,7 +240,7 @@ func (w *flatWalker) taskRest(top int) {
 		if w.processed.has(k) {
 			continue
 		}
-		if m := w.ix.msg(k); m.role == "assistant" && m.hasTools() {
+		if m := w.ix.msg(k); m.Role() == "assistant" && m.hasTools() {
 			w.assistantRun(k, false)
 			return
 		}
@@ -272,11 +272,11 @@ func (w *flatWalker) taskGrand(top int) {
 		}
 		m := w.ix.msg(k)
 		switch {
-		case m.role == "task":
+		case m.Role() == "task":
 			continue
-		case m.role == "assistant" && m.hasTools():
+		case m.Role() == "assistant" && m.hasTools():
 			w.assistantRun(k, false)
-		case m.role == "assistant" && m.flags&flagSupervisor != 0:
+		case m.Role() == "assistant" && m.flags&flagSupervisor != 0:
 			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
@@ -331,13 +331,13 @@ func (w *flatWalker) children(top int) {
 		}
 
 		// An assistant run, or the toolless narration that opens one.
-		if m.role == "assistant" && (m.hasTools() || (m.flags&flagSupervisor == 0 && w.col.isToolChainHead(k))) {
+		if m.Role() == "assistant" && (m.hasTools() || (m.flags&flagSupervisor == 0 && w.col.isToolChainHead(k))) {
 			w.assistantRun(k, true)
 			return
 		}
 
 		// A supervisor's reply without tools.
-		if m.role == "assistant" && m.flags&flagSupervisor != 0 {
+		if m.Role() == "assistant" && m.flags&flagSupervisor != 0 {
 			w.emitFields(supervisorMessage(w.ix.views, m))
 			w.mark(k)
 			w.pushVisit(k)
@@ -347,7 +347,7 @@ func (w *flatWalker) children(top int) {
 		kids := ix.kidsOf(k)
 		var nonTool []int32
 		for _, c := range kids {
-			if ix.msg(c).role != "tool" {
+			if ix.msg(c).Role() != "tool" {
 				nonTool = append(nonTool, c)
 			}
 		}
@@ -365,7 +365,7 @@ func (w *flatWalker) children(top int) {
 		}
 
 		// A branch point: the indicator goes on the active child.
-		if (m.role == "user" || m.role == "assistant") && len(nonTool) > 1 {
+		if (m.Role() == "user" || m.Role() == "assistant") && len(nonTool) > 1 {
 			ch := activeBranch(m, nonTool, func(c int32) bool { return len(ix.kidsOf(c)) > 0 })
 			w.emit(k)
 			w.mark(k)
@@ -374,7 +374,7 @@ func (w *flatWalker) children(top int) {
 			}
 			a := nonTool[ch.pos]
 			am := ix.msg(a)
-			if m.role == "user" && am.role == "assistant" && am.hasTools() {
+			if m.Role() == "user" && am.Role() == "assistant" && am.hasTools() {
 				chain, tools := w.col.collectAssistantChain(a, w.processed)
 				group := w.groupFields(chain, tools)
 				w.emitFields(withBranch(group, len(nonTool), ch.pos))
@@ -554,7 +554,7 @@ func (w *flatWalker) shouldDrain(p int32) bool {
 	}
 	tasks := 0
 	for _, c := range left {
-		if w.ix.msg(c).role == "task" {
+		if w.ix.msg(c).Role() == "task" {
 			tasks++
 		}
 	}
@@ -579,15 +579,15 @@ func (w *flatWalker) councilMembers(tools []int32) (ids []int32, members []any) 
 	pick := func(kids []int32) []int32 {
 		var out []int32
 		for _, k := range kids {
-			if ix.msg(k).role != "tool" && !w.processed.has(k) {
+			if ix.msg(k).Role() != "tool" && !w.processed.has(k) {
 				out = append(out, k)
 			}
 		}
 		return out
 	}
 	cm := ix.msg(council)
-	if cm.hasParent && cm.parentID != "" {
-		if s, ok := ix.lookup(cm.parentID); ok {
+	if cm.hasParent && cm.parentID() != "" {
+		if s, ok := ix.lookup(cm.parentID()); ok {
 			ids = pick(ix.kidsOf(s))
 		}
 	}
@@ -609,7 +609,7 @@ func (w *flatWalker) columnsOf(ids []int32) []any {
 	out := make([]any, 0, len(ids))
 	for _, id := range ids {
 		m := w.ix.msg(id)
-		if m.role == "assistant" && m.hasTools() {
+		if m.Role() == "assistant" && m.hasTools() {
 			chain, tools := w.col.collectAssistantChain(id, newSparseSet())
 			out = append(out, w.groupFields(chain, tools))
 			w.mark(chain...)
@@ -629,16 +629,16 @@ func (w *flatWalker) compareFromChildren(p int32, kids []int32) map[string]any {
 	ids := make([]string, 0, len(kids))
 	for _, k := range kids {
 		km := w.ix.msg(k)
-		ids = append(ids, km.id)
+		ids = append(ids, km.ID())
 		if km.flags&flagActiveColumn != 0 {
-			out["activeColumnId"] = km.id
+			out["activeColumnId"] = km.ID()
 		}
 	}
 	cols := w.columnsOf(kids)
 	for i, c := range cols {
 		cols[i] = []any{c}
 	}
-	pid := w.ix.msg(p).id
+	pid := w.ix.msg(p).ID()
 	out["columns"] = cols
 	out["id"] = "compare-" + pid + "-" + joinIDs(ids)
 	out["extra"] = map[string]any{"parentMessageId": pid}

@@ -47,7 +47,7 @@ func (x *idIndex) add(m *Message) (replaced bool) {
 		return false
 	}
 	if x.byHash == nil {
-		_, replaced = x.find(m.id, m.idHash)
+		_, replaced = x.find(m.ID(), m.idHash)
 		x.msgs = append(x.msgs, m)
 		if len(x.msgs) > smallIDs {
 			x.mapAll()
@@ -67,15 +67,15 @@ func (x *idIndex) record(m *Message, pos int32) (replaced bool) {
 		x.byHash[m.idHash] = pos
 		return false
 	}
-	if x.msgs[p].id == m.id {
+	if x.msgs[p].ID() == m.ID() {
 		x.byHash[m.idHash] = pos
 		return true
 	}
 	if x.collide == nil {
 		x.collide = map[string]int32{}
 	}
-	_, replaced = x.collide[m.id]
-	x.collide[m.id] = pos
+	_, replaced = x.collide[m.ID()]
+	x.collide[m.ID()] = pos
 	return replaced
 }
 
@@ -95,13 +95,13 @@ func (x *idIndex) find(s string, h uint64) (int32, bool) {
 	if x.byHash == nil {
 		// The last of equal ids wins, as in the map.
 		for i := len(x.msgs) - 1; i >= 0; i-- {
-			if m := x.msgs[i]; m.idHash == h && m.id == s {
+			if m := x.msgs[i]; m.idHash == h && m.ID() == s {
 				return int32(i), true
 			}
 		}
 		return 0, false
 	}
-	if p, ok := x.byHash[h]; ok && x.msgs[p].id == s {
+	if p, ok := x.byHash[h]; ok && x.msgs[p].ID() == s {
 		return p, true
 	}
 	if x.collide != nil {

@@ -210,7 +210,7 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 	// inside the compressed group; it belongs under the group itself.
 	var redirect map[string]int32
 	for i, m := range msgs {
-		if m.role != "compressedGroup" {
+		if m.Role() != "compressedGroup" {
 			continue
 		}
 		if r := m.rare(); r != nil && r.hasLastCompressed && r.lastCompressed != "" {
@@ -231,7 +231,7 @@ func buildIndex(ids idIndex, groups []*MessageGroup) *index {
 	for i, m := range msgs {
 		raw[i] = noParent
 		if m.hasParent {
-			if p, ok := ids.find(m.parentID, m.parentHash); ok {
+			if p, ok := ids.find(m.parentID(), m.parentHash); ok {
 				raw[i] = p
 			}
 		}
@@ -309,11 +309,11 @@ func parentSlot(m *Message, named int32, redirect map[string]int32) int32 {
 		}
 		return slotNowhere
 	}
-	if m.parentID == "" {
+	if m.parentID() == "" {
 		return slotEmpty
 	}
 	if redirect != nil {
-		if g, ok := redirect[m.parentID]; ok {
+		if g, ok := redirect[m.parentID()]; ok {
 			return g
 		}
 	}
@@ -402,11 +402,11 @@ func (ix *index) parentOf(m *Message) int32 {
 	if !m.hasParent {
 		return noParent
 	}
-	if p, ok := ix.ids.find(m.parentID, m.parentHash); ok {
+	if p, ok := ix.ids.find(m.parentID(), m.parentHash); ok {
 		return p
 	}
 	if ix.reads != nil {
-		ix.reads.missed(m.parentID)
+		ix.reads.missed(m.parentID())
 	}
 	return noParent
 }

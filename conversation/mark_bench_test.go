@@ -12,8 +12,9 @@ import (
 // costs for the conversations a worker keeps: 1,000 of them grown in turn
 // to 130 messages of 256-byte content, with 20 messages of the same shape
 // made and dropped for each one kept (a worker's decoding leaves garbage
-// of these sizes between appends). An op is one full collection; mark-ms
-// is the CPU its mark took, objects the live objects after it.
+// of these sizes between appends), then the same conversations compacted.
+// An op is one full collection; mark-ms is the CPU its mark took, objects
+// the live objects after it.
 func BenchmarkMarkLiveConversations(b *testing.B) {
 	const (
 		conversations = 1000
@@ -58,12 +59,20 @@ func BenchmarkMarkLiveConversations(b *testing.B) {
 		metrics.Read(samples)
 		return samples[0].Value.Float64() + samples[1].Value.Float64() + samples[2].Value.Float64()
 	}
-	runtime.GC()
-	start := markCPU()
-	for b.Loop() {
+	measure := func(b *testing.B) {
 		runtime.GC()
+		start := markCPU()
+		for b.Loop() {
+			runtime.GC()
+		}
+		b.ReportMetric((markCPU()-start)*1000/float64(b.N), "mark-ms/op")
+		b.ReportMetric(float64(samples[3].Value.Uint64()), "objects")
 	}
-	b.ReportMetric((markCPU()-start)*1000/float64(b.N), "mark-ms/op")
-	b.ReportMetric(float64(samples[3].Value.Uint64()), "objects")
+	b.Run("live", measure)
+	// What a worker's quiet conversations cost once compacted.
+	for _, conv := range convs {
+		conv.Compact()
+	}
+	b.Run("compacted", measure)
 	runtime.KeepAlive(convs)
 }

@@ -32,13 +32,15 @@ type Message struct {
 	// The strings below share its memory where they can.
 	raw string
 
-	id         string
-	role       string
-	parentID   string
+	// The id, role and parentId strings, as spans of raw (see strAt): a
+	// message in a slab then holds two pointers for the collector to scan,
+	// raw and x, rather than five.
+	idAt, roleAt, parentAt strAt
+
 	idHash     uint64 // of id, for the index (see idIndex)
 	parentHash uint64 // of parentID
-	createdAt  float64
-	updatedAt  float64
+	// What the indexing reads of every message comes before this line, in
+	// the first 64 bytes.
 	flags      msgFlags
 	nfields    uint16 // the number of fields, capped: a size for decoding
 	hasParent  bool   // parentId is a string (an empty string counts)
@@ -47,6 +49,8 @@ type Message struct {
 	// yet the message is a root rather than unreachable).
 	parentTruthy bool
 	inThread     bool // truthy threadId
+	createdAt    float64
+	updatedAt    float64
 	x            *msgExtra
 }
 
@@ -71,6 +75,64 @@ type msgRare struct {
 	// lastCompressed is what a compressedGroup hides last (lastCompressedID).
 	lastCompressed    string
 	hasLastCompressed bool
+	// own holds the id, role and parentId strings that raw does not (see
+	// strAt), indexed by ownID, ownRole and ownParent.
+	own *[3]string
+}
+
+// strAt is where a message keeps one of its id, role and parentId
+// strings: the span raw[off:off+n], or, when off is ownStr, the string
+// msgRare.own[n] (a derived message's, or one whose JSON form has escapes).
+type strAt struct{ off, n uint32 }
+
+const ownStr = math.MaxUint32
+
+// Indexes of msgRare.own.
+const (
+	ownID = iota
+	ownRole
+	ownParent
+)
+
+// str returns the string that at names.
+func (m *Message) str(at strAt) string {
+	if at.off != ownStr {
+		// strAt made the span from raw, which never changes under it
+		// (rebase moves it to an equal copy): no bounds to check.
+		return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(unsafe.StringData(m.raw)), at.off)), at.n)
+	}
+	return m.x.rare.own[at.n]
+}
+
+// strAt returns where m keeps s, its string number i (ownID, ownRole or
+// ownParent): a span of raw when raw holds its bytes (see sub), or else
+// its own copy in the message's msgRare, made when needed. The extras must
+// be the message's own.
+func (m *Message) strAt(s string, i int) strAt {
+	if s == "" {
+		return strAt{}
+	}
+	if s = m.sub(s); within(m.raw, s) {
+		off := uintptr(unsafe.Pointer(unsafe.StringData(s))) - uintptr(unsafe.Pointer(unsafe.StringData(m.raw)))
+		return strAt{uint32(off), uint32(len(s))}
+	}
+	if m.x == nil {
+		m.x = &msgExtra{}
+	}
+	if m.x.rare == nil {
+		m.x.rare = &msgRare{}
+	}
+	r := m.x.rare
+	if r.own == nil {
+		r.own = new([3]string)
+	}
+	r.own[i] = s
+	return strAt{ownStr, uint32(i)}
+}
+
+// setStrs sets the message's id, role and parentId strings.
+func (m *Message) setStrs(id, role, parent string) {
+	m.idAt, m.roleAt, m.parentAt = m.strAt(id, ownID), m.strAt(role, ownRole), m.strAt(parent, ownParent)
 }
 
 // empty reports whether x holds nothing, so that a message needs none.
@@ -81,7 +143,7 @@ func (x *msgExtra) empty() bool {
 // empty reports whether r holds nothing, so that a message needs none.
 func (r *msgRare) empty() bool {
 	return r.fields == nil && r.groupID == "" && r.signal == nil && r.subAgentID == nil &&
-		!r.hasActiveBranch && !r.hasLastCompressed
+		!r.hasActiveBranch && !r.hasLastCompressed && r.own == nil
 }
 
 // Readers of msgExtra and msgRare that need no nil check.
@@ -198,8 +260,8 @@ func NewMessage(fields map[string]any) (*Message, error) {
 // whose decoded form (all of it, or what the parser reads) is fields and
 // whose id is id.
 func stored(raw, id string, fields map[string]any, nfields int) *Message {
-	m := &Message{raw: raw, id: id, nfields: uint16(min(nfields, math.MaxUint16))}
-	m.index(fields)
+	m := &Message{raw: raw, nfields: uint16(min(nfields, math.MaxUint16))}
+	m.index(fields, id)
 	m.share()
 	return m
 }
@@ -285,17 +347,19 @@ func MustMessage(fields map[string]any) *Message {
 	return m
 }
 
-// index decodes the fields the parser reads from f, the message's object.
+// index decodes the fields the parser reads from f, the message's object
+// with id id.
 //
 // A field read here must be in indexedField too.
-func (m *Message) index(f map[string]any) {
+func (m *Message) index(f map[string]any, id string) {
 	var x msgExtra
 	var r msgRare
-	m.role, _ = f["role"].(string)
-	m.idHash = hashID(m.id)
+	role, _ := f["role"].(string)
+	var parent string
+	m.idHash = hashID(id)
 	switch p := f["parentId"].(type) {
 	case string:
-		m.parentID, m.hasParent = p, true
+		parent, m.hasParent = p, true
 		m.parentHash = hashID(p)
 	case nil:
 		m.parentNull = true
@@ -316,13 +380,13 @@ func (m *Message) index(f map[string]any) {
 			}
 		}
 	}
-	if m.role == "compressedGroup" {
+	if role == "compressedGroup" {
 		r.lastCompressed, r.hasLastCompressed = lastCompressedID(f)
 	}
 	m.createdAt = toNumber(f["createdAt"], hasKey(f, "createdAt"))
 	m.updatedAt = toNumber(f["updatedAt"], hasKey(f, "updatedAt"))
 	md, _ := f["metadata"].(map[string]any)
-	if m.role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {
+	if role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {
 		m.flags |= flagTrimMeta
 	}
 	if md != nil {
@@ -334,6 +398,7 @@ func (m *Message) index(f map[string]any) {
 	if !x.empty() {
 		m.x = &x
 	}
+	m.setStrs(id, role, parent)
 }
 
 // indexMetadata decodes the metadata switches of a message with object f
@@ -389,9 +454,6 @@ func (m *Message) share() { m.eachString(m.sub) }
 
 // eachString replaces each decoded string the message keeps with f of it.
 func (m *Message) eachString(f func(string) string) {
-	m.id = f(m.id)
-	m.role = f(m.role)
-	m.parentID = f(m.parentID)
 	x := m.x
 	if x == nil {
 		return
@@ -465,13 +527,16 @@ func within(outer, s string) bool {
 }
 
 // ID returns the message id.
-func (m *Message) ID() string { return m.id }
+func (m *Message) ID() string { return m.str(m.idAt) }
 
 // Role returns the message role, or "" when it has none.
-func (m *Message) Role() string { return m.role }
+func (m *Message) Role() string { return m.str(m.roleAt) }
 
 // ParentID returns the parent id and whether the message names one.
-func (m *Message) ParentID() (string, bool) { return m.parentID, m.hasParent }
+func (m *Message) ParentID() (string, bool) { return m.str(m.parentAt), m.hasParent }
+
+// parentID returns the parent id, or "" when the message names none.
+func (m *Message) parentID() string { return m.str(m.parentAt) }
 
 // Get returns one field of the message and whether it is present.
 func (m *Message) Get(name string) (any, bool) {
@@ -503,7 +568,7 @@ func (m *Message) view() map[string]any {
 	f, err := decodeObject(m.raw, int(m.nfields))
 	if err != nil {
 		// raw is what json.Marshal wrote; this cannot happen.
-		return map[string]any{"id": m.id}
+		return map[string]any{"id": m.ID()}
 	}
 	return f
 }
@@ -520,7 +585,7 @@ func (m *Message) object() map[string]any {
 func (m *Message) With(name string, value any) *Message {
 	f := m.object()
 	f[name] = value
-	return rebuild(f, m.id)
+	return rebuild(f, m.ID())
 }
 
 // Without returns a copy of the message without the named fields.
@@ -529,7 +594,7 @@ func (m *Message) Without(names ...string) *Message {
 	for _, n := range names {
 		delete(f, n)
 	}
-	return rebuild(f, m.id)
+	return rebuild(f, m.ID())
 }
 
 // withSubAgent returns the message with agentId set to its sub-agent's
@@ -551,9 +616,10 @@ func (m *Message) withSubAgent() *Message {
 	}
 	// share rewrites the strings of the copy: it needs its own extras.
 	n, x, r := *m, *m.x, *m.x.rare
-	n.raw, n.x, x.rare = raw, &x, &r
+	n.raw, n.x, x.rare, r.own = raw, &x, &r, nil
 	x.agentID = keyOfValue(v, true)
 	x.tools = slices.Clone(x.tools)
+	n.setStrs(m.ID(), m.Role(), m.parentID())
 	n.share()
 	return &n
 }
@@ -564,8 +630,8 @@ func rebuild(f map[string]any, id string) *Message {
 	if s, ok := f["id"].(string); ok {
 		id = s
 	}
-	n := &Message{id: id}
-	n.index(f)
+	n := &Message{}
+	n.index(f, id)
 	if n.x == nil {
 		n.x = &msgExtra{}
 	}

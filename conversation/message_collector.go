@@ -68,7 +68,7 @@ func (m *Message) hasTools() bool { return len(m.tools()) > 0 }
 // signalOf returns the external-signal lineage of a toolless assistant.
 // An assistant with tools was on the main chain, whatever its tag says.
 func (m *Message) signalOf() *signal {
-	if m.role != "assistant" || m.hasTools() {
+	if m.Role() != "assistant" || m.hasTools() {
 		return nil
 	}
 	return m.signal()
@@ -100,7 +100,7 @@ func (c *collector) collectToolMessages(a int32) []int32 {
 	var out []int32
 	for _, t := range am.tools() {
 		if t.resultMsgID != "" {
-			if p, ok := c.ix.lookup(t.resultMsgID); ok && c.ix.msg(p).role == "tool" {
+			if p, ok := c.ix.lookup(t.resultMsgID); ok && c.ix.msg(p).Role() == "tool" {
 				if !slices.Contains(out, p) {
 					out = append(out, p)
 				}
@@ -109,7 +109,7 @@ func (c *collector) collectToolMessages(a int32) []int32 {
 		}
 		for _, k := range c.ix.rawKidsOf(a) {
 			km := c.ix.msg(k)
-			if km.role == "tool" && km.toolCallID() == t.id {
+			if km.Role() == "tool" && km.toolCallID() == t.id {
 				if !slices.Contains(out, k) {
 					out = append(out, k)
 				}
@@ -127,7 +127,7 @@ func (c *collector) isFanOutTool(t int32, kids []int32) bool {
 		return true
 	}
 	for _, k := range kids {
-		if c.ix.msg(k).role == "task" {
+		if c.ix.msg(k).Role() == "task" {
 			return true
 		}
 	}
@@ -136,7 +136,7 @@ func (c *collector) isFanOutTool(t int32, kids []int32) bool {
 
 // isChainStep reports whether m may continue a chain owned by agent.
 func (m *Message) isChainStep(agent key) bool {
-	return m.role == "assistant" && m.agentID() == agent && m.signalOf() == nil
+	return m.Role() == "assistant" && m.agentID() == agent && m.signalOf() == nil
 }
 
 // findFlatChainContinuation finds the next step of a chain after assistant
@@ -163,7 +163,7 @@ func (c *collector) findFlatChainContinuation(cur int32, tools []int32, processe
 	for _, p := range parents {
 		for _, k := range c.ix.rawKidsOf(p) {
 			km := c.ix.msg(k)
-			if km.role != "tool" && !processed.has(k) && km.isChainStep(agent) {
+			if km.Role() != "tool" && !processed.has(k) && km.isChainStep(agent) {
 				cands = append(cands, k)
 			}
 		}
@@ -233,11 +233,11 @@ func (c *collector) resolveActiveContinuation(sorted []int32) (int32, bool) {
 // continuations reaches a step with tools.
 func (c *collector) isToolChainHead(a int32) bool {
 	am := c.ix.msg(a)
-	if am.role != "assistant" || am.hasTools() {
+	if am.Role() != "assistant" || am.hasTools() {
 		return false
 	}
 	p := c.ix.parentOf(am)
-	if p == noParent || c.ix.msg(p).role != "user" {
+	if p == noParent || c.ix.msg(p).Role() != "user" {
 		return false
 	}
 	// Most assistants have no next step of their own (a user answers
@@ -245,7 +245,7 @@ func (c *collector) isToolChainHead(a int32) bool {
 	agent := am.agentID()
 	if !slices.ContainsFunc(c.ix.rawKidsOf(a), func(k int32) bool {
 		km := c.ix.msg(k)
-		return km.role != "tool" && km.isChainStep(agent)
+		return km.Role() != "tool" && km.isChainStep(agent)
 	}) {
 		return false
 	}

@@ -27,7 +27,7 @@ func (mm MessageMap) Get(id string) (*Message, bool) {
 func (mm MessageMap) All() iter.Seq2[string, *Message] {
 	return func(yield func(string, *Message) bool) {
 		for _, m := range mm.ids.msgs {
-			if !yield(m.id, finishMapEntry(m)) {
+			if !yield(m.ID(), finishMapEntry(m)) {
 				return
 			}
 		}
@@ -67,7 +67,7 @@ func (mm MessageMap) MarshalJSON() ([]byte, error) {
 // finishMapEntry applies the message-map display rules to one message,
 // copying it only when something changes.
 func finishMapEntry(m *Message) *Message {
-	supervisor := m.role == "assistant" && m.flags&flagIsSupervisor != 0
+	supervisor := m.Role() == "assistant" && m.flags&flagIsSupervisor != 0
 	trim := !supervisor && m.flags&flagTrimMeta != 0
 	if !supervisor && !trim {
 		return m
@@ -90,5 +90,5 @@ func finishMapEntry(m *Message) *Message {
 			delete(f, "metadata")
 		}
 	}
-	return rebuild(f, m.id)
+	return rebuild(f, m.ID())
 }

@@ -60,7 +60,7 @@ func TestMessageKeepsJSON(t *testing.T) {
 // its stored JSON.
 func checkShared(t *testing.T, m *Message) {
 	t.Helper()
-	strs := []string{m.id, m.role, m.parentID, m.agentID().s}
+	strs := []string{m.ID(), m.Role(), m.parentID(), m.agentID().s}
 	for _, tr := range m.tools() {
 		strs = append(strs, tr.id.s, tr.resultMsgID)
 	}
@@ -213,11 +213,101 @@ func eachConformanceInput(t *testing.T, fn func(name string, msgs []*Message, ra
 // sameMessage reports whether a and b hold the same, NaN (an absent time)
 // being equal to NaN.
 func sameMessage(a, b *Message) bool {
+	if a.ID() != b.ID() || a.Role() != b.Role() || a.parentID() != b.parentID() {
+		return false
+	}
+	// Equal strings may be spans of different places in raw.
 	ca, cb := *a, *b
+	ca.idAt, ca.roleAt, ca.parentAt = strAt{}, strAt{}, strAt{}
+	cb.idAt, cb.roleAt, cb.parentAt = strAt{}, strAt{}, strAt{}
 	for _, p := range [][2]*float64{{&ca.createdAt, &cb.createdAt}, {&ca.updatedAt, &cb.updatedAt}} {
 		if math.IsNaN(*p[0]) && math.IsNaN(*p[1]) {
 			*p[0], *p[1] = 0, 0
 		}
 	}
 	return reflect.DeepEqual(ca, cb)
+}
+
+// TestMessageStringsOutsideItsJSON: an id, role or parentId whose JSON
+// form has escapes is not a span of the message's JSON; the message keeps
+// its own copy, and reads it back through every way a message is built,
+// stored, copied and linked.
+func TestMessageStringsOutsideItsJSON(t *testing.T) {
+	type strs struct{ id, role, parent string }
+	specs := []struct {
+		want strs
+		src  map[string]any
+	}{
+		{strs{"u<1", "user", ""}, map[string]any{"id": "u<1", "role": "user"}},
+		{strs{"a\"2", "assist\u2028ant", "u<1"}, map[string]any{"id": "a\"2", "role": "assist\u2028ant", "parentId": "u<1"}},
+		{strs{"s\t3", "assistant", "a\"2"}, map[string]any{"id": "s\t3", "role": "assistant", "parentId": "a\"2",
+			"metadata": map[string]any{"scope": "sub_agent", "subAgentId": "sa&1"}}},
+		{strs{"p4", "user", "s\t3"}, map[string]any{"id": "p4", "role": "user", "parentId": "s\t3"}},
+	}
+	check := func(how string, m *Message, want strs) {
+		t.Helper()
+		parent, _ := m.ParentID()
+		if got := (strs{m.ID(), m.Role(), parent}); got != want {
+			t.Errorf("%s: id, role, parent = %q, want %q", how, got, want)
+		}
+	}
+	conv := NewConversation()
+	var msgs []*Message
+	for _, s := range specs {
+		m, err := NewMessage(s.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("NewMessage", m, s.want)
+		enc, _ := m.JSON()
+		for how, build := range map[string]func([]byte) (*Message, error){"NewMessageJSON": NewMessageJSON, "NewMessageCanonical": NewMessageCanonical} {
+			c, err := build(enc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(how, c, s.want)
+		}
+		check("With", m.With("content", "x"), s.want)
+		if m.flags&flagSubAgent != 0 {
+			check("withSubAgent", m.withSubAgent(), s.want)
+		}
+		if err := conv.Append(m); err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, m)
+	}
+	want := []string{"u<1", "a\"2", "s\t3", "p4"}
+	flatIDs := func(flat []*Message) []string {
+		var ids []string
+		for _, m := range flat {
+			ids = append(ids, m.ID())
+		}
+		return ids
+	}
+	flat, err := conv.FlatList()
+	if err != nil || !reflect.DeepEqual(flatIDs(flat), want) {
+		t.Fatalf("FlatList: %q, %v; want %q", flatIDs(flat), err, want)
+	}
+	res, err := Parse(msgs, nil)
+	if err != nil || !reflect.DeepEqual(flatIDs(res.FlatList), want) {
+		t.Fatalf("Parse: %q, %v; want %q", flatIDs(res.FlatList), err, want)
+	}
+	conv.Compact()
+	for i, s := range specs {
+		got, ok := conv.Get(s.want.id)
+		if !ok {
+			t.Fatalf("Get %q after Compact: absent", s.want.id)
+		}
+		check("in the conversation", got, specs[i].want)
+	}
+	if err := conv.Append(MustMessage(map[string]any{"id": "q5", "role": "user", "parentId": "p4"})); err != nil {
+		t.Fatal(err)
+	}
+	if flat, err = conv.FlatList(); err != nil || len(flat) != 5 || flat[4].ID() != "q5" {
+		t.Fatalf("FlatList after Compact and Append: %q, %v", flatIDs(flat), err)
+	}
+	// A message whose strings are all spans of its JSON needs no extras.
+	if m := MustMessage(map[string]any{"id": "m1", "role": "user", "parentId": "u1"}); m.x != nil {
+		t.Errorf("a plain message keeps extras: %+v", m.x)
+	}
 }

@@ -34,13 +34,13 @@ func (t *msgTable) len() int { return len(t.order) - t.holes }
 func (t *msgTable) find(s string, h uint64) (int32, bool) {
 	if t.byHash == nil {
 		for i, m := range t.order {
-			if m != nil && m.idHash == h && m.id == s {
+			if m != nil && m.idHash == h && m.ID() == s {
 				return int32(i), true
 			}
 		}
 		return 0, false
 	}
-	if e, ok := t.byHash[h]; ok && e.pos >= 0 && t.order[e.pos].id == s {
+	if e, ok := t.byHash[h]; ok && e.pos >= 0 && t.order[e.pos].ID() == s {
 		return e.pos, true
 	}
 	if t.collide != nil {
@@ -131,12 +131,12 @@ func (t *msgTable) record(m *Message, pos int32) {
 		t.collide = map[string]int32{}
 	}
 	// A copy, so that the key does not keep m's stored JSON alive.
-	t.collide[strings.Clone(m.id)] = pos
+	t.collide[strings.Clone(m.ID())] = pos
 }
 
 // replace puts m, a new version of a present message, in its place.
 func (t *msgTable) replace(m *Message) {
-	p, ok := t.find(m.id, m.idHash)
+	p, ok := t.find(m.ID(), m.idHash)
 	if !ok {
 		return
 	}

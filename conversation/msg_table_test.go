@@ -22,8 +22,8 @@ func TestMsgTableCollisions(t *testing.T) {
 		tb.add(m)
 	}
 	for _, m := range []*Message{a, b, c} {
-		if got, ok := tb.getHashed(m.id, 7); !ok || got != m {
-			t.Fatalf("get %q: %v, %v", m.id, got, ok)
+		if got, ok := tb.getHashed(m.ID(), 7); !ok || got != m {
+			t.Fatalf("get %q: %v, %v", m.ID(), got, ok)
 		}
 	}
 	if _, ok := tb.getHashed("d", 7); ok {
@@ -45,8 +45,8 @@ func TestMsgTableCollisions(t *testing.T) {
 		t.Fatalf("len %d, messages %v", tb.len(), tb.messages())
 	}
 	for _, m := range []*Message{a2, b2, c} {
-		if got, ok := tb.getHashed(m.id, 7); !ok || got != m {
-			t.Fatalf("after compact, get %q: %v, %v", m.id, got, ok)
+		if got, ok := tb.getHashed(m.ID(), 7); !ok || got != m {
+			t.Fatalf("after compact, get %q: %v, %v", m.ID(), got, ok)
 		}
 	}
 }
@@ -80,7 +80,7 @@ func TestMsgTableAgainstModel(t *testing.T) {
 			case op < 6 || len(model) == 0:
 				parent := ""
 				if len(model) > 0 && rng.IntN(4) > 0 {
-					parent = model[rng.IntN(len(model))].id
+					parent = model[rng.IntN(len(model))].ID()
 				}
 				ids++
 				m := mk(strings.Repeat("x", ids%5)+strconv.Itoa(ids), parent)
@@ -91,12 +91,12 @@ func TestMsgTableAgainstModel(t *testing.T) {
 				model = append(model, m)
 			case op < 8:
 				i := rng.IntN(len(model))
-				m := mk(model[i].id, model[rng.IntN(len(model))].id)
+				m := mk(model[i].ID(), model[rng.IntN(len(model))].ID())
 				tb.replace(m)
 				model[i] = m
 			case op < 9:
 				i := rng.IntN(len(model))
-				tb.remove(model[i].id, model[i].idHash)
+				tb.remove(model[i].ID(), model[i].idHash)
 				model = slices.Delete(model, i, i+1)
 			default:
 				tb.compact()
@@ -105,8 +105,8 @@ func TestMsgTableAgainstModel(t *testing.T) {
 				t.Fatalf("run %d step %d: %d messages %v, want %v", run, step, tb.len(), tb.messages(), model)
 			}
 			for _, m := range model {
-				if got, ok := tb.getHashed(m.id, m.idHash); !ok || got != m {
-					t.Fatalf("run %d step %d: get %q: %v, %v", run, step, m.id, got, ok)
+				if got, ok := tb.getHashed(m.ID(), m.idHash); !ok || got != m {
+					t.Fatalf("run %d step %d: get %q: %v, %v", run, step, m.ID(), got, ok)
 				}
 			}
 			for h, e := range tb.byHash {

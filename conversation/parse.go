@@ -123,7 +123,7 @@ func preprocess(messages []*Message) idIndex {
 	// The last occurrence of an id wins, in its own position.
 	y := newIDIndex(len(x.msgs))
 	for i, m := range x.msgs {
-		if p, _ := x.lookup(m.id); p == int32(i) {
+		if p, _ := x.lookup(m.ID()); p == int32(i) {
 			y.add(m)
 		}
 	}
@@ -148,7 +148,7 @@ func finishVirtual(f map[string]any) *Message {
 // finishOriginal applies the flat-list display rules to an input message,
 // copying it only when something changes.
 func finishOriginal(vc *viewCache, m *Message) *Message {
-	supervisor := m.role == "assistant" && m.flags&flagIsSupervisor != 0
+	supervisor := m.Role() == "assistant" && m.flags&flagIsSupervisor != 0
 	lift := m.flags&flagLiftUsage != 0
 	if !supervisor && !lift {
 		return m
@@ -161,7 +161,7 @@ func finishOriginal(vc *viewCache, m *Message) *Message {
 	if lift {
 		f["usage"] = u
 	}
-	return rebuild(f, m.id)
+	return rebuild(f, m.ID())
 }
 
 func isLegacySupervisor(meta any) bool {

@@ -70,7 +70,7 @@ func contentBlock(vc *viewCache, m *Message) map[string]any {
 	names := [...]string{"content", "error", "fileList", "imageList", "metadata", "performance", "reasoning", "usage"}
 	f := vc.pick(m, names[:])
 	metaUsage, metaPerf := splitMetadata(f["metadata"])
-	b := map[string]any{"content": orEmpty(f["content"]), "id": m.id}
+	b := map[string]any{"content": orEmpty(f["content"]), "id": m.ID()}
 	copyAttachments(b, f)
 	if b["performance"] == nil && metaPerf != nil {
 		b["performance"] = metaPerf
@@ -120,7 +120,7 @@ func toolsWithResults(vc *viewCache, m *Message, results map[key]*Message) []any
 			continue
 		}
 		tf := vc.pick(tm, resultFields[:])
-		result := map[string]any{"content": orEmpty(tf["content"]), "id": tm.id}
+		result := map[string]any{"content": orEmpty(tf["content"]), "id": tm.ID()}
 		if truthy(tf["error"]) {
 			result["error"] = tf["error"]
 		}
@@ -137,7 +137,7 @@ func toolsWithResults(vc *viewCache, m *Message, results map[key]*Message) []any
 			joined["intervention"] = v
 		}
 		joined["result"] = result
-		joined["result_msg_id"] = tm.id
+		joined["result_msg_id"] = tm.ID()
 		out = append(out, joined)
 	}
 	return out
@@ -170,7 +170,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 	}
 	first := ix.msg(chain[0])
 	if len(council) > 1 {
-		children = append(children, map[string]any{"content": "", "council": council, "id": "council-" + first.id})
+		children = append(children, map[string]any{"content": "", "council": council, "id": "council-" + first.ID()})
 	}
 
 	usage, perf := aggregateMetadata(children)
@@ -232,7 +232,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 				cm := ix.msg(c)
 				cf := ix.views.view(cm)
 				content, has := cf["content"]
-				cb := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
+				cb := map[string]any{"content": nullishEmpty(content, has), "id": cm.ID()}
 				if v := cf["model"]; v != nil {
 					cb["model"] = v
 				}
@@ -244,7 +244,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 				}
 				cbs = append(cbs, cb)
 			}
-			entry := map[string]any{"callbacks": cbs, "sourceToolMessageId": ix.msg(bl.source).id}
+			entry := map[string]any{"callbacks": cbs, "sourceToolMessageId": ix.msg(bl.source).ID()}
 			if bl.first.hasSourceCall {
 				entry["sourceToolCallId"] = bl.first.sourceToolCall
 			}
@@ -262,7 +262,7 @@ func (w *flatWalker) assistantGroupMessage(chain, tools []int32, blocks []signal
 			cm := ix.msg(c)
 			f := ix.views.view(cm)
 			content, has := f["content"]
-			b := map[string]any{"content": nullishEmpty(content, has), "id": cm.id}
+			b := map[string]any{"content": nullishEmpty(content, has), "id": cm.ID()}
 			copyAttachments(b, f)
 			list = append(list, b)
 		}
@@ -325,7 +325,7 @@ func (w *flatWalker) compareFromGroup(g *MessageGroup, members []int32) map[stri
 		mm := w.ix.msg(m)
 		cols[i] = []any{w.ix.views.view(mm)}
 		if _, set := out["activeColumnId"]; !set && mm.flags&flagActiveColumn != 0 {
-			out["activeColumnId"] = mm.id
+			out["activeColumnId"] = mm.ID()
 		}
 	}
 	out["columns"] = cols
@@ -353,10 +353,10 @@ func (w *flatWalker) tasksMessage(p int32, tasks []int32, role string) map[strin
 	list := make([]any, len(sorted))
 	for i, t := range sorted {
 		w.processed.add(t)
-		ids[i] = w.ix.msg(t).id
+		ids[i] = w.ix.msg(t).ID()
 		list[i] = w.ix.views.view(w.ix.msg(t))
 	}
-	parentID := w.ix.msg(p).id
+	parentID := w.ix.msg(p).ID()
 	out := map[string]any{
 		"content": "",
 		"extra":   map[string]any{"parentMessageId": parentID},
