@@ -29,7 +29,8 @@ var ErrInvalidMessage = errors.New("conversation: invalid message")
 type Message struct {
 	// raw is the object encoded as encoding/json encodes a map (compact,
 	// keys sorted), or "" for a derived message (see msgExtra.fields).
-	// The strings below share its memory where they can.
+	// The spans below, and the strings of the extras, point into it where
+	// they can.
 	raw string
 
 	// The id, role and parentId strings, as spans of raw (see strAt): a
@@ -39,8 +40,6 @@ type Message struct {
 
 	idHash     uint64 // of id, for the index (see idIndex)
 	parentHash uint64 // of parentID
-	// What the indexing reads of every message comes before this line, in
-	// the first 64 bytes.
 	flags      msgFlags
 	nfields    uint16 // the number of fields, capped: a size for decoding
 	hasParent  bool   // parentId is a string (an empty string counts)
@@ -49,9 +48,11 @@ type Message struct {
 	// yet the message is a root rather than unreachable).
 	parentTruthy bool
 	inThread     bool // truthy threadId
-	createdAt    float64
-	updatedAt    float64
-	x            *msgExtra
+	// The fields above, 64 bytes, are those the indexing reads of every
+	// message.
+	createdAt float64
+	updatedAt float64
+	x         *msgExtra
 }
 
 // msgExtra holds what only some messages have (assistants and tool

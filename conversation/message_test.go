@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -309,5 +310,31 @@ func TestMessageStringsOutsideItsJSON(t *testing.T) {
 	// A message whose strings are all spans of its JSON needs no extras.
 	if m := MustMessage(map[string]any{"id": "m1", "role": "user", "parentId": "u1"}); m.x != nil {
 		t.Errorf("a plain message keeps extras: %+v", m.x)
+	}
+}
+
+// TestMessageStructPointers: a message in a slab holds two pointers for
+// the collector to scan, its JSON and its extras (see strAt). A field that
+// adds one costs every cached message's mark (BenchmarkMarkLiveConversations).
+func TestMessageStructPointers(t *testing.T) {
+	var ptrs []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		switch typ.Kind() {
+		case reflect.String, reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface, reflect.Func, reflect.Chan, reflect.UnsafePointer:
+			ptrs = append(ptrs, prefix)
+		case reflect.Struct:
+			for f := range typ.Fields() {
+				walk(prefix+"."+f.Name, f.Type)
+			}
+		case reflect.Array:
+			for i := range typ.Len() {
+				walk(fmt.Sprintf("%s[%d]", prefix, i), typ.Elem())
+			}
+		}
+	}
+	walk("Message", reflect.TypeFor[Message]())
+	if !reflect.DeepEqual(ptrs, []string{"Message.raw", "Message.x"}) {
+		t.Errorf("Message's fields with pointers: %v, want [Message.raw Message.x]", ptrs)
 	}
 }
