@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 )
 
 // Errors returned by Conversation.
@@ -327,11 +328,16 @@ func (c *Conversation) UpsertGroup(g *MessageGroup) error {
 // own (for a conversation of 20 messages, about 650 bytes and four objects
 // fewer until Compact). The table is compacted first, so that positions
 // match; while the index lasts, the table only appends and replaces
-// (Delete drops the index).
+// (Delete drops the index). Unless a sub-agent's message needs a copy
+// (withSubAgent), the index's messages are the table's order itself.
 func (c *Conversation) tableIndex() idIndex {
 	c.msgs.compact()
-	x := idIndex{msgs: make([]*Message, 0, c.msgs.len()), table: &c.msgs}
-	for _, m := range c.msgs.order {
+	order := c.msgs.order
+	if !slices.ContainsFunc(order, func(m *Message) bool { return m.flags&flagSubAgent != 0 }) {
+		return idIndex{msgs: order, table: &c.msgs, shared: true}
+	}
+	x := idIndex{msgs: make([]*Message, 0, len(order)), table: &c.msgs}
+	for _, m := range order {
 		if m.flags&flagSubAgent != 0 {
 			m = m.withSubAgent()
 		}

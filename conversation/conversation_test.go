@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -213,4 +214,48 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestSubAgentMessageKeptAsGiven: the index shows a sub-agent's message
+// with its sub-agent as agentId, in a copy; the conversation keeps the
+// message as it was given, whether it arrives before the index is built or
+// after (when the index shares the table's messages).
+func TestSubAgentMessageKeptAsGiven(t *testing.T) {
+	for _, before := range []int{0, 1, 5, 12} {
+		conv := NewConversation()
+		var srcs []string
+		parent := ""
+		add := func(id, src string) {
+			t.Helper()
+			m, err := NewMessageJSON([]byte(src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := conv.Append(m); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conv.FlatList(); err != nil {
+				t.Fatal(err)
+			}
+			enc, _ := m.JSON()
+			srcs = append(srcs, string(enc))
+			parent = id
+		}
+		add("root", `{"id":"root","role":"user"}`)
+		for i := range before {
+			id := fmt.Sprintf("u%d", i)
+			add(id, fmt.Sprintf(`{"id":%q,"role":"user","parentId":%q}`, id, parent))
+		}
+		for i := range 3 {
+			id := fmt.Sprintf("s%d", i)
+			add(id, fmt.Sprintf(`{"id":%q,"role":"assistant","parentId":%q,"agentId":"main","metadata":{"scope":"sub_agent","subAgentId":"sub"}}`, id, parent))
+			id = fmt.Sprintf("v%d", i)
+			add(id, fmt.Sprintf(`{"id":%q,"role":"user","parentId":%q}`, id, parent))
+		}
+		for i, m := range conv.Messages() {
+			if enc, _ := m.JSON(); string(enc) != srcs[i] {
+				t.Errorf("%d messages before: message %d kept as %s, given %s", before, i, enc, srcs[i])
+			}
+		}
+	}
 }

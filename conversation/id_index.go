@@ -1,6 +1,9 @@
 package conversation
 
-import "hash/maphash"
+import (
+	"hash/maphash"
+	"slices"
+)
 
 // idSeed seeds the id hashes. It is chosen once per process, so crafted ids
 // cannot aim at collisions; it never changes afterwards.
@@ -28,6 +31,10 @@ type idIndex struct {
 	// table, when set, holds the same messages at the same positions, with
 	// no holes and no id twice.
 	table *msgTable
+	// shared reports that msgs is table's order itself: no message needed
+	// a copy of its own (see Conversation.tableIndex). That is one pointer
+	// a message fewer for the collector to scan.
+	shared bool
 }
 
 func newIDIndex(n int) idIndex {
@@ -43,6 +50,15 @@ func newIDIndex(n int) idIndex {
 func (x *idIndex) add(m *Message) (replaced bool) {
 	if x.table != nil {
 		// The table took m first, and refuses an id it holds.
+		if x.shared {
+			if order := x.table.order; len(order) == len(x.msgs)+1 && order[len(x.msgs)] == m {
+				x.msgs = order
+				return false
+			}
+			// m is a copy (a sub-agent's): appending to the shared array
+			// would overwrite the table's original.
+			x.msgs, x.shared = slices.Clone(x.msgs), false
+		}
 		x.msgs = append(x.msgs, m)
 		return false
 	}
