@@ -22,7 +22,8 @@ type Input struct {
 // DecodeInput reads one conversation document from r: either an object
 // {"messages": [...], "messageGroups": [...]} or a bare array of messages.
 // Entries that are not valid messages make it fail with an error that
-// names their index.
+// names their index. The messages' structs share one allocation, which
+// stays alive while any of them does.
 func DecodeInput(r io.Reader) ([]*Message, []*MessageGroup, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
