@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/convstream/convstream/conversation"
 )
 
@@ -37,7 +35,7 @@ type convState struct {
 	// unstored are the events published since the last store began,
 	// acknowledged once a store covers them; storing is true while a store
 	// is queued on the lane, inflight while one is being written.
-	unstored  []jetstream.Msg
+	unstored  []pendingAck
 	storing   bool
 	inflight  *storeBatch
 	lastStore time.Time

@@ -54,7 +54,7 @@ func (w *Worker) maxAckPending(window int) int {
 // with rev or err set.
 type storeBatch struct {
 	version, seq uint64
-	msgs         []jetstream.Msg
+	msgs         []pendingAck
 	bytes        int
 	done         chan struct{}
 	rev          uint64
@@ -101,7 +101,7 @@ const storeFloor = 64 << 10
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
-	d.state.unstored = append(d.state.unstored, d.msg)
+	d.state.unstored = append(d.state.unstored, pendingAckOf(d.msg))
 	d.state.unstoredBytes += d.size
 	w.scheduleStore(ctx, d.lane, d.state)
 }
@@ -311,7 +311,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	case b.err == nil:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
 		st.storeFailures = 0
-		ackAll(ctx, w, b.msgs)
+		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
 		}
@@ -320,7 +320,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		// the last snapshot that fitted.
 		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
 		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
-		ackAll(ctx, w, b.msgs)
+		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 	case errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
@@ -345,11 +345,11 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	default:
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
-		nakAll(b.msgs)
+		nakAll(w.nc, b.msgs)
 		if l != nil && l.cache.peek(st.id) == st {
 			l.cache.drop(st.id) // which asks for st.unstored again
 		} else {
-			nakAll(st.unstored)
+			nakAll(w.nc, st.unstored)
 			st.unstored, st.unstoredBytes = nil, 0
 		}
 		return
@@ -477,22 +477,8 @@ func (w *Worker) release(st *convState, why letReason) {
 		}
 		return
 	}
-	nakAll(st.unstored)
+	nakAll(w.nc, st.unstored)
 	st.unstored = nil
-}
-
-func ackAll(ctx context.Context, w *Worker, msgs []jetstream.Msg) {
-	for _, m := range msgs {
-		if err := m.Ack(); err != nil {
-			w.cfg.logger.WarnContext(ctx, "acknowledging event", "subject", m.Subject(), "err", err)
-		}
-	}
-}
-
-func nakAll(msgs []jetstream.Msg) {
-	for _, m := range msgs {
-		_ = m.NakWithDelay(backoff(1))
-	}
 }
 
 // storeAll stores, on every lane, each conversation with events not stored
