@@ -13,16 +13,17 @@ import (
 // pendingAck is an applied event awaiting its acknowledgement until a
 // stored snapshot covers it (deferAck): the subject JetStream takes its
 // acknowledgement on, and nothing else. Holding the message itself kept
-// its payload, its headers and nats.go's wrappers, about a dozen objects
-// an event, alive for up to a maximum snapshot interval; at 6,000 events a
-// second they were an eighth of the worker process's heap objects, all of
-// which each collection marks (BENCHMARKS.md).
+// its payload, its headers and nats.go's wrappers, about nine objects an
+// event, alive for up to a maximum snapshot interval: at 6,000 events a
+// second with --snapshot-max-interval 5s, a fifth of the worker process's
+// heap objects, which every collection marks (BENCHMARKS.md).
 type pendingAck string
 
 // pendingAckOf returns what m's acknowledgement needs.
 func pendingAckOf(m jetstream.Msg) pendingAck { return pendingAck(m.Reply()) }
 
-// Acknowledgement bodies, as nats.go's jetstream.Msg sends them.
+// ackBody is the body of an acknowledgement, as nats.go's jetstream.Msg
+// sends it.
 var ackBody = []byte("+ACK")
 
 // ackAll acknowledges the events acks on nc, each as jetstream.Msg.Ack
