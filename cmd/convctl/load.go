@@ -36,6 +36,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	fs.BoolVar(&cfg.Warmup, "warmup", false, "send the first event of every conversation, and wait for it, before measuring (steady state: no conversation is new)")
 	raw := fs.Bool("raw", true, "also run raw JetStream publish+consume of the same payloads, side by side")
 	half := fs.Bool("half", true, "with --rate 0: run again at half of the worker's peak throughput")
+	halfRate := fs.Float64("half-rate", 0, "with --rate 0 and --half: run again at this many events/s instead of half the peak, so that two builds with different peaks are compared at one load (0: half the peak)")
 	rounds := fs.Int("rounds", 1, "run every phase this many times, raw and worker alternately, and report each round and the medians (the worker's peak for the half-peak rate is the median)")
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
@@ -51,7 +52,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if !ok {
 		return 2
 	}
-	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 {
+	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 || *halfRate < 0 {
 		fs.Usage()
 		return 2
 	}
@@ -125,7 +126,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		return fmt.Sprintf("%.0f ev/s", rate)
 	}
-	done := func() int { return report(stdout, stderr, cfg, *rounds, results, failed, *asJSON) }
+	done := func() int { return report(stdout, stderr, cfg, *rounds, *halfRate, results, failed, *asJSON) }
 	// Each phase runs raw and worker back to back, round after round, so
 	// that a slower or faster spell of a shared machine falls on both.
 	runPhase := func(c loadgen.Config) bool {
@@ -154,6 +155,9 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		if peak := median(throughputs(results, "worker", 0)); peak > 0 {
 			h := cfg
 			h.Rate = peak / 2
+			if *halfRate > 0 {
+				h.Rate = *halfRate
+			}
 			runPhase(h)
 		}
 	}
@@ -213,7 +217,7 @@ func progressBar(w io.Writer, name string) func(loadgen.Progress) {
 }
 
 // report prints the summary and returns the exit status.
-func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []roundResult, failed error, asJSON bool) int {
+func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate float64, results []roundResult, failed error, asJSON bool) int {
 	machine := machineNote()
 	sum := summarize(results)
 	if asJSON {
@@ -255,8 +259,11 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, results []
 		}
 		if len(sum.halfP99) > 1 {
 			at := "half of peak"
-			if cfg.Rate > 0 {
+			switch {
+			case cfg.Rate > 0:
 				at = fmt.Sprintf("%.0f ev/s", cfg.Rate)
+			case halfRate > 0:
+				at = fmt.Sprintf("%.0f ev/s (--half-rate)", halfRate)
 			}
 			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(median(sum.halfP99)))
 		}

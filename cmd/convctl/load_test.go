@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -26,6 +27,19 @@ func TestLoadRounds(t *testing.T) {
 	}
 	if n := strings.Count(out, "worker (") + strings.Count(out, "raw JetStream ("); n != 8 {
 		t.Errorf("%d runs, want 8 (raw and worker, flat out and at half, two rounds):\n%s", n, out)
+	}
+
+	// --half-rate: the second phase at a given rate, whatever the peak.
+	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--rounds", "2", "--raw=false", "--half-rate", "400")
+	if code != 0 {
+		t.Fatalf("load --half-rate: %d\n%s\n%s", code, out, errOut)
+	}
+	if n := len(regexp.MustCompile(`(?m)^worker \(\d\) +400 `).FindAllString(out, -1)); n != 2 ||
+		!strings.Contains(out, "worker p99 at 400 ev/s (--half-rate) by round: ") {
+		t.Errorf("want two runs at 400 ev/s, reported as such:\n%s", out)
+	}
+	if code, _, _ = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--half-rate", "-1"); code != 2 {
+		t.Errorf("--half-rate -1: exit %d, want 2", code)
 	}
 
 	code, out, errOut = convctl(t, "", "load", "--quiet", "--json", "--conversations", "5", "--events", "20", "--rounds", "3", "--half=false")
