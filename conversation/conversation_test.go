@@ -227,10 +227,7 @@ func TestSubAgentMessageKeptAsGiven(t *testing.T) {
 		parent := ""
 		add := func(id, src string) {
 			t.Helper()
-			m, err := NewMessageJSON([]byte(src))
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := mustMessage(t, src)
 			if err := conv.Append(m); err != nil {
 				t.Fatal(err)
 			}
