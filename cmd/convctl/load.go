@@ -258,7 +258,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 			fmt.Fprintf(stdout, "\nworker peak / raw JetStream peak by round: %s (median %.0f%%)\n", percents(sum.ratios), 100*median(sum.ratios))
 		}
 		if len(sum.halfP99) > 1 {
-			at := "half of peak"
+			at := fmt.Sprintf("half of peak (%.0f ev/s)", sum.halfRate)
 			switch {
 			case cfg.Rate > 0:
 				at = fmt.Sprintf("%.0f ev/s", cfg.Rate)
@@ -280,6 +280,9 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 type summary struct {
 	ratios  []float64       // worker peak / raw peak, by round
 	halfP99 []time.Duration // the worker's p99 at a target rate (half of its peak), by round
+	// halfRate is that rate. A build with a higher peak is measured at a
+	// higher load, which sequences of two builds must be read with.
+	halfRate float64
 }
 
 func summarize(results []roundResult) summary {
@@ -298,6 +301,7 @@ func summarize(results []roundResult) summary {
 			s.ratios = append(s.ratios, r.Throughput/rawPeak[r.Round])
 		} else if r.Rate > 0 {
 			s.halfP99 = append(s.halfP99, r.P99)
+			s.halfRate = r.Rate
 		}
 	}
 	return s

@@ -19,7 +19,7 @@ func TestLoadRounds(t *testing.T) {
 	}
 	for _, want := range []string{
 		"raw JetStream (1)", "worker (1)", "raw JetStream (2)", "worker (2)",
-		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak by round: ", "cpu busy\n",
+		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak (", " ev/s) by round: ", "cpu busy\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
