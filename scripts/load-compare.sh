@@ -5,7 +5,10 @@
 # server and an empty store. One load generator, built from this
 # checkout, drives both. Each run prints the worker process's CPU time
 # (user + system), its minor page faults and its peak resident memory,
-# read from /proc (Linux only), then the summary lines of the load. On the
+# read from /proc (Linux only), then the summary lines of the load, with
+# how many of the worker process's garbage collections ended in each
+# half-peak run (a worker built with --pprof; convctl load --worker-pprof:
+# a mark in a run decides its tail on these machines). On the
 # shared 2-core machines absolute figures drift from hour to hour; two
 # builds are compared by runs that alternate in one sitting
 # (BENCHMARKS.md).
@@ -50,6 +53,7 @@ root=$(git rev-parse --show-toplevel)
 go=${GO:-go}
 port=${LOAD_PORT:-14222}
 http=${LOAD_HTTP:-18222}
+pprof=${LOAD_PPROF:-16060}
 tmp=$(mktemp -d)
 out=${out:-$(mktemp -d -t load-compare.XXXX)}
 mkdir -p "$out"
@@ -81,15 +85,19 @@ echo "load: convctl load ${load_args[*]}; runs in $out"
 
 # run SIDE N runs one load against a fresh worker of SIDE.
 run() {
-	local side=$1 n=$2 flags data stat status line
+	local side=$1 n=$2 flags data stat status line gc=()
 	[ "$side" = A ] && flags=$flags_a || flags=$flags_b
 	data="$tmp/data-$side-$n"
+	if "$tmp/$side/worker" --help 2>&1 | grep -q -- '-pprof'; then
+		flags="$flags --pprof 127.0.0.1:$pprof"
+		gc=(--worker-pprof "http://127.0.0.1:$pprof")
+	fi
 	# shellcheck disable=SC2086 # flags are words
 	"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" --http "127.0.0.1:$http" \
 		--log-level warn $flags >"$out/worker-$side-$n.log" 2>&1 &
 	pid=$!
 	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
-	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
+	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2
 		tail -20 "$out/worker-$side-$n.log" >&2

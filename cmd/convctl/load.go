@@ -41,6 +41,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator itself to this file (what measuring costs the machine)")
+	workerPprof := fs.String("worker-pprof", "", "the worker's pprof endpoint (its --pprof), e.g. http://127.0.0.1:6060: after the runs, count the worker process's garbage collections that ended in each (same machine only: the clocks are compared)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl load [flags]")
 		fmt.Fprintln(stderr, "Appends to new conversations through a running worker and measures sustained")
@@ -126,7 +127,12 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		return fmt.Sprintf("%.0f ev/s", rate)
 	}
-	done := func() int { return report(stdout, stderr, cfg, *rounds, *halfRate, results, failed, *asJSON) }
+	done := func() int {
+		if *workerPprof != "" {
+			countCollections(ctx, *workerPprof, results, stderr)
+		}
+		return report(stdout, stderr, cfg, *rounds, *halfRate, results, failed, *asJSON)
+	}
 	// Each phase runs raw and worker back to back, round after round, so
 	// that a slower or faster spell of a shared machine falls on both.
 	runPhase := func(c loadgen.Config) bool {
@@ -168,6 +174,29 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 type roundResult struct {
 	Round int
 	loadgen.Result
+	// Collections is how many garbage collections of the worker process
+	// ended during the run (--worker-pprof); nil: not known.
+	Collections *int `json:",omitempty"`
+}
+
+// countCollections sets each run's Collections from the worker process's
+// recent collections, read from its pprof endpoint at base. Raw runs count
+// too: the embedded server they use is in that process. Failing, it says
+// so and leaves the counts unknown.
+func countCollections(ctx context.Context, base string, results []roundResult, stderr io.Writer) {
+	ends, err := collectionEnds(ctx, base)
+	if err != nil {
+		fmt.Fprintln(stderr, "convctl load: --worker-pprof:", err)
+		return
+	}
+	for i := range results {
+		r := &results[i]
+		if r.Start.IsZero() {
+			continue
+		}
+		n := countWithin(ends, r.Start, r.Start.Add(r.Elapsed))
+		r.Collections = &n
+	}
 }
 
 // label names the run in the report: with its round when there are several.
@@ -238,7 +267,11 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 		if rounds > 1 {
 			name = "run (round)"
 		}
-		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s %9s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max", "cpu busy")
+		gcs, known := "", slices.ContainsFunc(results, func(r roundResult) bool { return r.Collections != nil })
+		if known {
+			gcs = fmt.Sprintf(" %11s", "worker gcs")
+		}
+		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s %9s%s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max", "cpu busy", gcs)
 		for _, r := range results {
 			target := "flat out"
 			if r.Rate > 0 {
@@ -248,8 +281,15 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 			if r.Received < r.Events {
 				note = fmt.Sprintf("  (%d of %d back)", r.Received, r.Events)
 			}
-			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s %9s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), percent(r.CPUBusy), note)
+			gcs := ""
+			switch {
+			case r.Collections != nil:
+				gcs = fmt.Sprintf(" %11d", *r.Collections)
+			case known:
+				gcs = fmt.Sprintf(" %11s", "-")
+			}
+			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s %9s%s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), percent(r.CPUBusy), gcs, note)
 		}
 		switch {
 		case len(sum.ratios) == 1:
@@ -266,6 +306,9 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 				at = fmt.Sprintf("%.0f ev/s (--half-rate)", halfRate)
 			}
 			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(median(sum.halfP99)))
+			if len(sum.collections) == len(sum.halfP99) {
+				fmt.Fprintf(stdout, "worker process collections in those runs by round: %s\n", counts(sum.collections))
+			}
 		}
 		printTimelines(stdout, cfg.Window, rounds, results)
 	}
@@ -283,6 +326,9 @@ type summary struct {
 	// halfRate is that rate. A build with a higher peak is measured at a
 	// higher load, which sequences of two builds must be read with.
 	halfRate float64
+	// collections is how many collections of the worker process ended in
+	// each of those runs; nil when not known (no --worker-pprof).
+	collections []int
 }
 
 func summarize(results []roundResult) summary {
@@ -302,6 +348,9 @@ func summarize(results []roundResult) summary {
 		} else if r.Rate > 0 {
 			s.halfP99 = append(s.halfP99, r.P99)
 			s.halfRate = r.Rate
+			if r.Collections != nil {
+				s.collections = append(s.collections, *r.Collections)
+			}
 		}
 	}
 	return s
@@ -359,6 +408,14 @@ func percents(xs []float64) string {
 		parts[i] = fmt.Sprintf("%.0f%%", 100*x)
 	}
 	return strings.Join(parts, ", ")
+}
+
+func counts(ns []int) string {
+	s := make([]string, len(ns))
+	for i, n := range ns {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ", ")
 }
 
 func durations(ds []time.Duration) string {

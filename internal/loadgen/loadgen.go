@@ -50,9 +50,12 @@ type Progress struct {
 
 // Result is what a run measured.
 type Result struct {
-	Name               string
-	Events, Received   int
-	Rate               float64 // the target rate, 0: flat out
+	Name             string
+	Events, Received int
+	Rate             float64 // the target rate, 0: flat out
+	// Start is when measuring began (the first event published after any
+	// warmup); the run ends Elapsed later, when the last event came back.
+	Start              time.Time `json:",omitzero"`
 	Elapsed            time.Duration
 	PublishRate        float64 // events/s published
 	Throughput         float64 // events/s received: received / (last received − first published)
@@ -144,6 +147,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 
 	var published atomic.Int64
 	start := time.Now()
+	res.Start = start
 	cpu := startCPUSampler(cfg.Window)
 	defer cpu.stop()
 	stopProgress := make(chan struct{})
