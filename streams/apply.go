@@ -25,7 +25,7 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 		return nil
 	}
 	d.state = st
-	if err := applyEvent(st.conv, d.event.Type(), d.data); err != nil {
+	if err := applyEvent(st.conv, d.event.Type(), d.data, d.message); err != nil {
 		return err
 	}
 	d.dirty = true
@@ -44,14 +44,17 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 func redelivered(d *delivery) bool { return d.delivered > 1 }
 
 // applyEvent changes conv as an event of type typ with data says. data has
-// been validated: it is an object with a string id.
-func applyEvent(conv *conversation.Conversation, typ string, data map[string]any) error {
+// been validated: it is an object with a string id; or, for an append, m
+// is its message (validate built it) and data is nil.
+func applyEvent(conv *conversation.Conversation, typ string, data map[string]any, m *conversation.Message) error {
 	id, _ := data["id"].(string)
 	var err error
 	switch typ {
 	case TypeMessageAppended:
-		var m *conversation.Message
-		if m, err = conversation.NewMessage(data); err == nil {
+		if m == nil {
+			m, err = conversation.NewMessage(data)
+		}
+		if err == nil {
 			err = conv.Append(m)
 		}
 	case TypeMessageUpdated:

@@ -6,6 +6,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/conversation"
 )
 
 // outcome is what became of a delivery.
@@ -52,6 +54,9 @@ type delivery struct {
 	data  map[string]any // the event's data, once validated
 	state *convState     // the conversation, once loaded
 	dirty bool           // state changed in memory but not yet stored
+	// message is an append's message when validate built it straight from
+	// data already in the form a message keeps (data is then nil).
+	message *conversation.Message
 
 	outcome outcome
 	version uint64 // the snapshot version published

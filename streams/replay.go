@@ -270,7 +270,7 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 
 // apply applies one stored event to the conversation being rebuilt.
 func (r *replay) apply(ctx context.Context, d *delivery, seq uint64) {
-	if err := r.w.validate(ctx, d); err == nil && applyEvent(r.conv, d.event.Type(), d.data) == nil {
+	if err := r.w.validate(ctx, d); err == nil && applyEvent(r.conv, d.event.Type(), d.data, d.message) == nil {
 		r.last = seq
 	}
 	r.n++

@@ -6,12 +6,14 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+
+	"github.com/convstream/convstream/conversation"
 )
 
 // validate checks what decode read against the contract: an event type the
 // stream accepts, a conversationid that matches the subject, data that is
 // a JSON object (JSON or msgpack) with a string id. On success d.data holds
-// the decoded data.
+// the decoded data, or d.message an append's message (canonicalAppend).
 func (w *Worker) validate(_ context.Context, d *delivery) error {
 	if d.decodeErr != nil {
 		return d.decodeErr
@@ -22,6 +24,12 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 	}
 	if err := checkConversation(ev, d.conversationID, true); err != nil {
 		return err
+	}
+	if ev.Type() == TypeMessageAppended {
+		if m := canonicalAppend(ev); m != nil {
+			d.message = m
+			return nil
+		}
 	}
 	data, err := decodeData(ev)
 	if err != nil {
@@ -40,6 +48,31 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 	}
 	d.data = data
 	return nil
+}
+
+// canonicalAppend builds the message of an append whose JSON data is in the
+// form a message keeps, or differs from it only in the order of its
+// members (conversation.CanonicalJSON), without decoding the data into a
+// map and encoding it again; nil for any other data, or data validate
+// would refuse, which decodeData then decodes, or refuses, as usual.
+func canonicalAppend(ev *event.Event) *conversation.Message {
+	if mt, err := mediaType(ev.DataContentType()); err != nil || mt != ContentTypeJSON {
+		return nil
+	}
+	// CanonicalJSON takes only valid UTF-8, nested less deep than
+	// MaxDataDepth: what checkJSONData would refuse goes the general way.
+	text, ok := conversation.CanonicalJSON(nil, ev.Data())
+	if !ok {
+		return nil
+	}
+	m, err := conversation.NewMessageCanonical(text)
+	if err != nil || m.ID() == "" || hasControl(m.ID()) {
+		return nil
+	}
+	if p, ok := m.ParentID(); ok && hasControl(p) {
+		return nil
+	}
+	return m
 }
 
 // checkConversation requires the conversationid extension of ev, when
