@@ -78,7 +78,7 @@ func CanonicalJSON(buf, data []byte) ([]byte, bool) {
 			return nil, false // decoding keeps the last: not a reordering
 		}
 	}
-	out := append(buf, '{')
+	out := append(slices.Grow(buf, len(data)), '{')
 	for k, m := range members {
 		if k > 0 {
 			out = append(out, ',')

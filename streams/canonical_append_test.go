@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -147,4 +148,34 @@ func replaceOnce(t *testing.T, b []byte, old, repl string) []byte {
 	}
 	t.Fatalf("no %s in %s", old, s)
 	return nil
+}
+
+// BenchmarkValidateAppend measures validating an append and building its
+// message, for each form of appendForms (with a 256-byte content): the
+// first two take canonicalAppend, the others the general way.
+func BenchmarkValidateAppend(b *testing.B) {
+	content := strings.Repeat("lorem ipsum dolor sit amet ", 10)[:256]
+	for _, f := range appendForms {
+		data := strings.Replace(f.data, `"content":"`, `"content":"`+content, 1)
+		data = strings.Replace(data, `"content": "`, `"content": "`+content, 1)
+		ev, err := newEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := &Worker{}
+		b.Run(strings.ReplaceAll(f.name, " ", "-"), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				d := &delivery{event: ev, conversationID: "c1"}
+				if err := w.validate(context.Background(), d); err != nil {
+					b.Fatal(err)
+				}
+				if d.message == nil {
+					if _, err := conversation.NewMessage(d.data); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 }
