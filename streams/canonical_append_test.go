@@ -70,6 +70,10 @@ func TestCanonicalAppend(t *testing.T) {
 		`{"id":"a","role":"user","id":"b"}`:    "",
 		`{"role":"user","id":"a","id":"b"}`:    "",
 		`{"b":1,"id":"x","b":2,"role":"user"}`: "",
+		// In the stored form, but nested beyond MaxDataDepth.
+		`{"id":"a","x":` + strings.Repeat("[", MaxDataDepth+1) + strings.Repeat("]", MaxDataDepth+1) + `}`: CodeBadData,
+		// Deeper than the fast path follows, within MaxDataDepth.
+		`{"id":"a","x":` + strings.Repeat("[", MaxDataDepth-1) + strings.Repeat("]", MaxDataDepth-1) + `}`: "",
 	} {
 		ev, err := newEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
 		if err != nil {
