@@ -48,6 +48,7 @@ fuzz-ci:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(or $(FUZZTIME),150000x) ./conversation/
 	$(GO) test -run '^$$' -fuzz '^FuzzConversationAppend$$' -fuzztime $(or $(FUZZTIME),100000x) ./conversation/
 	$(GO) test -run '^$$' -fuzz '^FuzzRawJSON$$' -fuzztime $(or $(FUZZTIME),150000x) ./conversation/
+	$(GO) test -run '^$$' -fuzz '^FuzzCanonicalJSON$$' -fuzztime $(or $(FUZZTIME),150000x) ./conversation/
 	$(GO) test -run '^$$' -fuzz '^FuzzPipeline$$' -fuzztime $(or $(FUZZTIME),150000x) ./processors/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEvent$$' -fuzztime $(or $(FUZZTIME),12000x) ./streams/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeData$$' -fuzztime $(or $(FUZZTIME),15000x) ./streams/
