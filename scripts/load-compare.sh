@@ -8,7 +8,9 @@
 # read from /proc (Linux only), then the summary lines of the load, with
 # how many of the worker process's garbage collections ended in each
 # half-peak run (a worker built with --pprof; convctl load --worker-pprof:
-# a mark in a run decides its tail on these machines). On the
+# a mark in a run decides its tail on these machines). A summary at the
+# end gives, for each side, the sequences that met the p99 goal and the
+# half-peak rounds' p99 with and without a collection. On the
 # shared 2-core machines absolute figures drift from hour to hour; two
 # builds are compared by runs that alternate in one sitting
 # (BENCHMARKS.md).
@@ -120,3 +122,46 @@ for n in $(seq "$pairs"); do
 	run A "$n"
 	run B "$n"
 done
+
+# sums up SIDE: its half-peak rounds split by whether a collection of the
+# worker process ended in them (when counted), and the sequences whose
+# median p99 at half of peak was under 20 ms.
+sums() {
+	local side=$1
+	cat "$out"/load-"$side"-*.txt 2>/dev/null | awk -v side="$side" '
+		function ms(s) { sub(/ms$/, "", s); return s + 0 }
+		function median(a, n,   i, j, t) {
+			for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+			return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+		}
+		/^worker p99 at .* by round: / {
+			sub(/.* by round: /, ""); sub(/ \(median .*/, "")
+			np = split($0, p, ", ")
+			for (i = 1; i <= np; i++) p[i] = ms(p[i])
+			seqs++
+			for (i = 1; i <= np; i++) q[i] = p[i]
+			if (median(q, np) < 20) met++
+			next
+		}
+		/^worker process collections in those runs by round: / {
+			sub(/.* by round: /, "")
+			ng = split($0, g, ", ")
+			for (i = 1; i <= ng && i <= np; i++) {
+				if (g[i] > 0) { hit[++nh] = p[i]; if (p[i] > 20) hover++ } else { free[++nf] = p[i]; if (p[i] > 20) fover++ }
+			}
+		}
+		END {
+			if (!seqs) exit
+			printf "%s: p99 goal (median under 20 ms) met in %d of %d sequences", side, met, seqs
+			if (nh + nf) {
+				printf "; half-peak rounds with a collection %d", nh
+				if (nh) printf " (p99 median %.1f ms, %d over 20 ms)", median(hit, nh), hover
+				printf ", without %d", nf
+				if (nf) printf " (p99 median %.1f ms, %d over 20 ms)", median(free, nf), fover
+			}
+			printf "\n"
+		}'
+}
+echo "== summary"
+sums A
+sums B
