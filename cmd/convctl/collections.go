@@ -18,7 +18,8 @@ import (
 // --pprof) when its recent collections ended and counts those in each run.
 // The worker keeps the end times of its last 256 collections
 // (runtime.MemStats.PauseEnd), which /debug/pprof/heap?debug=1 prints; a
-// collection's last pause ends its mark. The clocks compared are the
+// collection's last pause ends its mark, so one that began in a run and
+// ended after it is not counted there. The clocks compared are the
 // worker's and the generator's: the count means something only when both
 // run on one machine.
 
