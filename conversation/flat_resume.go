@@ -21,8 +21,12 @@ package conversation
 // resumeKeep is how many steps of a finished walk stay journaled (a
 // conversation keeps them between appends): an append that touches an
 // older step walks again from the start. Appends at the end of the active
-// path rewind a few steps.
-const resumeKeep = 16
+// path rewind a few steps (at most 4 in a chain, TestResumeChain). At 8
+// rather than 16, 4,330 instead of 4,362 flat lists of the corpus tails
+// came from a resumed walk (TestResumeCorpusTail), and a live conversation
+// held about 0.9 KB less, journal records being about 80 bytes each
+// (BENCHMARKS.md).
+const resumeKeep = 8
 
 // stepRecord is the state a step started from, for what the step may change.
 type stepRecord struct {
