@@ -90,7 +90,9 @@ run() {
 	local side=$1 n=$2 flags data stat status line gc=()
 	[ "$side" = A ] && flags=$flags_a || flags=$flags_b
 	data="$tmp/data-$side-$n"
-	if "$tmp/$side/worker" --help 2>&1 | grep -q -- '-pprof'; then
+	# grep reads all of it: grep -q could close the pipe on the worker, and
+	# with pipefail its SIGPIPE would read as "no --pprof".
+	if "$tmp/$side/worker" --help 2>&1 | grep -- '-pprof' >/dev/null; then
 		flags="$flags --pprof 127.0.0.1:$pprof"
 		gc=(--worker-pprof "http://127.0.0.1:$pprof")
 	fi
