@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"runtime"
 	"runtime/metrics"
-	"syscall"
 	"time"
 )
 
@@ -38,17 +37,21 @@ func idleCollector(ctx context.Context, period time.Duration, log *slog.Logger) 
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	last := processCPU()
+	last, ok := processCPU()
+	if !ok {
+		log.Debug("no idle collections: the process's CPU time cannot be read here")
+		return
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		now := processCPU()
+		now, ok := processCPU()
 		used := now - last
 		last = now
-		if used < 0 || float64(used) > idleShare*float64(period) {
+		if !ok || used < 0 || float64(used) > idleShare*float64(period) {
 			continue
 		}
 		metrics.Read(samples)
@@ -59,15 +62,6 @@ func idleCollector(ctx context.Context, period time.Duration, log *slog.Logger) 
 		began := time.Now()
 		runtime.GC()
 		log.Debug("collected while idle", "heap", heap, "live_before", live, "goal", goal, "took", time.Since(began))
-		last = processCPU() // the collection's own CPU is not load
+		last, _ = processCPU() // the collection's own CPU is not load
 	}
-}
-
-// processCPU returns the CPU time the process has used, user and system.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return -1
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
