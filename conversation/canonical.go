@@ -94,6 +94,13 @@ func appendFloat(b []byte, f float64) ([]byte, bool) {
 	return b, true
 }
 
+// marshalEscapes reports whether encoding/json writes the ASCII byte c
+// escaped: control characters, the quote and the backslash, and <, > and &
+// (HTML-safe). CanonicalJSON accepts text only where it holds to the same.
+func marshalEscapes(c byte) bool {
+	return c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&'
+}
+
 // appendPlainString writes s as encoding/json does. It reports false for
 // invalid UTF-8, which encoding/json replaces.
 func appendPlainString(b []byte, s string) ([]byte, bool) {
@@ -103,7 +110,7 @@ func appendPlainString(b []byte, s string) ([]byte, bool) {
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+			if !marshalEscapes(c) {
 				i++
 				continue
 			}

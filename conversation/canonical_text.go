@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // Events mostly carry a message's JSON already in the form NewMessage
@@ -214,7 +212,7 @@ func (s *canonScanner) str(i int) (plain bool, end int, ok bool) {
 			}
 			plain = false
 			i += n
-		case c < 0x20 || c == '<' || c == '>' || c == '&':
+		case marshalEscapes(c):
 			return false, i, false // json.Marshal escapes these
 		case c < utf8.RuneSelf:
 			i++
@@ -263,16 +261,11 @@ func (s *canonScanner) escape(i int) (int, bool) {
 	default:
 		return 0, false
 	}
-	var want [8]byte
-	switch {
-	case c == '\u2028' || c == '\u2029':
-		w := append(want[:0], `\u202`...)
-		w = append(w, "0123456789abcdef"[c&0xF])
-		return n, bytes.Equal(d[i:i+n], w)
-	case c < 0x20 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&':
-		return n, bytes.Equal(d[i:i+n], jsvalue.AppendEscapedByte(want[:0], byte(c)))
-	}
-	return 0, false
+	// What appendPlainString writes for c alone, inside the quotes: the
+	// escape itself when json.Marshal escapes c, else c, which differs.
+	var want [16]byte
+	w, ok := appendPlainString(want[:0], string(c))
+	return n, ok && bytes.Equal(d[i:i+n], w[1:len(w)-1])
 }
 
 // number checks a number at i: JSON's grammar, written as json.Marshal
