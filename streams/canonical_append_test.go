@@ -134,24 +134,20 @@ func TestCanonicalAppendsThroughWorker(t *testing.T) {
 // text, keeping its form.
 func rewriteIDs(t *testing.T, data, id string, parent any) string {
 	t.Helper()
-	out := []byte(data)
-	out = replaceOnce(t, out, `"m1"`, `"`+id+`"`)
+	out := replaceOnce(t, data, `"m1"`, `"`+id+`"`)
 	if p, ok := parent.(string); ok {
 		out = replaceOnce(t, out, `null`, `"`+p+`"`)
 	}
-	return string(out)
+	return out
 }
 
-func replaceOnce(t *testing.T, b []byte, old, repl string) []byte {
+// replaceOnce is strings.Replace of the first old, which must be there.
+func replaceOnce(t *testing.T, s, old, repl string) string {
 	t.Helper()
-	s := string(b)
-	for i := 0; i+len(old) <= len(s); i++ {
-		if s[i:i+len(old)] == old {
-			return []byte(s[:i] + repl + s[i+len(old):])
-		}
+	if !strings.Contains(s, old) {
+		t.Fatalf("no %s in %s", old, s)
 	}
-	t.Fatalf("no %s in %s", old, s)
-	return nil
+	return strings.Replace(s, old, repl, 1)
 }
 
 // BenchmarkValidateAppend measures validating an append and building its
