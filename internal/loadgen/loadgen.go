@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Config is one run.
@@ -82,7 +81,7 @@ type sink interface {
 }
 
 // measure publishes the events of cfg to s and measures the round trip.
-func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p *payloads, cfg Config) (Result, error) {
+func measure(ctx context.Context, name string, pub *publisher, s sink, p *payloads, cfg Config) (Result, error) {
 	skip := 0 // events published before measuring
 	if cfg.Warmup {
 		skip = min(cfg.Conversations, cfg.Events)
@@ -129,7 +128,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		for i := range skip {
 			msg := &nats.Msg{Subject: s.subject(i % cfg.Conversations), Header: p.headers[i], Data: p.data[i]}
 			sent[i].Store(time.Now().UnixNano())
-			if err := publishAsync(ctx, js, msg); err != nil {
+			if err := pub.publish(ctx, msg); err != nil {
 				return res, err
 			}
 		}
@@ -185,7 +184,7 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		conv := i % cfg.Conversations
 		msg := &nats.Msg{Subject: s.subject(conv), Header: p.headers[i], Data: p.data[i]}
 		sent[i].Store(time.Now().UnixNano())
-		if err := publishAsync(ctx, js, msg); err != nil {
+		if err := pub.publish(ctx, msg); err != nil {
 			return res, err
 		}
 		published.Add(1)
@@ -193,10 +192,8 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 			return res, ctx.Err()
 		}
 	}
-	select {
-	case <-js.PublishAsyncComplete():
-	case <-time.After(cfg.Wait):
-		return res, fmt.Errorf("loadgen: publish acknowledgements: %w", ErrIncomplete)
+	if err := pub.complete(ctx, cfg.Wait); err != nil {
+		return res, err
 	}
 	res.PublishRate = float64(res.Events) / time.Since(start).Seconds()
 
@@ -232,23 +229,4 @@ func measure(ctx context.Context, name string, js jetstream.JetStream, s sink, p
 		}
 	}
 	return res, err
-}
-
-// publishAsync publishes msg without waiting for its acknowledgement; when
-// too many are outstanding (a server slower to acknowledge than the
-// generator is to publish, e.g. a replicated stream), it waits for room:
-// back-pressure, not a failure.
-func publishAsync(ctx context.Context, js jetstream.JetStream, msg *nats.Msg) error {
-	for {
-		_, err := js.PublishMsgAsync(msg)
-		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) {
-			if err != nil {
-				return fmt.Errorf("loadgen: publish: %w", err)
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-	}
 }
