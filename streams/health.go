@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Ready returns nil when the worker consumes events and is connected to
-// NATS, and an error wrapping ErrNotReady otherwise.
+// Ready returns nil when the worker consumes events, is connected to NATS
+// and can store snapshots (see WithStoreStallLimit), and an error wrapping
+// ErrNotReady otherwise.
 func (w *Worker) Ready() error {
 	if !w.ready.Load() {
 		return fmt.Errorf("%w: not consuming", ErrNotReady)
@@ -15,7 +16,7 @@ func (w *Worker) Ready() error {
 	if !w.nc.IsConnected() {
 		return fmt.Errorf("%w: NATS connection %s", ErrNotReady, w.nc.Status())
 	}
-	return nil
+	return w.stores.check(time.Now(), w.cfg.storeStall)
 }
 
 // laneStallLimit is how long one task may hold a lane before the worker

@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func status(t *testing.T, h http.Handler, path string) int {
@@ -69,4 +71,63 @@ func TestReadiness(t *testing.T) {
 	t.Logf("event applied %v after the server came back", time.Since(start))
 	cancel()
 	<-done
+}
+
+// TestReadinessWhileStoresFail: while the snapshot bucket refuses every
+// write (here a byte limit it is at), the worker keeps its events
+// unacknowledged and retries; past the store stall limit /readyz is 503
+// and says why, /healthz stays 200; once the bucket takes writes again the
+// retries store the snapshot and the worker is ready again.
+func TestReadinessWhileStoresFail(t *testing.T) {
+	ns := startServer(t, t.TempDir())
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithStoreStallLimit(300*time.Millisecond), WithSnapshotInterval(10*time.Millisecond))
+	h := r.w.HealthHandler()
+	c := newClient(t, nc)
+	ctx := context.Background()
+	if _, err := c.Send(ctx, "full", TypeMessageAppended, map[string]any{"id": "m1"}); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, c, "full", 1, 10*time.Second)
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bucket, err := js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := bucket.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	limited := info.Config
+	limited.MaxBytes, limited.Discard = int64(info.State.Bytes), jetstream.DiscardNew
+	if _, err := js.UpdateStream(ctx, limited); err != nil {
+		t.Fatal(err)
+	}
+	if r.w.Ready() != nil {
+		t.Fatal("not ready before any write failed")
+	}
+	ack, err := c.Send(ctx, "full", TypeMessageAppended, map[string]any{"id": "m2", "parentId": "m1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "not ready while writes fail", func() bool { return status(t, h, "/readyz") == 503 })
+	err = r.w.Ready()
+	t.Logf("readiness: %v", err)
+	if !errors.Is(err, ErrNotReady) || !strings.Contains(err.Error(), "snapshot writes failing") {
+		t.Errorf("readiness while writes fail: %v", err)
+	}
+	if status(t, h, "/healthz") != 200 {
+		t.Error("healthz while writes fail")
+	}
+
+	limited.MaxBytes = -1
+	if _, err := js.UpdateStream(ctx, limited); err != nil {
+		t.Fatal(err)
+	}
+	waitVersion(t, c, "full", ack.Sequence, 20*time.Second)
+	waitFor(t, 5*time.Second, "ready once writes succeed", func() bool { return status(t, h, "/readyz") == 200 })
 }

@@ -38,6 +38,7 @@ type config struct {
 	pinnedTTL        time.Duration
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
+	storeStall       time.Duration
 	checkpoints      bool
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
 	// the constant checkpointsWaiting, lower in tests.
@@ -68,6 +69,7 @@ func defaultConfig() config {
 		pinnedTTL:          DefaultPinnedTTL,
 		snapshotInterval:   DefaultSnapshotInterval,
 		snapshotMax:        DefaultSnapshotMaxInterval,
+		storeStall:         DefaultStoreStallLimit,
 		checkpoints:        true,
 		checkpointsWaiting: checkpointsWaiting,
 	}
@@ -79,6 +81,9 @@ func (c *config) validate() error {
 	}
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
+	}
+	if c.storeStall < 0 {
+		return fmt.Errorf("%w: negative store stall limit %v", ErrInvalidConfig, c.storeStall)
 	}
 	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 || c.snapshotMax < 0 {
 		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", ErrInvalidConfig)
@@ -250,6 +255,14 @@ const DefaultSnapshotMaxInterval = time.Second
 // the ack wait. A follower resyncing from the bucket is at most this far
 // behind the deltas.
 func WithSnapshotMaxInterval(d time.Duration) Option { return func(c *config) { c.snapshotMax = d } }
+
+// WithStoreStallLimit sets how long snapshot writes may all fail, none
+// succeeding, before Ready reports the worker not ready (default
+// DefaultStoreStallLimit; 0: never). Failed writes are retried and their
+// events stay unacknowledged meanwhile, so nothing is lost; the readiness
+// probe tells the operator, and holds a rollout, while the bucket cannot
+// be written (a server out of disk, a store directory gone).
+func WithStoreStallLimit(d time.Duration) Option { return func(c *config) { c.storeStall = d } }
 
 // WithCheckpoints turns conversation checkpoints on (the default) or off.
 // With them a worker writes a conversation's messages to the checkpoint

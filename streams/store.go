@@ -311,6 +311,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	case b.err == nil:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
 		st.storeFailures = 0
+		w.stores.succeeded()
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
@@ -336,6 +337,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		// Letting it go would rebuild it from an older point and publish
 		// its events' versions a second time.
 		st.storeFailures++
+		w.stores.failed(b.err, time.Now())
 		delay := min(w.cfg.snapshotInterval<<min(st.storeFailures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
@@ -343,6 +345,9 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.storeAgain(ctx, l, st, b, time.Now().Add(delay))
 		return
 	default:
+		if !errors.Is(b.err, errConflict) {
+			w.stores.failed(b.err, time.Now())
+		}
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
 		nakAll(w.nc, b.msgs)

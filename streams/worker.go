@@ -36,6 +36,8 @@ type Worker struct {
 	held    atomic.Int64 // how many conversations they hold
 	writing atomic.Int64 // snapshot writes in flight
 	writers *writers     // the goroutines that run them
+	// stores follows whether snapshot writes succeed, for Ready.
+	stores storeHealth
 	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)

@@ -191,6 +191,14 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" || o.cacheBytes != 512<<20 {
 		t.Errorf("chart flags: %+v", o)
 	}
+	if o.storeStall != streams.DefaultStoreStallLimit {
+		t.Errorf("store stall limit by default: %v", o.storeStall)
+	}
+	if o, err = parseFlags(nil, func(k string) string {
+		return map[string]string{"CONVSTREAM_STORE_STALL_LIMIT": "90s"}[k]
+	}, io.Discard); err != nil || o.storeStall != 90*time.Second {
+		t.Errorf("CONVSTREAM_STORE_STALL_LIMIT=90s: %v, %v", o.storeStall, err)
+	}
 	for in, want := range map[string]int64{"512": 512, "64KiB": 64 << 10, "1GB": 1e9, "2M": 2 << 20, "1.5KiB": 1536} {
 		var b byteSize
 		if err := b.Set(in); err != nil || int64(b) != want {
