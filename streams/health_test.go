@@ -13,6 +13,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 func status(t *testing.T, h http.Handler, path string) int {
@@ -81,7 +82,12 @@ func TestReadiness(t *testing.T) {
 func TestReadinessWhileStoresFail(t *testing.T) {
 	ns := startServer(t, t.TempDir())
 	nc := connect(t, ns)
-	r := startWorker(t, nc, WithStoreStallLimit(300*time.Millisecond), WithSnapshotInterval(10*time.Millisecond))
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithStoreStallLimit(300*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	writes := func(outcome string) int64 {
+		return sumWhere(collect(t, reader), MetricSnapshotWrites, "outcome", outcome)
+	}
 	h := r.w.HealthHandler()
 	c := newClient(t, nc)
 	ctx := context.Background()
@@ -123,6 +129,9 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	if status(t, h, "/healthz") != 200 {
 		t.Error("healthz while writes fail")
 	}
+	if failed := writes("failed"); failed < 2 {
+		t.Errorf("%d snapshot writes counted failed", failed)
+	}
 
 	limited.MaxBytes = -1
 	if _, err := js.UpdateStream(ctx, limited); err != nil {
@@ -130,4 +139,10 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	}
 	waitVersion(t, c, "full", ack.Sequence, 20*time.Second)
 	waitFor(t, 5*time.Second, "ready once writes succeed", func() bool { return status(t, h, "/readyz") == 200 })
+	if stored := writes("stored"); stored < 2 {
+		t.Errorf("%d snapshot writes counted stored, want the first and the one after the limit went", stored)
+	}
+	if n := writes("conflict") + writes("too_large"); n != 0 {
+		t.Errorf("%d snapshot writes counted as conflicts or too large", n)
+	}
 }

@@ -16,6 +16,10 @@ type instruments struct {
 	snapshotLat                        metric.Float64Histogram
 	rebuilds                           metric.Int64Counter
 	checkpoints                        metric.Int64Counter
+	// snapshotWrites counts snapshot writes by outcome; byWrite holds the
+	// attribute option of each.
+	snapshotWrites metric.Int64Counter
+	byWrite        [writeOutcomes]metric.MeasurementOption
 	// fromCheckpoint and fromEvents are the attribute options of a
 	// rebuild's start.
 	fromCheckpoint, fromEvents metric.MeasurementOption
@@ -55,6 +59,7 @@ const (
 	MetricRebuilds           = "convstream.rebuilds"
 	MetricRebuildDuration    = "convstream.rebuild.duration"
 	MetricCheckpoints        = "convstream.checkpoints"
+	MetricSnapshotWrites     = "convstream.snapshot.writes"
 	MetricPipelineDuration   = "convstream.pipeline.duration"
 	MetricProcessorDuration  = "convstream.processor.duration"
 	MetricInferences         = "convstream.inference.requests"
@@ -93,6 +98,15 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		errs = append(errs, err)
 	} else {
 		ins.checkpoints = c
+	}
+	if c, err := m.Int64Counter(MetricSnapshotWrites, metric.WithUnit("{write}"),
+		metric.WithDescription("Snapshot writes to the bucket, by outcome: stored, failed (retried, or its events redelivered), conflict (another worker wrote the key), too_large.")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.snapshotWrites = c
+	}
+	for o := range ins.byWrite {
+		ins.byWrite[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", writeOutcome(o).String())))
 	}
 	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
 	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
@@ -172,6 +186,26 @@ func (ins *instruments) evicted(ctx context.Context, why letReason) {
 // checkpointed counts a checkpoint by outcome.
 func (ins *instruments) checkpointed(ctx context.Context, outcome string) {
 	ins.checkpoints.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// writeOutcome is how a snapshot write ended, for convstream.snapshot.writes.
+type writeOutcome int
+
+const (
+	writeStored writeOutcome = iota
+	writeFailed
+	writeConflict
+	writeTooLarge
+	writeOutcomes // the number of outcomes
+)
+
+func (o writeOutcome) String() string {
+	return [...]string{"stored", "failed", "conflict", "too_large"}[o]
+}
+
+// snapshotWritten counts a snapshot write by outcome.
+func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome) {
+	ins.snapshotWrites.Add(ctx, 1, ins.byWrite[o])
 }
 
 // observeCache reports what the cached conversations weigh (see

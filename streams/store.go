@@ -307,6 +307,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		return
 	}
 	st.inflight = nil
+	w.metrics.snapshotWritten(ctx, writeOutcomeOf(b.err))
 	switch {
 	case b.err == nil:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
@@ -366,6 +367,19 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		}
 		w.scheduleStore(ctx, l, st)
 	}
+}
+
+// writeOutcomeOf classifies the error of a snapshot write.
+func writeOutcomeOf(err error) writeOutcome {
+	switch {
+	case err == nil:
+		return writeStored
+	case tooLarge(err):
+		return writeTooLarge
+	case errors.Is(err, errConflict):
+		return writeConflict
+	}
+	return writeFailed
 }
 
 // storeAgain puts the events of a write that did not take back in front of
