@@ -56,6 +56,7 @@ func TestChildListsAppend(t *testing.T) {
 // conversation must equal Parse after every append.
 func TestAppendThreadMessages(t *testing.T) {
 	conv := NewConversation()
+	conv.smallWalk = 0 // keep the index of a conversation this small
 	add := func(id, parent, thread string) {
 		f := map[string]any{"id": id, "role": "user", "content": id, "parentId": parent}
 		if parent == "" {

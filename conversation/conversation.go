@@ -39,6 +39,10 @@ type Conversation struct {
 	// journalSteps is how many steps a walk keeps journaled: resumeKeep
 	// unless a test says otherwise.
 	journalSteps int
+	// smallWalk is how many messages a conversation may have and keep no
+	// index or walk between reads: smallConversation unless a test says
+	// otherwise.
+	smallWalk int
 	// processed is the walk's set of shown messages, kept for reuse.
 	processed *markSet
 	// arena holds the appended messages (see arena).
@@ -54,7 +58,7 @@ func NewConversation(opts ...Option) *Conversation {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return &Conversation{opts: o, msgs: newMsgTable(), journalSteps: resumeKeep}
+	return &Conversation{opts: o, msgs: newMsgTable(), journalSteps: resumeKeep, smallWalk: smallConversation}
 }
 
 // Bytes approximates the memory the conversation holds:
@@ -98,10 +102,11 @@ func (c *Conversation) MessageBytes() int { return c.bytes + c.arena.dead + c.ar
 
 // What Bytes allows for the parts of a conversation that do not grow with
 // its messages, which in a short one are most of it (TestShortConversations
-// in streams measures them): the Conversation and its tables; and, until
-// Compact, the index and the walk state that make the next append a few
-// steps, whose journal of the last 2*resumeKeep steps (about two a
-// message) grows with the first messages only.
+// in streams measures them): the Conversation and its tables; and, from
+// its ninth message until Compact (see smallConversation), the index and
+// the walk state that make the next append a few steps, whose journal of
+// the last 2*resumeKeep steps (about two a message) grows with the first
+// messages only.
 const (
 	conversationOverhead = 512
 	walkOverhead         = 1536
@@ -178,7 +183,10 @@ func (c *Conversation) add(m *Message) (bool, error) {
 	c.msgs.compact()
 	c.msgs.add(m)
 	c.bytes += m.footprint()
-	if c.ix != nil && (waited || !c.indexAppend(m)) {
+	switch {
+	case c.ix == nil:
+		c.current = false // a small conversation's flat list, kept without its index (see shed)
+	case waited || !c.indexAppend(m):
 		c.invalidate()
 	}
 	return true, nil
@@ -350,10 +358,10 @@ func (c *Conversation) tableIndex() idIndex {
 // Messages() and Groups(), and reuses the conversation's index and flat
 // list where they are current.
 func (c *Conversation) Result() (*Result, error) {
-	flat, err := c.FlatList()
-	if err != nil {
+	if err := c.indexed(); err != nil {
 		return nil, err
 	}
+	defer c.shed()
 	tree, err := c.contextTree()
 	if err != nil {
 		return nil, err
@@ -363,15 +371,16 @@ func (c *Conversation) Result() (*Result, error) {
 	for _, m := range c.ix.msgs {
 		ids.add(m)
 	}
-	return &Result{ContextTree: tree, FlatList: flat, MessageMap: MessageMap{ids: ids}}, nil
+	return &Result{ContextTree: tree, FlatList: c.flat, MessageMap: MessageMap{ids: ids}}, nil
 }
 
 // ContextTree returns the context tree of the conversation as it stands
 // (the ContextTree of Result), without the message map Result builds.
 func (c *Conversation) ContextTree() ([]Node, error) {
-	if _, err := c.FlatList(); err != nil { // brings the index up to date
+	if err := c.indexed(); err != nil {
 		return nil, err
 	}
+	defer c.shed()
 	return c.contextTree()
 }
 
@@ -380,24 +389,74 @@ func (c *Conversation) contextTree() ([]Node, error) {
 	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth, sizeHint: len(c.flat)}).build()
 }
 
+// smallConversation is how many messages a conversation may have and keep
+// no index or walk between reads. Most chats are short, and for them the
+// index and the walk state that make the next append a few steps held as
+// much as their messages (TestShortConversations in streams: 1,216 of the
+// 2,320 bytes a conversation of one message held in a worker), while
+// walking a few messages again costs a few microseconds
+// (BenchmarkShortConversation: eight appends, the flat list after each,
+// 11.5–12.5 µs against 8.1–8.2 µs when kept).
+const smallConversation = 8
+
+// small reports whether the conversation keeps no index or walk between
+// reads (smallConversation).
+func (c *Conversation) small() bool { return c.msgs.len() <= c.smallWalk }
+
+// shed lets go of the index and the walk of a small conversation after a
+// read: its flat list stays, current until the next change, which then
+// walks from a new index.
+func (c *Conversation) shed() {
+	if c.small() {
+		c.ix, c.walk, c.processed, c.resumeAt = nil, nil, nil, 0
+	}
+}
+
+// newIndex builds the index of the conversation's messages; unless the
+// conversation is small, in the form that appends extend in place.
+func (c *Conversation) newIndex() *index {
+	ix := buildIndex(c.tableIndex(), c.groups)
+	if ix.simple && !c.small() {
+		ix.toAppendable()
+		ix.runs = newRunCache()
+	}
+	return ix
+}
+
+// indexed brings the index and the flat list up to date. A small
+// conversation whose flat list is current gets its index back without a
+// walk: the context tree needs none before it (Parse builds it first).
+func (c *Conversation) indexed() error {
+	if c.ix == nil && c.current {
+		c.ix = c.newIndex()
+		return nil
+	}
+	_, err := c.flatList()
+	return err
+}
+
 // FlatList returns the flat list of the conversation as it stands (the
 // FlatList of Result). After an append that lands outside what the last
 // walk looked at, it is returned again without a walk; after one that lands
 // where the walk looked, the walk resumes from the first step that looked
 // there (for an append at the end of the active path, a few steps from its
 // end); otherwise the walk of the active path runs, on an index kept up to
-// date in place. The slice is shared: callers must not modify it.
+// date in place. A small conversation walks its few messages again after
+// each change instead. The slice is shared: callers must not modify it.
 func (c *Conversation) FlatList() ([]*Message, error) {
+	flat, err := c.flatList()
+	c.shed()
+	return flat, err
+}
+
+// flatList is FlatList without shed.
+func (c *Conversation) flatList() ([]*Message, error) {
 	if c.current {
 		return c.flat, nil
 	}
 	if c.ix == nil {
 		c.walk = nil
-		c.ix = buildIndex(c.tableIndex(), c.groups)
-		if c.ix.simple {
-			c.ix.toAppendable()
-			c.ix.runs = newRunCache()
-		}
+		c.ix = c.newIndex()
 	}
 	if w := c.walk; w != nil && c.resumeAt > 1 {
 		ok, err := w.resume(c.resumeAt - 1)
@@ -412,17 +471,24 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	}
 	c.walk, c.resumeAt = nil, 0
 	ix := c.ix
-	ix.reads = newReadSet(len(ix.msgs))
-	defer func() { ix.reads = nil }()
-	// The last flat list is a better size hint than the message count.
+	// A small conversation's walk is not kept, so it records nothing to
+	// resume from: neither what it read nor a journal.
+	small := c.small()
+	if !small {
+		ix.reads = newReadSet(len(ix.msgs))
+		defer func() { ix.reads = nil }()
+	}
+	// The last flat list is a better size hint than the message count,
+	// with room to grow in place (as much again, up to 64); a small
+	// conversation's list is held at the size it has.
 	size := len(ix.msgs)
-	if c.flat != nil {
-		size = len(c.flat) + 64
+	if c.flat != nil && !small {
+		size = len(c.flat) + min(len(c.flat), 64)
 	}
 	w := newFlatWalker(ix, &collector{ix: ix}, size, c.processed)
 	c.processed = w.processed
 	w.reads = ix.reads
-	if ix.simple {
+	if ix.simple && !small {
 		w.journaled(c.journalSteps)
 	}
 	if err := w.flatten(); err != nil {
@@ -430,8 +496,12 @@ func (c *Conversation) FlatList() ([]*Message, error) {
 	}
 	ix.views.sweep()
 	c.flat = w.out
-	if !ix.simple {
+	switch {
+	case !ix.simple:
 		// A conversation of unusual shape is rebuilt on every change.
+		return w.out, nil
+	case small:
+		c.current = true
 		return w.out, nil
 	}
 	w.finish()

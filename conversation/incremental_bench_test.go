@@ -169,19 +169,33 @@ func BenchmarkShortConversation(b *testing.B) {
 		for k := range msgs {
 			msgs[k] = chainMessage(k)
 		}
-		b.Run(fmt.Sprintf("n-%d", n), func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				conv := NewConversation()
-				for _, m := range msgs {
-					if err := conv.Append(m); err != nil {
-						b.Fatal(err)
-					}
-					if _, err := conv.FlatList(); err != nil {
-						b.Fatal(err)
+		// -tree: the context tree too after each append, as a worker that
+		// stores every change.
+		for _, tree := range []bool{false, true} {
+			name := fmt.Sprintf("n-%d", n)
+			if tree {
+				name += "-tree"
+			}
+			b.Run(name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					conv := NewConversation()
+					for _, m := range msgs {
+						if err := conv.Append(m); err != nil {
+							b.Fatal(err)
+						}
+						if _, err := conv.FlatList(); err != nil {
+							b.Fatal(err)
+						}
+						if !tree {
+							continue
+						}
+						if _, err := conv.ContextTree(); err != nil {
+							b.Fatal(err)
+						}
 					}
 				}
-			}
-		})
+			})
+		}
 	}
 }

@@ -39,6 +39,15 @@ func checkAgainstParse(t *testing.T, name string, step int, conv *Conversation) 
 // message at a time, with branch switches, edits and deletes mixed in, and
 // after every step compares the conversation's views with a full Parse.
 func TestIncrementalMatchesParse(t *testing.T) {
+	// Conversations of up to smallConversation messages let go of their
+	// index between reads: the corpus runs once so and once with every
+	// conversation keeping it, whose small ones then grow in place.
+	for _, small := range []int{smallConversation, 0} {
+		t.Run(fmt.Sprintf("small-%d", small), func(t *testing.T) { incrementalMatchesParse(t, small) })
+	}
+}
+
+func incrementalMatchesParse(t *testing.T, small int) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	files := []string{"generated-normal", "generated-noise", "reference-suite"}
 	for _, file := range files {
@@ -55,6 +64,7 @@ func TestIncrementalMatchesParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			conv := NewConversation()
+			conv.smallWalk = small
 			for _, g := range groups {
 				if err := conv.UpsertGroup(g); err != nil {
 					t.Fatal(err)
@@ -132,4 +142,75 @@ func TestIncrementalEveryStep(t *testing.T) {
 		t.Fatal("no append kept the flat list: the read set is never used")
 	}
 	t.Logf("%d appends kept the flat list", kept)
+}
+
+// TestSmallConversationSheds: a conversation of up to smallConversation
+// messages keeps its flat list but not its index or walk once read (flat
+// list, context tree or result); the next message walks again, and from
+// smallConversation+1 on the conversation keeps them. Its views equal
+// Parse's throughout, through updates, deletes and group upserts on a
+// conversation that let its index go.
+func TestSmallConversationSheds(t *testing.T) {
+	conv := NewConversation()
+	shed := func() bool { return conv.ix == nil && conv.walk == nil && conv.processed == nil }
+	for k := range smallConversation + 3 {
+		if err := conv.Append(chainMessage(k)); err != nil {
+			t.Fatal(err)
+		}
+		if conv.current {
+			t.Fatalf("append %d: the flat list counts as current", k)
+		}
+		flat, err := conv.FlatList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(flat) != k+1 {
+			t.Fatalf("append %d: %d in the flat list", k, len(flat))
+		}
+		if small := k+1 <= smallConversation; shed() != small {
+			t.Fatalf("%d messages: index let go %v, want %v", k+1, shed(), small)
+		}
+		again, err := conv.FlatList()
+		if err != nil || &again[0] != &flat[0] {
+			t.Fatalf("%d messages: a second read walked again (%v)", k+1, err)
+		}
+		if _, err := conv.ContextTree(); err != nil {
+			t.Fatal(err)
+		}
+		if small := k+1 <= smallConversation; shed() != small {
+			t.Fatalf("%d messages, after the context tree: index let go %v, want %v", k+1, shed(), small)
+		}
+		checkAgainstParse(t, "chain", k, conv)
+	}
+
+	small := NewConversation()
+	for k := range 4 {
+		if err := small.Append(chainMessage(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conv = small
+	checkAgainstParse(t, "small", 0, conv)
+	if !shed() {
+		t.Fatal("a conversation of four kept its index")
+	}
+	if err := conv.Update(chainMessage(1).ID(), map[string]any{"content": "edited"}); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstParse(t, "small after an update", 1, conv)
+	if err := conv.Delete(chainMessage(3).ID()); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstParse(t, "small after a delete", 2, conv)
+	g, err := NewMessageGroup(map[string]any{"id": "g1", "type": "parallel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conv.UpsertGroup(g); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstParse(t, "small after a group", 3, conv)
+	if !shed() {
+		t.Fatal("the small conversation kept its index after reads")
+	}
 }

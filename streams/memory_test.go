@@ -110,9 +110,10 @@ func benchMessages(t testing.TB, name string) [][]byte {
 // the messages: 1,000 conversations of n chained messages of 256-byte
 // content each, built as a worker builds them, with the flat list's JSON
 // kept. The estimate the caches budget with (convState.weight, see
-// WithCacheBytes) must cover what they hold, and conversations of 20
-// messages or more must stay within issue 6's 3x of their JSON. The ratios
-// are logged (go test -run TestShortConversations -v ./streams).
+// WithCacheBytes) must cover what they hold, and conversations of 5
+// messages or more must stay within issue 6's 3x of their JSON (those of
+// one and two hold 3.4 and 3.2 times theirs). The ratios are logged (go
+// test -run TestShortConversations -v ./streams).
 func TestShortConversations(t *testing.T) {
 	const convs = 1000
 	content := strings.Repeat("x", 256)
@@ -162,7 +163,7 @@ func TestShortConversations(t *testing.T) {
 		if weight < held {
 			t.Errorf("conversations of %d: estimated at %d bytes, holding %d", n, weight, held)
 		}
-		if n >= 20 && ratio > 3 {
+		if n >= 5 && ratio > 3 {
 			t.Errorf("conversations of %d: %.2fx the JSON size held", n, ratio)
 		}
 		// Gone quiet, as the sweep compacts them (--cache-idle).
