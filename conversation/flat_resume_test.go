@@ -293,9 +293,10 @@ func TestResumeChain(t *testing.T) {
 }
 
 // FuzzConversationAppend appends the messages of an arbitrary document one
-// at a time, reading the flat list after each, and compares it with Parse
-// of the same messages byte for byte: resumed walks, kept lists and full
-// walks must all agree with it.
+// at a time, reading the flat list after each (and now and then the context
+// tree), and compares it with Parse of the same messages byte for byte:
+// resumed walks, kept lists and full walks must all agree with it. Inputs
+// of even length keep the index of small conversations too (smallWalk 0).
 func FuzzConversationAppend(f *testing.F) {
 	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u","tools":[{"id":"c"}]},{"id":"t","role":"tool","parentId":"a","tool_call_id":"c"},{"id":"b","role":"assistant","parentId":"t"},{"id":"v","role":"user","parentId":"b"}]`))
 	f.Add([]byte(`[{"id":"u","role":"user"},{"id":"a","role":"assistant","parentId":"u"},{"id":"b","role":"assistant","parentId":"a"},{"id":"c","role":"assistant","parentId":"b","tools":[{"id":"x"}]}]`))
@@ -307,6 +308,9 @@ func FuzzConversationAppend(f *testing.F) {
 			return
 		}
 		conv := NewConversation()
+		if len(data)%2 == 0 {
+			conv.smallWalk = 0
+		}
 		for _, g := range groups {
 			_ = conv.UpsertGroup(g)
 		}
@@ -316,6 +320,21 @@ func FuzzConversationAppend(f *testing.F) {
 			}
 			if i%7 == 6 {
 				conv.Compact() // as a cache does between quiet spells
+			}
+			if i%3 == 1 { // as a worker's store does
+				tree, err := conv.ContextTree()
+				want, werr := Parse(conv.Messages(), conv.Groups())
+				if (err != nil) != (werr != nil) {
+					t.Fatalf("ContextTree error %v, Parse error %v", err, werr)
+				}
+				if err != nil {
+					return
+				}
+				got, _ := json.Marshal(tree)
+				exp, _ := json.Marshal(want.ContextTree)
+				if !bytes.Equal(got, exp) {
+					t.Fatalf("after %s: contextTree %s, Parse %s", m.ID(), got, exp)
+				}
 			}
 			flat, err := conv.FlatList()
 			want, werr := Parse(conv.Messages(), conv.Groups())
