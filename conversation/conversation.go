@@ -26,25 +26,27 @@ type Conversation struct {
 	// by appends while the conversation is simple (see index.simple); nil
 	// when it must be rebuilt.
 	ix *index
-	// flat is the last flat list, up to date while current is set.
-	flat    []*Message
-	current bool
+	// flat is the last flat list, up to date while current (below) is set.
+	flat []*Message
 	// walk is the finished walk that built flat, journaled so that it can
 	// resume (see flat_resume.go); nil when there is none to resume. Its
 	// read set tells whether an append touches what it looked at: one that
 	// does not leaves flat as it is, one that does makes the walk resume
 	// from resumeAt, the first step (plus one) that looked.
-	walk     *flatWalker
+	walk *flatWalker
+	// processed is the walk's set of shown messages, kept for reuse.
+	processed *markSet
+	// The small fields sit together: the conversation then takes 240
+	// bytes rather than 256 (TestShortConversations in streams).
 	resumeAt int32
+	current  bool
 	// journalSteps is how many steps a walk keeps journaled: resumeKeep
 	// unless a test says otherwise.
-	journalSteps int
+	journalSteps int32
 	// smallWalk is how many messages a conversation may have and keep no
 	// index or walk between reads: smallConversation unless a test says
 	// otherwise.
-	smallWalk int
-	// processed is the walk's set of shown messages, kept for reuse.
-	processed *markSet
+	smallWalk int32
 	// arena holds the appended messages (see arena).
 	arena arena
 	// bytes is the sum of the messages' footprints (see Bytes).
@@ -401,7 +403,7 @@ const smallConversation = 8
 
 // small reports whether the conversation keeps no index or walk between
 // reads (smallConversation).
-func (c *Conversation) small() bool { return c.msgs.len() <= c.smallWalk }
+func (c *Conversation) small() bool { return c.msgs.len() <= int(c.smallWalk) }
 
 // shed lets go of the index and the walk of a small conversation after a
 // read: its flat list stays, current until the next change, which then
@@ -489,7 +491,7 @@ func (c *Conversation) flatList() ([]*Message, error) {
 	c.processed = w.processed
 	w.reads = ix.reads
 	if ix.simple && !small {
-		w.journaled(c.journalSteps)
+		w.journaled(int(c.journalSteps))
 	}
 	if err := w.flatten(); err != nil {
 		return nil, err

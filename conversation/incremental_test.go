@@ -64,7 +64,7 @@ func incrementalMatchesParse(t *testing.T, small int) {
 				t.Fatal(err)
 			}
 			conv := NewConversation()
-			conv.smallWalk = small
+			conv.smallWalk = int32(small)
 			for _, g := range groups {
 				if err := conv.UpsertGroup(g); err != nil {
 					t.Fatal(err)
