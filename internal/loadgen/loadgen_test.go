@@ -15,19 +15,7 @@ import (
 // server, and the same payloads through a raw stream: every event must
 // come back, with latencies measured.
 func TestRuns(t *testing.T) {
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	conn := func() *nats.Conn {
-		nc, err := nats.Connect(ns.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	conn := embeddedServer(t)
 	runWorker(t, conn(), 10*time.Second)
 	ctx := context.Background()
 	subjects, err := streams.NewSubjects("")
@@ -82,6 +70,26 @@ func TestRuns(t *testing.T) {
 			t.Fatalf("stored snapshot of t2-7: %+v, %v", s, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// embeddedServer starts an embedded JetStream server for the test and
+// returns a function that opens a connection to it, closed when the test
+// ends.
+func embeddedServer(t *testing.T) func() *nats.Conn {
+	t.Helper()
+	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return func() *nats.Conn {
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
 	}
 }
 

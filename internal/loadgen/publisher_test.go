@@ -19,19 +19,7 @@ import (
 // acknowledgements for ever, as it did when a server lost its storage
 // under it.
 func TestUnacknowledgedPublishes(t *testing.T) {
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	conn := func() *nats.Conn {
-		nc, err := nats.Connect(ns.ClientURL())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(nc.Close)
-		return nc
-	}
+	conn := embeddedServer(t)
 	subjects, err := streams.NewSubjects("")
 	if err != nil {
 		t.Fatal(err)
