@@ -321,9 +321,9 @@ func FuzzConversationAppend(f *testing.F) {
 			if i%7 == 6 {
 				conv.Compact() // as a cache does between quiet spells
 			}
+			want, werr := Parse(conv.Messages(), conv.Groups())
 			if i%3 == 1 { // as a worker's store does
 				tree, err := conv.ContextTree()
-				want, werr := Parse(conv.Messages(), conv.Groups())
 				if (err != nil) != (werr != nil) {
 					t.Fatalf("ContextTree error %v, Parse error %v", err, werr)
 				}
@@ -337,7 +337,6 @@ func FuzzConversationAppend(f *testing.F) {
 				}
 			}
 			flat, err := conv.FlatList()
-			want, werr := Parse(conv.Messages(), conv.Groups())
 			if (err != nil) != (werr != nil) {
 				t.Fatalf("FlatList error %v, Parse error %v", err, werr)
 			}
