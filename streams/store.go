@@ -307,23 +307,29 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		return
 	}
 	st.inflight = nil
-	w.metrics.snapshotWritten(ctx, writeOutcomeOf(b.err))
+	o := writeOutcomeOf(b.err)
+	w.metrics.snapshotWritten(ctx, o)
+	switch o {
+	case writeStored:
+		w.stores.succeeded()
+	case writeFailed:
+		w.stores.failed(b.err, time.Now())
+	}
 	switch {
-	case b.err == nil:
+	case o == writeStored:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
 		st.storeFailures = 0
-		w.stores.succeeded()
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
 		}
-	case tooLarge(b.err):
+	case o == writeTooLarge:
 		// The events took effect and their deltas are out; the bucket keeps
 		// the last snapshot that fitted.
 		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
 		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
-	case errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
+	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
 		// state includes it, so it is written over at the new revision.
@@ -331,14 +337,13 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 			"conversation", st.id, "version", b.version, "revision", st.rev)
 		w.storeAgain(ctx, l, st, b, time.Now())
 		return
-	case !errors.Is(b.err, errConflict) && l != nil && l.cache.peek(st.id) == st &&
+	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
 		!(st.leaving && st.storeFailures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
 		// Letting it go would rebuild it from an older point and publish
 		// its events' versions a second time.
 		st.storeFailures++
-		w.stores.failed(b.err, time.Now())
 		delay := min(w.cfg.snapshotInterval<<min(st.storeFailures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
@@ -346,9 +351,6 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.storeAgain(ctx, l, st, b, time.Now().Add(delay))
 		return
 	default:
-		if !errors.Is(b.err, errConflict) {
-			w.stores.failed(b.err, time.Now())
-		}
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
 		nakAll(w.nc, b.msgs)
