@@ -2,7 +2,6 @@ package conversation
 
 import (
 	"slices"
-	"strings"
 	"unsafe"
 )
 
@@ -27,12 +26,9 @@ import (
 type arena struct {
 	slab   []Message  // the current slab; its length is what is handed out
 	extras []msgExtra // the same, for the messages' extras
-	// text is the current chunk of JSON. A Builder grows in place up to
-	// its capacity, so what String returned stays valid, and it does not
-	// zero the memory it is about to write.
-	text  *strings.Builder
-	n     int // messages adopted
-	bytes int // JSON bytes adopted
+	text   chunk      // the current chunk of JSON
+	n      int        // messages adopted
+	bytes  int        // JSON bytes adopted
 	// dead is the JSON of the messages deleted, or replaced while the
 	// arena took their replacements: the copies it holds for nothing. It
 	// counts each as if it were in the arena, which one that kept its own
@@ -89,8 +85,7 @@ func (a *arena) place(data []byte) (string, bool) {
 // write copies s to the current chunk, or to a new one when it does not
 // fit, and returns the copy.
 func (a *arena) write(s string) string {
-	if a.text == nil || a.text.Cap()-a.text.Len() < len(s) {
-		a.text = new(strings.Builder)
+	if a.text.room() < len(s) {
 		size := grown(a.bytes, len(s), a.bytes/8, minChunk, maxChunk)
 		// Room for a whole number of messages of this size: a
 		// conversation's messages are often alike in size, and a chunk of
@@ -98,12 +93,10 @@ func (a *arena) write(s string) string {
 		if n := len(s); n > 0 {
 			size = (size + n - 1) / n * n
 		}
-		a.text.Grow(size)
+		a.text = newChunk(size)
 	}
-	start := a.text.Len()
-	a.text.WriteString(s)
 	a.bytes += len(s)
-	return a.text.String()[start:]
+	return a.text.write(s)
 }
 
 // grown returns the size of a new slab or chunk, for need more, of an
@@ -123,7 +116,7 @@ func grown(held, need, share, least, most int) int {
 }
 
 // holds reports whether s lies in the current chunk (placed there).
-func (a *arena) holds(s string) bool { return a.text != nil && within(a.text.String(), s) }
+func (a *arena) holds(s string) bool { return within(a.text.String(), s) }
 
 // adoptReplacement is adopt for m, which replaces old, while the copies
 // replacements leave behind stay within bounds; otherwise it returns m.
@@ -141,10 +134,7 @@ func (a *arena) adoptReplacement(m, old *Message) *Message {
 func (a *arena) slack() int {
 	n := (cap(a.slab)-len(a.slab))*int(unsafe.Sizeof(Message{})) +
 		(cap(a.extras)-len(a.extras))*int(unsafe.Sizeof(msgExtra{}))
-	if a.text != nil {
-		n += a.text.Cap() - a.text.Len()
-	}
-	return n
+	return n + a.text.room()
 }
 
 // extra returns a copy of x in the arena, with its own tools and rare
@@ -163,3 +153,39 @@ func (a *arena) extra(x *msgExtra) *msgExtra {
 	}
 	return p
 }
+
+// chunk is a block of JSON text written from its start on. What it has
+// handed out is never written again, so strings over it stay valid while
+// it fills. It is a pointer and two lengths in the arena rather than a
+// strings.Builder, which is an object of 32 bytes of its own: a fifth of
+// what a conversation of one short message holds beside its JSON
+// (TestShortConversations in streams). Its lengths fit 32 bits: a chunk
+// is at most maxChunk rounded up to whole messages of at most ownChunk.
+type chunk struct {
+	base     *byte
+	len, cap int32
+}
+
+// newChunk returns an empty chunk of at least size bytes: the whole size
+// class the allocator rounds it up to.
+func newChunk(size int) chunk {
+	b := slices.Grow([]byte(nil), size)
+	return chunk{base: unsafe.SliceData(b), cap: int32(cap(b))}
+}
+
+// room is how many bytes the chunk has left.
+func (c chunk) room() int { return int(c.cap - c.len) }
+
+// write copies s to the chunk, which has room for it, and returns the copy.
+func (c *chunk) write(s string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	dst := unsafe.Slice(c.base, c.cap)[c.len:]
+	copy(dst, s)
+	c.len += int32(len(s))
+	return unsafe.String(&dst[0], len(s))
+}
+
+// String returns what the chunk holds.
+func (c chunk) String() string { return unsafe.String(c.base, c.len) }

@@ -150,11 +150,11 @@ func TestBytesCountsTheArenaRoom(t *testing.T) {
 	if err := conv.Append(m); err != nil {
 		t.Fatal(err)
 	}
-	if n, c := cap(conv.arena.slab), conv.arena.text.Cap(); n != 1 || c >= 2*len(m.raw) {
+	if n, c := cap(conv.arena.slab), int(conv.arena.text.cap); n != 1 || c >= 2*len(m.raw) {
 		t.Errorf("a slab of %d and a chunk of %d bytes for one message of %d", n, c, len(m.raw))
 	}
 	held := len(m.raw) + messageOverhead
-	room := conv.arena.text.Cap() - len(m.raw)
+	room := int(conv.arena.text.cap) - len(m.raw)
 	if got := conv.Bytes(); got != held+room+conversationOverhead {
 		t.Errorf("Bytes = %d, want %d (%d for the message, %d of room, %d for the conversation)",
 			got, held+room+conversationOverhead, held, room, conversationOverhead)
@@ -202,7 +202,7 @@ func TestArenaGrows(t *testing.T) {
 	conv = NewConversation()
 	content := strings.Repeat("x", 310)
 	var chunks []int
-	var last *strings.Builder
+	var last *byte
 	json := 0
 	for k := range 20 {
 		m := mustMessage(t, fmt.Sprintf(`{"id":"m%02d","role":"user","content":%q}`, k, content))
@@ -210,9 +210,9 @@ func TestArenaGrows(t *testing.T) {
 		if err := conv.Append(m); err != nil {
 			t.Fatal(err)
 		}
-		if conv.arena.text != last {
-			last = conv.arena.text
-			chunks = append(chunks, last.Cap())
+		if conv.arena.text.base != last {
+			last = conv.arena.text.base
+			chunks = append(chunks, int(conv.arena.text.cap))
 		}
 	}
 	total := 0

@@ -172,7 +172,7 @@ func (c *Conversation) add(m *Message) (bool, error) {
 		}
 		return false, fmt.Errorf("%w: %q", ErrMessageExists, m.ID())
 	}
-	if c.opts.maxMessages > 0 && c.msgs.len() >= c.opts.maxMessages {
+	if c.opts.maxMessages > 0 && c.msgs.len() >= int(c.opts.maxMessages) {
 		return false, fmt.Errorf("%w: limit %d", ErrTooManyMessages, c.opts.maxMessages)
 	}
 	waited := c.msgs.referenced(m.idHash) > 0 // something names m as its parent
@@ -388,7 +388,7 @@ func (c *Conversation) ContextTree() ([]Node, error) {
 
 // contextTree builds the context tree on the current index.
 func (c *Conversation) contextTree() ([]Node, error) {
-	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: c.opts.maxBranchDepth, sizeHint: len(c.flat)}).build()
+	return (&treeBuilder{ix: c.ix, col: &collector{ix: c.ix}, maxDepth: int(c.opts.maxBranchDepth), sizeHint: len(c.flat)}).build()
 }
 
 // smallConversation is how many messages a conversation may have and keep

@@ -15,6 +15,7 @@ package conversation
 import (
 	"errors"
 	"fmt"
+	"math"
 )
 
 // ErrTooManyMessages is returned when a conversation exceeds the message
@@ -51,8 +52,10 @@ type Result struct {
 type Option func(*options)
 
 type options struct {
-	maxMessages    int
-	maxBranchDepth int
+	// int32, so that a Conversation fits its size class (they are limits
+	// far below 2^31; larger ones are taken as 2^31-1).
+	maxMessages    int32
+	maxBranchDepth int32
 }
 
 func defaultOptions() options {
@@ -61,11 +64,14 @@ func defaultOptions() options {
 
 // WithMaxMessages limits the number of messages Parse accepts; 0 or less
 // means no limit.
-func WithMaxMessages(n int) Option { return func(o *options) { o.maxMessages = n } }
+func WithMaxMessages(n int) Option { return func(o *options) { o.maxMessages = limit32(n) } }
 
 // WithMaxBranchDepth limits how deeply branch points may nest (a branch
 // inside a branch inside ...); 0 or less means no limit.
-func WithMaxBranchDepth(n int) Option { return func(o *options) { o.maxBranchDepth = n } }
+func WithMaxBranchDepth(n int) Option { return func(o *options) { o.maxBranchDepth = limit32(n) } }
+
+// limit32 returns n as an int32, at most math.MaxInt32.
+func limit32(n int) int32 { return int32(min(n, math.MaxInt32)) }
 
 // Parse builds the context tree, the flat list and the message map of a
 // conversation. groups may be nil. Messages that repeat an id replace the
@@ -76,14 +82,14 @@ func Parse(messages []*Message, groups []*MessageGroup, opts ...Option) (*Result
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.maxMessages > 0 && len(messages) > o.maxMessages {
+	if o.maxMessages > 0 && len(messages) > int(o.maxMessages) {
 		return nil, fmt.Errorf("%w: %d messages, limit %d", ErrTooManyMessages, len(messages), o.maxMessages)
 	}
 
 	ix := buildIndex(preprocess(messages), groups)
 	col := &collector{ix: ix}
 
-	tree, err := (&treeBuilder{ix: ix, col: col, maxDepth: o.maxBranchDepth}).build()
+	tree, err := (&treeBuilder{ix: ix, col: col, maxDepth: int(o.maxBranchDepth)}).build()
 	if err != nil {
 		return nil, err
 	}
