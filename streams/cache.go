@@ -190,13 +190,13 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		if c.quiet != nil && !c.quiet(st) {
 			break
 		}
+		// Settled, so no store is pending on it: its store state goes, with
+		// the timer and its closure, and the next event makes a new one.
+		st.store = nil
 		if st.conv != nil {
 			st.conv.Compact()
-			c.reweigh(st) // what it let go of no longer counts against the budget
 		}
-		// Settled, so no store is pending on it: the timer and its closure
-		// go too, and the next store after an event makes new ones.
-		st.storeTimer = nil
+		c.reweigh(st) // what it let go of no longer counts against the budget
 		st.cold, c.cold = true, e
 		compacted++
 	}

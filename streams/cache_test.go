@@ -252,14 +252,14 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts. The store
-	// timer is let go too; the next events' stores (check, below) make
-	// new ones.
+	// state and its timer are let go too; the next events (check, below)
+	// make new ones.
 	eachCached(t, r.w, func(st *convState) {
 		if st.size != st.weight() {
 			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)
 		}
-		if st.storeTimer != nil {
-			t.Errorf("%s compacted keeps its store timer", st.id)
+		if st.store != nil {
+			t.Errorf("%s compacted keeps its store state", st.id)
 		}
 	})
 	sendRounds(send, "idle", convs, 3, 5)

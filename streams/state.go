@@ -32,27 +32,19 @@ type convState struct {
 	flatBytes int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
-	// unstored are the events published since the last store began,
-	// acknowledged once a store covers them; storing (below) is true while
-	// a store is queued on the lane, inflight while one is being written.
-	unstored  []pendingAck
-	inflight  *storeBatch
-	lastStore time.Time
-	// unstoredBytes is the size of the unstored events; snapshotBytes that
-	// of the last snapshot written (0: none yet). storeAt is when the
-	// queued store runs, on storeTimer (reused, moved forward when a store
-	// falls due earlier); retryAt is set when a failed or outdated write is
-	// to be retried at a given time.
-	unstoredBytes, snapshotBytes int
-	storeAt, retryAt             time.Time
-	storeTimer                   *time.Timer
-	// storeFailures counts writes in a row that failed transiently (the
-	// server away, a timeout); the next try waits longer each time.
-	storeFailures int
+	// store holds the events waiting for a store and the store's timer,
+	// from the first event after the state was loaded or compacted to the
+	// next compaction (nil otherwise); storing (below) is true while a
+	// store is queued on the lane.
+	store *storeState
+	// lastStore is when the last snapshot was written (zero: none since
+	// the state was loaded); snapshotBytes its size (0: none yet).
+	lastStore     time.Time
+	snapshotBytes int
 	// size is the state's weight in its cache when last measured (weight).
 	size int64
-	// The small fields sit together: the state then takes 320 bytes
-	// rather than 352 (TestShortConversations).
+	// The small fields sit together, so that the state takes 224 bytes
+	// (TestShortConversations).
 	//
 	// used is the cache's epoch when the state was last used; cold is set
 	// while its conversation is compacted (see lru.sweep).
@@ -184,13 +176,13 @@ func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
 
 // unsaved reports whether st has events no stored snapshot covers yet:
 // waiting for a store, or in a write under way.
-func (st *convState) unsaved() bool { return len(st.unstored) > 0 || st.inflight != nil }
+func (st *convState) unsaved() bool { return len(st.store.events()) > 0 || st.store.batch() != nil }
 
 // settled reports whether st has nothing pending that needs its
 // conversation soon: no events awaiting a store, no store queued or being
 // written, no retry due, not leaving.
 func (st *convState) settled() bool {
-	return !st.unsaved() && !st.storing && st.retryAt.IsZero() && !st.leaving
+	return !st.unsaved() && !st.storing && (st.store == nil || st.store.retryAt.IsZero()) && !st.leaving
 }
 
 // weight approximates the memory st holds: with a conversation, st
@@ -204,13 +196,19 @@ func (st *convState) weight() int64 {
 	if st.conv != nil {
 		n += stateBytes + st.conv.Bytes()
 	}
+	if st.store != nil {
+		n += storeStateBytes
+	}
 	return int64(n)
 }
 
-// What weight allows for a state (the struct, about 300 bytes, and its
-// element in the cache's list), and for an entry of the flat list (its
-// slot in the list, and in flatJSON for a derived one).
+// What weight allows for a state (the struct, 224 bytes, its element in
+// the cache's list and its id), for its store state while it has one (the
+// struct, 112 bytes, and its timer and the timer's closure, 128), and for
+// an entry of the flat list (its slot in the list, and in flatJSON for a
+// derived one).
 const (
-	stateBytes     = 384
-	flatEntryBytes = 24
+	stateBytes      = 320
+	storeStateBytes = 256
+	flatEntryBytes  = 24
 )

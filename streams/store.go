@@ -101,8 +101,9 @@ const storeFloor = 64 << 10
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
-	d.state.unstored = append(d.state.unstored, pendingAckOf(d.msg))
-	d.state.unstoredBytes += d.size
+	q := d.state.storeQueue()
+	q.unstored = append(q.unstored, pendingAckOf(d.msg))
+	q.bytes += d.size
 	w.scheduleStore(ctx, d.lane, d.state)
 }
 
@@ -111,33 +112,34 @@ func (w *Worker) deferAck(ctx context.Context, d *delivery) {
 // next) or one is queued for that time or earlier; a queued one due later
 // is moved forward. It runs on the lane.
 func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
-	if st.inflight != nil || len(st.unstored) == 0 {
+	q := st.store
+	if q.batch() != nil || len(q.events()) == 0 {
 		return
 	}
 	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
 	if st.storing {
 		// One timer a state: a fired one has its store on the way.
-		if at.Before(st.storeAt) && st.storeTimer != nil && st.storeTimer.Stop() {
-			st.storeAt = at
-			st.storeTimer.Reset(max(0, time.Until(at)))
+		if at.Before(q.at) && q.timer != nil && q.timer.Stop() {
+			q.at = at
+			q.timer.Reset(max(0, time.Until(at)))
 		}
 		return
 	}
-	st.storing, st.storeAt = true, at
+	st.storing, q.at = true, at
 	wait := time.Until(at)
 	if wait <= 0 {
 		// Behind the events already queued on the lane: they join it.
 		go func() { _ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) }) }()
 		return
 	}
-	if st.storeTimer == nil {
-		st.storeTimer = time.AfterFunc(wait, func() {
+	if q.timer == nil {
+		q.timer = time.AfterFunc(wait, func() {
 			// Refused only once the lanes are shut down, after the final store.
 			_ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) })
 		})
 		return
 	}
-	st.storeTimer.Reset(wait)
+	q.timer.Reset(wait)
 }
 
 // storeDue is when the next store of st is due: at the retry time of a
@@ -146,10 +148,10 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 // new ones, do not store together ever after); otherwise the interval
 // after the last write, stretched under load (storeInterval), or the
 // maximum when its events since then are small against its snapshot
-// (storeAmplification, storeFloor).
+// (storeAmplification, storeFloor). st has a store state.
 func (w *Worker) storeDue(st *convState) time.Time {
-	if !st.retryAt.IsZero() {
-		return st.retryAt
+	if !st.store.retryAt.IsZero() {
+		return st.store.retryAt
 	}
 	interval := w.storeInterval()
 	if st.lastStore.IsZero() {
@@ -165,7 +167,7 @@ func (w *Worker) storeDue(st *convState) time.Time {
 	if w.partitions() == 0 && time.Since(st.lastStore) < w.cfg.snapshotMax {
 		size = max(size, storeFloor)
 	}
-	if st.unstoredBytes*storeAmplification < size {
+	if st.store.bytes*storeAmplification < size {
 		interval = max(interval, w.cfg.snapshotMax)
 	}
 	base := w.cfg.snapshotInterval
@@ -222,7 +224,7 @@ func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
 // completion runs on the lane (stored). It runs on the lane.
 func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
-	if st.inflight != nil || len(st.unstored) == 0 || l.cache.peek(st.id) != st {
+	if st.store.batch() != nil || len(st.store.events()) == 0 || l.cache.peek(st.id) != st {
 		return
 	}
 	b, value, err := w.beginStore(st)
@@ -256,10 +258,11 @@ func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, v
 }
 
 // beginStore encodes the snapshot of st and moves its unstored events into
-// a new in-flight batch.
+// a new in-flight batch. st has a store state.
 func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
-	b := &storeBatch{version: st.version, seq: st.seq, msgs: st.unstored, bytes: st.unstoredBytes, done: make(chan struct{})}
-	st.unstored, st.unstoredBytes, st.inflight, st.retryAt = nil, 0, b, time.Time{}
+	q := st.store
+	b := &storeBatch{version: st.version, seq: st.seq, msgs: q.unstored, bytes: q.bytes, done: make(chan struct{})}
+	q.unstored, q.bytes, q.inflight, q.retryAt = nil, 0, b, time.Time{}
 	tree, err := st.conv.ContextTree()
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
@@ -303,10 +306,11 @@ func (w *Worker) writeSnapshot(ctx context.Context, id string, value []byte, rev
 // events again. It runs on the lane, once per batch; l is nil when the
 // lane is letting st go already.
 func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
-	if st.inflight != b {
+	q := st.store
+	if q.batch() != b {
 		return
 	}
-	st.inflight = nil
+	q.inflight = nil
 	o := writeOutcomeOf(b.err)
 	w.metrics.snapshotWritten(ctx, o)
 	switch o {
@@ -318,7 +322,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	switch {
 	case o == writeStored:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
-		st.storeFailures = 0
+		q.failures = 0
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
@@ -338,13 +342,13 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.storeAgain(ctx, l, st, b, time.Now())
 		return
 	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
-		!(st.leaving && st.storeFailures >= leavingRetries):
+		!(st.leaving && q.failures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
 		// Letting it go would rebuild it from an older point and publish
 		// its events' versions a second time.
-		st.storeFailures++
-		delay := min(w.cfg.snapshotInterval<<min(st.storeFailures, 10), 5*time.Second)
+		q.failures++
+		delay := min(w.cfg.snapshotInterval<<min(q.failures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
@@ -355,10 +359,10 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 			"conversation", st.id, "version", b.version, "err", b.err)
 		nakAll(w.nc, b.msgs)
 		if l != nil && l.cache.peek(st.id) == st {
-			l.cache.drop(st.id) // which asks for st.unstored again
+			l.cache.drop(st.id) // which asks for the unstored events again
 		} else {
-			nakAll(w.nc, st.unstored)
-			st.unstored, st.unstoredBytes = nil, 0
+			nakAll(w.nc, q.unstored)
+			q.unstored, q.bytes = nil, 0
 		}
 		return
 	}
@@ -388,9 +392,10 @@ func writeOutcomeOf(err error) writeOutcome {
 // st's unstored ones and schedules a store of them all at retryAt. It runs
 // on the lane.
 func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
-	st.unstored = append(b.msgs, st.unstored...)
-	st.unstoredBytes += b.bytes
-	st.retryAt = retryAt
+	q := st.store
+	q.unstored = append(b.msgs, q.unstored...)
+	q.bytes += b.bytes
+	q.retryAt = retryAt
 	w.scheduleStore(ctx, l, st)
 }
 
@@ -408,7 +413,7 @@ func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
 	case !st.unsaved():
 		w.checkpoint(ctx, st, false)
 		l.cache.drop(st.id)
-	case st.inflight == nil:
+	case st.store.batch() == nil:
 		w.store(ctx, l, st) // now, not at the end of the interval
 	}
 	// Otherwise a write is in flight: its completion comes back here.
@@ -429,7 +434,7 @@ const storeWave = 64
 // stored.
 func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 	for _, st := range states {
-		if b := st.inflight; b != nil {
+		if b := st.store.batch(); b != nil {
 			<-b.done
 			w.stored(ctx, l, st, b)
 		}
@@ -459,7 +464,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			// a stop leaves their events to be redelivered).
 			return
 		}
-		if len(st.unstored) == 0 || st.inflight != nil {
+		if len(st.store.events()) == 0 || st.store.batch() != nil {
 			continue
 		}
 		b, value, err := w.beginStore(st)
@@ -498,8 +503,10 @@ func (w *Worker) release(st *convState, why letReason) {
 		}
 		return
 	}
-	nakAll(w.nc, st.unstored)
-	st.unstored = nil
+	if q := st.store; q != nil {
+		nakAll(w.nc, q.unstored)
+		q.unstored = nil
+	}
 }
 
 // storeAll stores, on every lane, each conversation with events not stored

@@ -339,16 +339,16 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 		var states []*convState
 		failures := map[*convState]int{}
 		l.cache.each(func(st *convState) {
-			if len(st.unstored) > 0 {
+			if len(st.store.events()) > 0 {
 				states = append(states, st)
-				failures[st] = st.storeFailures
+				failures[st] = st.store.failures
 			}
 		})
 		due = len(states)
 		r.w.storeMany(ctx, l, states)
 		for _, st := range states {
-			tried += st.storeFailures - failures[st]
-			if len(st.unstored) > 0 {
+			tried += st.store.failures - failures[st]
+			if len(st.store.events()) > 0 {
 				left++
 			}
 		}
