@@ -190,8 +190,8 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		if c.quiet != nil && !c.quiet(st) {
 			break
 		}
-		// Settled, so no store is pending on it: its store state goes, with
-		// the timer and its closure, and the next event makes a new one.
+		// Settled, so no store is pending on it: its store state goes, and
+		// the next event makes a new one.
 		st.store = nil
 		if st.conv != nil {
 			st.conv.Compact()

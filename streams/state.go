@@ -204,11 +204,11 @@ func (st *convState) weight() int64 {
 
 // What weight allows for a state (the struct, 224 bytes, its element in
 // the cache's list and its id), for its store state while it has one (the
-// struct, 112 bytes, and its timer and the timer's closure, 128), and for
-// an entry of the flat list (its slot in the list, and in flatJSON for a
-// derived one).
+// struct, 96 bytes, and its place in the lane's store clock while queued),
+// and for an entry of the flat list (its slot in the list, and in flatJSON
+// for a derived one).
 const (
 	stateBytes      = 320
-	storeStateBytes = 256
+	storeStateBytes = 128
 	flatEntryBytes  = 24
 )

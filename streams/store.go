@@ -107,39 +107,39 @@ func (w *Worker) deferAck(ctx context.Context, d *delivery) {
 	w.scheduleStore(ctx, d.lane, d.state)
 }
 
-// scheduleStore queues a store of st on its lane for when it is due (see
-// storeDue), unless one is being written (its completion schedules the
-// next) or one is queued for that time or earlier; a queued one due later
-// is moved forward. It runs on the lane.
+// scheduleStore queues a store of st on its lane's clock for when it is
+// due (see storeDue), unless one is being written (its completion
+// schedules the next) or one is queued for that time or earlier; a queued
+// one due later is moved forward. It runs on the lane.
 func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	q := st.store
 	if q.batch() != nil || len(q.events()) == 0 {
 		return
 	}
 	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
-	if st.storing {
-		// One timer a state: a fired one has its store on the way.
-		if at.Before(q.at) && q.timer != nil && q.timer.Stop() {
-			q.at = at
-			q.timer.Reset(max(0, time.Until(at)))
-		}
+	if st.storing && !at.Before(q.at) {
 		return
 	}
 	st.storing, q.at = true, at
-	wait := time.Until(at)
-	if wait <= 0 {
-		// Behind the events already queued on the lane: they join it.
-		go func() { _ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) }) }()
-		return
-	}
-	if q.timer == nil {
-		q.timer = time.AfterFunc(wait, func() {
+	if l.stores.fire == nil {
+		l.stores.fire = func() {
 			// Refused only once the lanes are shut down, after the final store.
-			_ = w.lanes.do(ctx, l, func() { w.store(ctx, l, st) })
-		})
-		return
+			_ = w.lanes.do(ctx, l, func() { w.runStores(ctx, l) })
+		}
 	}
-	q.timer.Reset(wait)
+	l.stores.add(st, at)
+}
+
+// runStores stores the states queued on l's clock that are due, each
+// when it is still queued for the time it was taken at. It runs on the
+// lane.
+func (w *Worker) runStores(ctx context.Context, l *lane) {
+	for _, s := range l.stores.take(time.Now()) {
+		if s.st.storing && s.st.store != nil && s.st.store.at.UnixNano() == s.at {
+			w.store(ctx, l, s.st)
+		}
+	}
+	l.stores.done()
 }
 
 // storeDue is when the next store of st is due: at the retry time of a

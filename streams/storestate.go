@@ -4,7 +4,7 @@ import "time"
 
 // storeState is what a conversation's state holds while its events go to
 // the bucket: the events published and not yet covered by a stored
-// snapshot, the write in flight, the timer of the next one and the count
+// snapshot, the write in flight, when the next one is due and the count
 // of failed writes. A state has one from its first event on, and lets go
 // of it when the cache compacts it, so that an idle conversation, most of
 // a cache, does not hold it (TestShortConversations).
@@ -15,11 +15,10 @@ type storeState struct {
 	unstored []pendingAck
 	bytes    int
 	inflight *storeBatch
-	// at is when the queued store runs, on timer (reused, moved forward
-	// when a store falls due earlier); retryAt is set when a failed or
-	// outdated write is to be retried at a given time.
+	// at is when the queued store runs, on the lane's clock (moved
+	// forward when a store falls due earlier); retryAt is set when a failed
+	// or outdated write is to be retried at a given time.
 	at, retryAt time.Time
-	timer       *time.Timer
 	// failures counts writes in a row that failed transiently (the server
 	// away, a timeout); the next try waits longer each time.
 	failures int
