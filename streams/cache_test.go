@@ -236,6 +236,32 @@ func TestSweepPlan(t *testing.T) {
 	}
 }
 
+// TestStoredStatesAtRest: once every event of a conversation is stored, its
+// state holds no store state, and the cache counts it at its weight
+// without one; the next events make a new one and are stored too.
+func TestStoredStatesAtRest(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithCacheIdle(0), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
+	c := newClient(t, nc)
+	send, want := chainedSender(t, c)
+	const convs = 6
+	atRest := func() bool {
+		rest := 0
+		eachCached(t, r.w, func(st *convState) {
+			if st.store == nil && st.size == st.weight() {
+				rest++
+			}
+		})
+		return rest == convs
+	}
+	for round := range 2 {
+		sendRounds(send, "rest", convs, 3*round, 3*round+3)
+		checkStored(t, c, want, 10*time.Second)
+		waitFor(t, 10*time.Second, "every state at rest, without a store state", atRest)
+	}
+}
+
 // TestIdleConversationsCompacted runs a worker that compacts conversations
 // unused for 100 ms: they are compacted once quiet and stored, and their
 // next events still give snapshots equal to Parse (stored on new timers).
@@ -252,8 +278,7 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts. The store
-	// state and its timer are let go too; the next events (check, below)
-	// make new ones.
+	// state is let go too; the next events (check, below) make new ones.
 	eachCached(t, r.w, func(st *convState) {
 		if st.size != st.weight() {
 			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)

@@ -109,7 +109,7 @@ func benchMessages(t testing.TB, name string) [][]byte {
 // (its tables, its index and walk state, its state here) weighs as much as
 // the messages: 1,000 conversations of n chained messages of 256-byte
 // content each, built as a worker builds them, with the flat list's JSON
-// kept, and, live, the store state their events made. The
+// kept, and, live, the store state of a snapshot write pending. The
 // estimate the caches budget with (convState.weight, see WithCacheBytes)
 // must cover what they hold. Compacted, as idle conversations, most of a
 // cache, are, they must stay within issue 6's 3x of their JSON; live, those
@@ -155,7 +155,7 @@ func TestShortConversations(t *testing.T) {
 				}
 			}
 			st := heldState(t, conv, flat)
-			st.storeQueue() // a worker's live state has the one its events made
+			st.storeQueue() // a live state with a snapshot write pending has one
 			sts[i] = st
 		}
 		held := heapInUse() - before

@@ -32,10 +32,10 @@ type convState struct {
 	flatBytes int
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
-	// store holds the events waiting for a store and the store's timer,
-	// from the first event after the state was loaded or compacted to the
-	// next compaction (nil otherwise); storing (below) is true while a
-	// store is queued on the lane.
+	// store holds the events waiting for a store and the write in flight,
+	// from an event until a write leaves nothing pending (nil otherwise:
+	// see storeState); storing (below) is true while a store is queued on
+	// the lane.
 	store *storeState
 	// lastStore is when the last snapshot was written (zero: none since
 	// the state was loaded); snapshotBytes its size (0: none yet).

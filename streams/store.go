@@ -372,6 +372,12 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 			return
 		}
 		w.scheduleStore(ctx, l, st)
+		if st.settled() {
+			// Nothing pending: the conversation at rest holds no store
+			// state, and its next event makes a new one.
+			st.store = nil
+			l.cache.resize(st)
+		}
 	}
 }
 

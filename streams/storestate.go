@@ -5,9 +5,9 @@ import "time"
 // storeState is what a conversation's state holds while its events go to
 // the bucket: the events published and not yet covered by a stored
 // snapshot, the write in flight, when the next one is due and the count
-// of failed writes. A state has one from its first event on, and lets go
-// of it when the cache compacts it, so that an idle conversation, most of
-// a cache, does not hold it (TestShortConversations).
+// of failed writes. A state has one from an event until a write leaves
+// nothing pending (or the cache compacts it), so that a conversation at
+// rest, most of a cache, does not hold it (TestShortConversations).
 type storeState struct {
 	// unstored are the events published since the last store began,
 	// acknowledged once a store covers them; bytes is their size. inflight
