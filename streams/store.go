@@ -122,6 +122,8 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	}
 	st.storing, q.at = true, at
 	if l.stores.fire == nil {
+		// ctx is the work context of every caller, which outlives Run's and
+		// is never cancelled (see Run): the lane's clock keeps the first.
 		l.stores.fire = func() {
 			// Refused only once the lanes are shut down, after the final store.
 			_ = w.lanes.do(ctx, l, func() { w.runStores(ctx, l) })
