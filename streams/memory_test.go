@@ -111,10 +111,10 @@ func benchMessages(t testing.TB, name string) [][]byte {
 // content each, built as a worker builds them, with the flat list's JSON
 // kept, and, live, the store state of a snapshot write pending. The
 // estimate the caches budget with (convState.weight, see WithCacheBytes)
-// must cover what they hold. Compacted, as idle conversations, most of a
-// cache, are, they must stay within issue 6's 3x of their JSON; live, those
-// of 5 messages or more must (those of one and two hold about 3.15 and 3.1
-// times theirs). The ratios are logged (go test -run
+// must cover what they hold. Compacted (as idle conversations, most of a
+// cache, are), they must stay within issue 6's 3x of their JSON; live,
+// those of 5 messages or more must too (those of one and two hold about
+// 3.15 and 3.1 times theirs). The ratios are logged (go test -run
 // TestShortConversations -v ./streams).
 func TestShortConversations(t *testing.T) {
 	const convs = 1000
