@@ -281,14 +281,27 @@ func TestHostileInput(t *testing.T) {
 		peak = max(peak, ms.HeapAlloc)
 	}
 	// The inputs themselves (10 MB, 14 MB) are held by the test; the
-	// worker must not have kept anything of them.
+	// worker must not have kept anything of them. Measured right away, the
+	// heap held 17 to 27 MiB more than before, and once, in CI after the
+	// package's other tests, 36 MiB: the embedded server keeps the blocks
+	// it wrote last cached for a while. Half a second later it was below
+	// where it started. So the heap is measured again, each half second,
+	// until it is within the bound or 15 s have passed: what the worker
+	// kept would not go.
 	cases, tenMB, deepJSON = nil, nil, nil
 	million.Reset()
 	million = bytes.Buffer{}
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	t.Logf("%d rejections; heap %.1f MiB before, %.1f MiB after, peak sampled %.1f MiB",
-		len(rejections), mib(heapBefore), mib(ms.HeapAlloc), mib(peak))
+	settle := time.Now()
+	for {
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		if ms.HeapAlloc <= heapBefore+32<<20 || time.Since(settle) > 15*time.Second {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Logf("%d rejections; heap %.1f MiB before, %.1f MiB after (%v later), peak sampled %.1f MiB",
+		len(rejections), mib(heapBefore), mib(ms.HeapAlloc), time.Since(settle).Round(time.Millisecond), mib(peak))
 	if ms.HeapAlloc > heapBefore+32<<20 {
 		t.Errorf("heap grew from %.1f to %.1f MiB", mib(heapBefore), mib(ms.HeapAlloc))
 	}
