@@ -70,8 +70,10 @@ func WithMaxMessages(n int) Option { return func(o *options) { o.maxMessages = l
 // inside a branch inside ...); 0 or less means no limit.
 func WithMaxBranchDepth(n int) Option { return func(o *options) { o.maxBranchDepth = limit32(n) } }
 
-// limit32 returns n as an int32, at most math.MaxInt32.
-func limit32(n int) int32 { return int32(min(n, math.MaxInt32)) }
+// limit32 returns the limit n as an int32: at most math.MaxInt32, and 0
+// (no limit) for any n of 0 or less, which a plain conversion of a large
+// negative n would not give.
+func limit32(n int) int32 { return int32(max(min(n, math.MaxInt32), 0)) }
 
 // Parse builds the context tree, the flat list and the message map of a
 // conversation. groups may be nil. Messages that repeat an id replace the

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 )
@@ -167,6 +168,12 @@ func TestMessageLimit(t *testing.T) {
 	}
 	if _, err := Parse(chain(10), nil, WithMaxMessages(10)); err != nil {
 		t.Fatal(err)
+	}
+	// Limits past 32 bits: no limit at or below 0, a large one above.
+	for _, n := range []int{-(1 << 32) + 5, math.MinInt, 0, 1 << 40, math.MaxInt} {
+		if _, err := Parse(chain(10), nil, WithMaxMessages(n), WithMaxBranchDepth(n)); err != nil {
+			t.Errorf("limit %d: %v", n, err)
+		}
 	}
 }
 
