@@ -457,7 +457,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 		failed := 0
 		for _, wr := range wave {
 			<-wr.b.done
-			if wr.b.err != nil && !errors.Is(wr.b.err, errConflict) && !tooLarge(wr.b.err) {
+			if writeOutcomeOf(wr.b.err) == writeFailed {
 				failed++
 			}
 			w.stored(ctx, l, wr.st, wr.b)
