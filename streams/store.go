@@ -113,7 +113,7 @@ func (w *Worker) deferAck(ctx context.Context, d *delivery) {
 // one due later is moved forward. It runs on the lane.
 func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	q := st.store
-	if q.batch() != nil || len(q.events()) == 0 {
+	if !q.startable() {
 		return
 	}
 	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
@@ -226,7 +226,7 @@ func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
 // completion runs on the lane (stored). It runs on the lane.
 func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
-	if st.store.batch() != nil || len(st.store.events()) == 0 || l.cache.peek(st.id) != st {
+	if !st.store.startable() || l.cache.peek(st.id) != st {
 		return
 	}
 	b, value, err := w.beginStore(st)
@@ -472,7 +472,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			// a stop leaves their events to be redelivered).
 			return
 		}
-		if len(st.store.events()) == 0 || st.store.batch() != nil {
+		if !st.store.startable() {
 			continue
 		}
 		b, value, err := w.beginStore(st)

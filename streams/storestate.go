@@ -40,6 +40,11 @@ func (s *storeState) batch() *storeBatch {
 	return s.inflight
 }
 
+// startable reports whether a store can begin: events wait for one and no
+// write is in flight (whose completion schedules the next). False when s
+// is nil.
+func (s *storeState) startable() bool { return len(s.events()) > 0 && s.batch() == nil }
+
 // storeQueue returns st's store state, made when it has none.
 func (st *convState) storeQueue() *storeState {
 	if st.store == nil {
