@@ -13,10 +13,10 @@ import (
 // conversation always maps to the same lane, so its events are applied in
 // the order they were delivered, and the lane's cache needs no lock.
 type lane struct {
-	tasks  chan func()
-	cache  *lru
-	delta  deltaScratch // the message of the lane's deltas (see publish)
-	stores storeClock   // the stores queued on the lane (see scheduleStore)
+	tasks chan func()
+	cache *lru
+	delta deltaScratch // the message of the lane's deltas (see publish)
+	clock storeClock   // the stores queued on the lane (see scheduleStore)
 	// taskStart is when the running task began (Unix nanoseconds), 0
 	// while the lane waits for one; lanes.stalled reads it.
 	taskStart atomic.Int64

@@ -121,27 +121,27 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 		return
 	}
 	st.storing, q.at = true, at
-	if l.stores.fire == nil {
+	if l.clock.fire == nil {
 		// ctx is the work context of every caller, which outlives Run's and
 		// is never cancelled (see Run): the lane's clock keeps the first.
-		l.stores.fire = func() {
+		l.clock.fire = func() {
 			// Refused only once the lanes are shut down, after the final store.
 			_ = w.lanes.do(ctx, l, func() { w.runStores(ctx, l) })
 		}
 	}
-	l.stores.add(st, at)
+	l.clock.add(st, at)
 }
 
 // runStores stores the states queued on l's clock that are due, each
 // when it is still queued for the time it was taken at. It runs on the
 // lane.
 func (w *Worker) runStores(ctx context.Context, l *lane) {
-	for _, s := range l.stores.take(time.Now()) {
+	for _, s := range l.clock.take(time.Now()) {
 		if s.st.storing && s.st.store != nil && s.st.store.at.UnixNano() == s.at {
 			w.store(ctx, l, s.st)
 		}
 	}
-	l.stores.done()
+	l.clock.done()
 }
 
 // storeDue is when the next store of st is due: at the retry time of a
