@@ -96,10 +96,7 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	}
 	waitVersion(t, c, "full", 1, 10*time.Second)
 
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := r.w.js
 	bucket, err := js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
@@ -54,11 +53,7 @@ func TestSnapshotOverLimitInBucket(t *testing.T) {
 	waitFor(t, 10*time.Second, "every delta", func() bool { return deltas.count(r.w.cfg.subjects.Snapshots(conv)) == msgs })
 	waitFor(t, 10*time.Second, "a write counted too large", func() bool { return writes("too_large") > 0 })
 
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := js.Consumer(ctx, r.w.cfg.subjects.EventsStream(), r.w.cfg.consumer)
+	cons, err := r.w.js.Consumer(ctx, r.w.cfg.subjects.EventsStream(), r.w.cfg.consumer)
 	if err != nil {
 		t.Fatal(err)
 	}
