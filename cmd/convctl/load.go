@@ -41,6 +41,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator itself to this file (what measuring costs the machine)")
+	procs := fs.Int("procs", 1, "Ps (GOMAXPROCS) the load generator runs on while it measures; GOMAXPROCS in the environment wins when set; 0: the runtime's default (every CPU). One P is enough to pace and time the events, and a generator with more spins idle Ps looking for work, CPU taken from a worker sharing the machine")
 	workerPprof := fs.String("worker-pprof", "", "the worker's pprof endpoint (its --pprof), e.g. http://127.0.0.1:6060: after the runs, count the worker process's garbage collections that ended in each (same machine only: the clocks are compared)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl load [flags]")
@@ -53,7 +54,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if !ok {
 		return 2
 	}
-	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 || *halfRate < 0 {
+	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 || *halfRate < 0 || *procs < 0 {
 		fs.Usage()
 		return 2
 	}
@@ -61,6 +62,13 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl load:", err)
 		return 2
+	}
+	// The generator mostly sleeps between events and wakes for their
+	// acknowledgements and deltas; with a P idle the runtime keeps a thread
+	// spinning to find it work, on the cores the worker under test needs
+	// (BENCHMARKS.md, "the load generator on one P").
+	if *procs > 0 && os.Getenv("GOMAXPROCS") == "" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*procs))
 	}
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -437,5 +445,5 @@ func machineNote() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s%s/%s, %d CPUs (GOMAXPROCS %d), %s", model, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	return fmt.Sprintf("%s%s/%s, %d CPUs (the load generator's GOMAXPROCS %d), %s", model, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
 }

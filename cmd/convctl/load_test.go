@@ -2,9 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -86,6 +88,34 @@ func TestLoadRounds(t *testing.T) {
 
 	if code, _, _ := convctl(t, "", "load", "--rounds", "0"); code != 2 {
 		t.Errorf("--rounds 0: status %d, want 2", code)
+	}
+}
+
+// TestLoadProcs checks that the generator runs on --procs Ps while it
+// measures, says so, and gives the process its Ps back.
+func TestLoadProcs(t *testing.T) {
+	if os.Getenv("GOMAXPROCS") != "" {
+		t.Skip("GOMAXPROCS set: it wins over --procs")
+	}
+	startWorker(t)
+	before := runtime.GOMAXPROCS(0)
+	for _, c := range []struct {
+		procs string
+		want  int
+	}{{"1", 1}, {"3", 3}, {"0", before}} {
+		code, out, errOut := convctl(t, "", "load", "--quiet", "--conversations", "2", "--events", "4", "--raw=false", "--half=false", "--procs", c.procs)
+		if code != 0 {
+			t.Fatalf("load --procs %s: %d\n%s\n%s", c.procs, code, out, errOut)
+		}
+		if want := fmt.Sprintf("(the load generator's GOMAXPROCS %d)", c.want); !strings.Contains(out, want) {
+			t.Errorf("--procs %s: no %q in\n%s", c.procs, want, out)
+		}
+		if got := runtime.GOMAXPROCS(0); got != before {
+			t.Fatalf("--procs %s: GOMAXPROCS %d after the run, was %d", c.procs, got, before)
+		}
+	}
+	if code, _, _ := convctl(t, "", "load", "--procs", "-1"); code != 2 {
+		t.Errorf("--procs -1: status %d, want 2", code)
 	}
 }
 
