@@ -41,7 +41,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	asJSON := fs.Bool("json", false, "print the summary as JSON")
 	quiet := fs.Bool("quiet", false, "no progress bar")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the load generator itself to this file (what measuring costs the machine)")
-	procs := fs.Int("procs", 1, "Ps (GOMAXPROCS) the load generator runs on while it measures; GOMAXPROCS in the environment wins when set; 0: the runtime's default (every CPU). One P is enough to pace and time the events, and a generator with more spins idle Ps looking for work, CPU taken from a worker sharing the machine")
+	procs := fs.Int("procs", 1, "Ps (GOMAXPROCS) the load generator runs on (GOMAXPROCS in the environment wins; 0: one per CPU): one paces and times the events, and more take CPU from a worker on the same machine")
 	workerPprof := fs.String("worker-pprof", "", "the worker's pprof endpoint (its --pprof), e.g. http://127.0.0.1:6060: after the runs, count the worker process's garbage collections that ended in each (same machine only: the clocks are compared)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl load [flags]")
@@ -64,9 +64,10 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return 2
 	}
 	// The generator mostly sleeps between events and wakes for their
-	// acknowledgements and deltas; with a P idle the runtime keeps a thread
-	// spinning to find it work, on the cores the worker under test needs
-	// (BENCHMARKS.md, "the load generator on one P").
+	// acknowledgements and deltas. With a second P idle, each goroutine it
+	// readies wakes a thread to look for work (futex calls, the scheduler's
+	// search), on the cores the worker under test needs (BENCHMARKS.md,
+	// "the load generator on one P").
 	if *procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*procs))
 	}
