@@ -280,7 +280,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 		if known {
 			gcs = fmt.Sprintf(" %11s", "worker gcs")
 		}
-		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s %9s%s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max", "cpu busy", gcs)
+		fmt.Fprintf(stdout, "%-18s %12s %14s %14s %9s %9s %9s %9s %9s %9s%s\n", name, "target ev/s", "published ev/s", "sustained ev/s", "p50", "p90", "p99", "max", "cpu busy", "gen cores", gcs)
 		for _, r := range results {
 			target := "flat out"
 			if r.Rate > 0 {
@@ -297,8 +297,8 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 			case known:
 				gcs = fmt.Sprintf(" %11s", "-")
 			}
-			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s %9s%s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
-				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), percent(r.CPUBusy), gcs, note)
+			fmt.Fprintf(stdout, "%-18s %12s %14.0f %14.0f %9s %9s %9s %9s %9s %9s%s%s\n", r.label(rounds), target, r.PublishRate, r.Throughput,
+				ms(r.P50), ms(r.P90), ms(r.P99), ms(r.Max), percent(r.CPUBusy), cores(r.GeneratorCPU), gcs, note)
 		}
 		switch {
 		case len(sum.ratios) == 1:
@@ -409,6 +409,14 @@ func percent(x float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", 100*x)
+}
+
+// cores formats a CPU use in cores, "-" when unknown.
+func cores(x float64) string {
+	if x <= 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", x)
 }
 
 func percents(xs []float64) string {

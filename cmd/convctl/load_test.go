@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/convstream/convstream/internal/cputime"
 )
 
 // TestLoadRounds runs every phase twice against a worker, raw and worker
@@ -21,7 +23,7 @@ func TestLoadRounds(t *testing.T) {
 	}
 	for _, want := range []string{
 		"raw JetStream (1)", "worker (1)", "raw JetStream (2)", "worker (2)",
-		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak (", " ev/s) by round: ", "cpu busy\n",
+		"worker peak / raw JetStream peak by round: ", "worker p99 at half of peak (", " ev/s) by round: ", "cpu busy gen cores\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("no %q in\n%s", want, out)
@@ -53,12 +55,20 @@ func TestLoadRounds(t *testing.T) {
 		PeakRatios      []float64 `json:"peakRatios"`
 		MedianPeakRatio float64   `json:"medianPeakRatio"`
 		Results         []struct {
-			Name  string
-			Round int
+			Name         string
+			Round        int
+			GeneratorCPU float64
 		} `json:"results"`
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil {
 		t.Fatalf("%v: %s", err, out)
+	}
+	if _, ok := cputime.Process(); ok {
+		for _, r := range res.Results {
+			if r.GeneratorCPU <= 0 {
+				t.Errorf("%s (%d): no generator CPU", r.Name, r.Round)
+			}
+		}
 	}
 	if res.Rounds != 3 || len(res.PeakRatios) != 3 || res.MedianPeakRatio <= 0 || len(res.Results) != 6 || res.Results[5].Round != 3 {
 		t.Errorf("JSON summary: %+v", res)

@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"runtime/metrics"
 	"time"
+
+	"github.com/convstream/convstream/internal/cputime"
 )
 
 // On a busy machine a garbage collection's mark is what makes a latency
@@ -37,7 +39,7 @@ func idleCollector(ctx context.Context, period time.Duration, log *slog.Logger) 
 	}
 	t := time.NewTicker(period)
 	defer t.Stop()
-	last, ok := processCPU()
+	last, ok := cputime.Process()
 	if !ok {
 		log.Debug("no idle collections: the process's CPU time cannot be read here")
 		return
@@ -48,7 +50,7 @@ func idleCollector(ctx context.Context, period time.Duration, log *slog.Logger) 
 			return
 		case <-t.C:
 		}
-		now, ok := processCPU()
+		now, ok := cputime.Process()
 		used := now - last
 		last = now
 		if !ok || used < 0 || float64(used) > idleShare*float64(period) {
@@ -62,6 +64,6 @@ func idleCollector(ctx context.Context, period time.Duration, log *slog.Logger) 
 		began := time.Now()
 		runtime.GC()
 		log.Debug("collected while idle", "heap", heap, "live_before", live, "goal", goal, "took", time.Since(began))
-		last, _ = processCPU() // the collection's own CPU is not load
+		last, _ = cputime.Process() // the collection's own CPU is not load
 	}
 }

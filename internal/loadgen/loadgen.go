@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/internal/cputime"
 )
 
 // Config is one run.
@@ -63,6 +65,11 @@ type Result struct {
 	// core) that was busy from the start of publishing until the last
 	// event came back; 0 where it cannot be read (Linux /proc/stat only).
 	CPUBusy float64 `json:",omitempty"`
+	// GeneratorCPU is the CPU the load generator's process used over the
+	// same time, in cores (its CPU time over the wall time): what
+	// measuring took from the machine. 0 where it cannot be read (not
+	// Unix).
+	GeneratorCPU float64 `json:",omitempty"`
 	// Timeline is the latency by publish window when Config.Window is set.
 	Timeline []Window `json:",omitempty"`
 }
@@ -149,6 +156,7 @@ func measure(ctx context.Context, name string, pub *publisher, s sink, p *payloa
 	res.Start = start
 	cpu := startCPUSampler(cfg.Window)
 	defer cpu.stop()
+	ownCPU, ownOK := cputime.Process()
 	stopProgress := make(chan struct{})
 	var wg sync.WaitGroup
 	if cfg.Progress != nil {
@@ -207,6 +215,9 @@ func measure(ctx context.Context, name string, pub *publisher, s sink, p *payloa
 	}
 	busy, busyByWindow := cpu.stop()
 	res.CPUBusy = busy
+	if own, ok := cputime.Process(); ok && ownOK {
+		res.GeneratorCPU = (own - ownCPU).Seconds() / time.Since(start).Seconds()
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	res.Received = int(received.Load())
