@@ -58,7 +58,6 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size
-	st.storeQueue() // the event waits for a store (deferAck): weighed with its store state
 	d.lane.cache.resize(st)
 	d.dirty = false
 	d.version = version

@@ -101,7 +101,13 @@ const storeFloor = 64 << 10
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
-	q := d.state.storeQueue()
+	q := d.state.store
+	if q == nil {
+		// Made here for every event awaiting a store, applied or skipped
+		// as redelivered: the cache counts the state with it from now on.
+		q = d.state.storeQueue()
+		d.lane.cache.resize(d.state)
+	}
 	q.unstored = append(q.unstored, pendingAckOf(d.msg))
 	q.bytes += d.size
 	w.scheduleStore(ctx, d.lane, d.state)
