@@ -126,9 +126,9 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	if status(t, h, "/healthz") != 200 {
 		t.Error("healthz while writes fail")
 	}
-	if failed := writes("failed"); failed < 1 {
-		t.Errorf("%d snapshot writes counted failed", failed)
-	}
+	// Not ready comes after the first failed write; the retries, 100 ms
+	// apart, are counted too.
+	waitFor(t, 10*time.Second, "two snapshot writes counted failed", func() bool { return writes("failed") >= 2 })
 
 	limited.MaxBytes = -1
 	if _, err := js.UpdateStream(ctx, limited); err != nil {
