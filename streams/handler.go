@@ -53,7 +53,10 @@ type delivery struct {
 
 	data  map[string]any // the event's data, once validated
 	state *convState     // the conversation, once loaded
-	dirty bool           // state changed in memory but not yet stored
+	// preload is the conversation loaded ahead, off the lane, for this
+	// delivery (see park); nil when it was not.
+	preload *loadResult
+	dirty   bool // state changed in memory but not yet stored
 	// message is an append's message when validate built it straight from
 	// data already in the form a message keeps (data is then nil).
 	message *conversation.Message

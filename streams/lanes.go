@@ -17,6 +17,9 @@ type lane struct {
 	cache *lru
 	delta deltaScratch // the message of the lane's deltas (see publish)
 	clock storeClock   // the stores queued on the lane (see scheduleStore)
+	// loads holds the conversations being loaded off the lane, by id,
+	// with the deliveries parked for them (see park).
+	loads map[string]*parkedLoad
 	// taskStart is when the running task began (Unix nanoseconds), 0
 	// while the lane waits for one; lanes.stalled reads it.
 	taskStart atomic.Int64

@@ -20,6 +20,7 @@ type config struct {
 	limits           Limits
 	lanes            int
 	laneDepth        int
+	loads            int
 	cacheSize        int
 	cacheBytes       int64
 	cacheIdle        time.Duration
@@ -53,6 +54,7 @@ func defaultConfig() config {
 		limits:             DefaultLimits(),
 		lanes:              lanes,
 		laneDepth:          64,
+		loads:              DefaultLoads,
 		cacheSize:          10_000,
 		cacheBytes:         DefaultCacheBytes,
 		cacheIdle:          DefaultCacheIdle,
@@ -79,8 +81,8 @@ func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err
 	}
-	if c.lanes <= 0 || c.laneDepth <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
-		return fmt.Errorf("%w: lanes, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
+	if c.lanes <= 0 || c.laneDepth <= 0 || c.loads <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
+		return fmt.Errorf("%w: lanes, loads, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
 	}
 	if c.storeStall < 0 {
 		return fmt.Errorf("%w: negative store stall limit %v", ErrInvalidConfig, c.storeStall)
@@ -117,6 +119,16 @@ func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 // WithLanes sets how many conversations are applied in parallel: events
 // of one conversation always go to the same lane, in order.
 func WithLanes(n int) Option { return func(c *config) { c.lanes = n } }
+
+// DefaultLoads is how many conversations are loaded from the store at
+// once unless WithLoads says otherwise.
+const DefaultLoads = 32
+
+// WithLoads bounds how many conversations are loaded from the store at
+// once (a new conversation's first event, or the next of one the cache let
+// go): each load runs off its lane, whose other conversations go on
+// meanwhile, while the loading conversation's events wait for it.
+func WithLoads(n int) Option { return func(c *config) { c.loads = n } }
 
 // WithCacheConversations bounds how many conversations are kept in memory;
 // the least recently used are dropped and rebuilt from JetStream on demand.

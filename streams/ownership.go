@@ -228,7 +228,8 @@ const handOffTimeout = 15 * time.Second
 // handOff gives partition p up cleanly. The pull goes on, renewing the
 // pin, but p's events wait in its intake while the lanes apply what they
 // hold of p and store every conversation of p (its events acknowledged),
-// all at once, and let them go. Then the pull stops, the events that
+// all at once, and let them go; the events parked for a conversation of p
+// still being loaded go back to the server unapplied (see returnLoads). Then the pull stops, the events that
 // waited are handed back to the server, and p is unpinned: the next owner
 // starts from stored snapshots (and the checkpoints written as the
 // conversations were let go), with nothing of p applied twice or by two
@@ -250,6 +251,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 	var kept, held atomic.Int32 // the lanes run fn in parallel
 	storeCtx, cancel := context.WithTimeout(o.work, handOffTimeout)
 	err := o.w.lanes.callAll(storeCtx, func(l *lane) {
+		o.w.returnLoads(l, p)
 		in := o.w.partitionStates(l, p)
 		held.Add(int32(len(in)))
 		o.w.storeMany(o.work, l, in)

@@ -89,14 +89,10 @@ func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64,
 }
 
 // stateForEvent returns the state an event at sequence seq applies to,
-// loading it when the lane does not hold it. skip is true when the event
-// has been taken into account already (a redelivery).
-//
-// A conversation that must be loaded is rebuilt from every event before
-// seq, not only up to the stored snapshot: events between the two were
-// delivered earlier and failed or are being redelivered; including them now
-// keeps the order, and their redelivery is then skipped.
-func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64) (st *convState, skip bool, err error) {
+// loading it when the lane does not hold it: pre when it was loaded ahead
+// for this event (see park), else now, on the lane. skip is true when the
+// event has been taken into account already (a redelivery).
+func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64, pre *loadResult) (st *convState, skip bool, err error) {
 	if st := l.cache.get(id); st != nil {
 		if seq <= st.seq {
 			// A redelivery, maybe of an event not stored yet.
@@ -116,6 +112,26 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		// An earlier event is pending elsewhere: rebuild past it.
 		l.cache.drop(id)
 	}
+	if pre != nil {
+		st, skip, err = pre.st, pre.skip, pre.err
+	} else {
+		st, skip, err = w.load(ctx, id, seq)
+	}
+	if st != nil {
+		l.cache.put(st)
+	}
+	return st, skip, err
+}
+
+// load reads from the store the state of conversation id that its event
+// at sequence seq applies to (nil, and skip true, when the stored snapshot
+// covers that event already: a redelivery). The state is rebuilt from
+// every event before seq, not only up to the stored snapshot: events
+// between the two were delivered earlier and failed or are being
+// redelivered; including them now keeps the order, and their redelivery
+// is then skipped. It does not touch the lane's cache, so it may run off
+// the lane.
+func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
 	head, rev, err := w.readHead(ctx, id)
 	if err != nil {
 		return nil, false, err
@@ -127,9 +143,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 	if err != nil {
 		return nil, false, err
 	}
-	st = newState(r, seq-1, head, rev)
-	l.cache.put(st)
-	return st, false, nil
+	return newState(r, seq-1, head, rev), false, nil
 }
 
 // stateForRead returns the state of id as stored: the lane's copy, or one

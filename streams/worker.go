@@ -50,6 +50,9 @@ type Worker struct {
 	cpQueue chan func()
 	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
 	cpBufs sync.Pool
+	// loads bounds the conversations loaded off the lanes at once (see
+	// park).
+	loads *loadGate
 
 	infer inferenceServer
 }
@@ -82,6 +85,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		writers: newWriters(),
 		cpSlots: make(chan struct{}, checkpointsInFlight),
 		cpQueue: make(chan func(), cfg.checkpointsWaiting),
+		loads:   newLoadGate(cfg.loads),
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
@@ -208,6 +212,7 @@ func (w *Worker) finish(work context.Context) {
 	w.ready.Store(false)
 	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
 	w.infer.stop()
+	w.loads.close() // their parked events are applied before the stores
 	w.storeAll(work)
 	w.checkpointAll(work)
 	w.lanes.shutdown()
@@ -254,8 +259,7 @@ func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
 	}
 	d := w.decode(m)
 	d.lane = l
-	err := w.handler(ctx, d)
-	w.settle(ctx, d, err)
+	w.process(ctx, l, d)
 }
 
 // settle acknowledges a delivery by its outcome: ack when applied or

@@ -54,7 +54,7 @@ type options struct {
 	conn                      streams.ConnConfig
 	embedded                  embeddedAuth
 	prefix, consumer          string
-	lanes, cache              int
+	lanes, loads, cache       int
 	cacheBytes                int64
 	cacheIdle                 time.Duration
 	cacheTTL                  time.Duration
@@ -123,6 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
 	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", streams.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
+	num(&o.loads, "loads", "CONVSTREAM_LOADS", streams.DefaultLoads, "conversations loaded from the store at once, off their lanes (a new conversation, or one the cache let go)")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	o.cacheBytes = streams.DefaultCacheBytes
 	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON and structures, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
@@ -252,6 +253,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithSubjects(subjects),
 		streams.WithLimits(o.limits),
 		streams.WithLanes(o.lanes),
+		streams.WithLoads(o.loads),
 		streams.WithCacheConversations(o.cache),
 		streams.WithCacheBytes(o.cacheBytes),
 		streams.WithCacheIdle(o.cacheIdle),

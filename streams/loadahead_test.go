@@ -1,0 +1,150 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+// holdLoads takes every load slot of w, so that its loads begin and wait
+// (and the events of conversations new to it park on their lanes), until
+// the returned release frees them.
+func holdLoads(w *Worker) (release func()) {
+	for range cap(w.loads.slots) {
+		w.loads.slots <- struct{}{}
+	}
+	return func() {
+		for range cap(w.loads.slots) {
+			<-w.loads.slots
+		}
+	}
+}
+
+// parkedEvents counts the deliveries parked on w's lanes for loads.
+func parkedEvents(t testing.TB, w *Worker) int {
+	t.Helper()
+	var n atomic.Int64
+	err := w.lanes.callAll(context.Background(), func(l *lane) {
+		for _, p := range l.loads {
+			n.Add(int64(len(p.parked)))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(n.Load())
+}
+
+// TestLoadsParkEvents holds every load of a worker: the events of
+// conversations new to it (groups, appends, updates and deletes) park on
+// its lanes, all of them, while the lanes stay free; once the loads go
+// on, each conversation's events apply in the order they came, and every
+// conversation ends equal to Parse of its messages.
+func TestLoadsParkEvents(t *testing.T) {
+	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
+	events, want := plan(t, cases)
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithLanes(2), WithLoads(2))
+	c := newClient(t, nc)
+
+	release := holdLoads(r.w)
+	for _, e := range events {
+		if _, err := c.Send(context.Background(), e.conv, e.typ, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every event parked", func() bool { return parkedEvents(t, r.w) == len(events) })
+	// The lanes are not held up: a task on each runs at once.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.w.lanes.callAll(ctx, func(*lane) {}); err != nil {
+		t.Fatalf("lanes held up while their conversations load: %v", err)
+	}
+
+	release()
+	checkStored(t, c, want, 30*time.Second)
+	if n := parkedEvents(t, r.w); n != 0 {
+		t.Errorf("%d events still parked", n)
+	}
+}
+
+// TestStopWaitsForLoads stops a worker whose loads wait, with every event
+// parked: Run returns only once the loads are done, and by then every
+// event is applied, stored and acknowledged.
+func TestStopWaitsForLoads(t *testing.T) {
+	cases := loadCorpus(t, "generated-normal.jsonl.gz", 8)
+	events, want := plan(t, cases)
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithLanes(2), WithLoads(2))
+	c := newClient(t, nc)
+
+	release := holdLoads(r.w)
+	for _, e := range events {
+		if _, err := c.Send(context.Background(), e.conv, e.typ, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every event parked", func() bool { return parkedEvents(t, r.w) == len(events) })
+	r.cancel()
+	select {
+	case <-r.done:
+		t.Fatal("Run returned with loads under way")
+	case <-time.After(200 * time.Millisecond):
+	}
+	release()
+	r.stop(t)
+
+	// With no worker running: what the stop stored is all there is.
+	checkStored(t, c, want, time.Second)
+	ctx := context.Background()
+	cons, err := c.js.Consumer(ctx, c.subjects.EventsStream(), r.w.cfg.consumer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.NumAckPending != 0 || info.NumPending != 0 {
+		t.Errorf("after the stop: %d events unacknowledged, %d not delivered; want none", info.NumAckPending, info.NumPending)
+	}
+}
+
+// TestHandOffReturnsParkedEvents has a worker whose loads wait, every
+// event parked, hand a partition off: the events parked for that
+// partition's conversations go back to the server, unapplied, and the
+// next owner applies them; once the loads go on, the worker applies the
+// rest. Every event is applied once.
+func TestHandOffReturnsParkedEvents(t *testing.T) {
+	ns := startServer(t, "")
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLoads(2))...)
+	c := newClient(t, connect(t, ns))
+
+	release := holdLoads(a.w)
+	const convs = 20
+	sent := newAppends(t, c)
+	for k := range convs {
+		conv := fmt.Sprintf("pk-%02d", k)
+		sent.send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+		sent.send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	waitFor(t, 10*time.Second, "every event parked, both partitions owned", func() bool {
+		return parkedEvents(t, a.w) == 2*convs && len(a.w.OwnedPartitions()) == 2
+	})
+
+	startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	if n := parkedEvents(t, a.w); n == 0 || n == 2*convs {
+		t.Errorf("%d events parked after the hand-off, want those of one partition of two", n)
+	}
+	release()
+	sent.waitApplied()
+	checkAppliedOnce(t, 2*convs, recA, recB)
+}
