@@ -46,8 +46,9 @@ const errCodeNoMessage = 10037
 // follower may not have applied what the leader acknowledged a moment ago.
 // A worker taking over a partition must see what its predecessor stored
 // and every event before the one it applies, so the reads that decide what
-// a conversation holds go to the leader; they are a few per conversation
-// loaded, not per event.
+// a conversation holds go to the leader, unless a replica's answer can
+// only come from one that is up to date (directFirstEvent, a rebuild's
+// batches); they are a few per conversation loaded, not per event.
 func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -117,9 +117,10 @@ type replay struct {
 // (after the checkpoint's sequence, when r starts from one: see
 // afterCheckpoint).
 //
-// The leader first names the conversation's first event: for a new
-// conversation, the most common rebuild, there is none before r.before, and
-// that is all. Then it names the last, and the rest comes in batches from
+// A replica first names the conversation's first event (the leader, when
+// the replica holds none): for a new conversation, the most common
+// rebuild, there is none before r.before, and that is all. Then the leader
+// names the last, and the rest comes in batches from
 // whichever replica answers, without a consumer (creating one goes through
 // the meta leader, which made a failover's burst of rebuilds slow) and
 // without a round trip per event. The first batch starts at the stream's
@@ -144,7 +145,13 @@ func (r *replay) run(ctx context.Context) error {
 	if r.checkpoint {
 		return r.afterCheckpoint(ctx)
 	}
-	first, err := r.w.nextEvent(ctx, r.id, 1)
+	// Any replica first: one that holds an event at or after r.before holds
+	// every event before it, and for a new conversation that is the answer.
+	// One that holds none may lag: the leader is asked then.
+	first, err := r.w.directFirstEvent(ctx, r.id)
+	if err != nil || first == nil {
+		first, err = r.w.nextEvent(ctx, r.id, 1)
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestRebuildReadsEveryEventBefore rebuilds a conversation longer than
@@ -131,5 +133,44 @@ func TestBehindBatch(t *testing.T) {
 		if got := behindBatch(tc.stored, tc.first, tc.last, tc.before); got != tc.want {
 			t.Errorf("behindBatch(%d, %d, %d, %d) = %d, want %d", tc.stored, tc.first, tc.last, tc.before, got, tc.want)
 		}
+	}
+}
+
+// TestDirectFirstEvent reads a conversation's first event from a replica:
+// none for a conversation with no event, the first of several otherwise,
+// headers as stored.
+func TestDirectFirstEvent(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+
+	if m, err := w.directFirstEvent(ctx, "none"); err != nil || m != nil {
+		t.Fatalf("a conversation with no event: %v, %v; want nil, nil", m, err)
+	}
+	var first uint64
+	for i := range 3 {
+		if _, err := c.Send(ctx, "other", TypeMessageAppended, map[string]any{"id": fmt.Sprintf("o%d", i), "role": "user"}); err != nil {
+			t.Fatal(err)
+		}
+		sent, err := c.Send(ctx, "some", TypeMessageAppended, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = sent.Sequence
+		}
+	}
+	m, err := w.directFirstEvent(ctx, "some")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leader, err := w.nextEvent(ctx, "some", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m == nil || m.Sequence != first || m.Subject != leader.Subject || string(m.Data) != string(leader.Data) ||
+		m.Header.Get(headerMsgID) != leader.Header.Get(headerMsgID) || m.Header.Get(jetstream.SequenceHeader) != "" {
+		t.Errorf("first event %+v, want the leader's %+v (sequence %d) without the direct get's headers", m, leader, first)
 	}
 }
