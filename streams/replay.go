@@ -21,13 +21,14 @@ const replayTimeout = time.Minute
 // would be refused are skipped silently: they were reported when they
 // first arrived. stored says whether the conversation has a stored
 // snapshot: only then can it have a checkpoint, which the replay starts
-// from (see checkpoint.go). Cost: one read from the stream's leader for a
-// new conversation; otherwise two (three when later events are stored)
-// and batched reads of up to replayBatch events (see replay.run), after
-// the checkpoint's get.
+// from (see checkpoint.go). Cost: for a new conversation, one read from a
+// replica (see replay.run); otherwise two from the stream's leader (three
+// when later events are stored) and batched reads of up to replayBatch
+// events, after the checkpoint's get.
 func (w *Worker) rebuild(ctx context.Context, id string, before uint64, stored bool) (*replay, error) {
 	start := time.Now()
 	r := w.newReplay(id, before)
+	r.unstored = !stored
 	if before <= 1 {
 		return r, nil
 	}
@@ -101,6 +102,9 @@ type replay struct {
 	bytes int    // their size
 	seen  uint64 // sequence of the last event read (or the checkpoint's)
 	last  uint64 // sequence of the last event that changed conv
+	// unstored is set when the conversation has no stored snapshot: it is
+	// most likely new (see run).
+	unstored bool
 	// checkpoint is set when conv began as the conversation's checkpoint,
 	// which took base events into account.
 	checkpoint bool
@@ -117,10 +121,10 @@ type replay struct {
 // (after the checkpoint's sequence, when r starts from one: see
 // afterCheckpoint).
 //
-// A replica first names the conversation's first event (the leader, when
-// the replica holds none): for a new conversation, the most common
-// rebuild, there is none before r.before, and that is all. Then the leader
-// names the last, and the rest comes in batches from
+// A replica (for a conversation with no stored snapshot) or the leader
+// first names the conversation's first event: for a new conversation, the
+// most common rebuild, there is none before r.before, and that is all.
+// Then the leader names the last, and the rest comes in batches from
 // whichever replica answers, without a consumer (creating one goes through
 // the meta leader, which made a failover's burst of rebuilds slow) and
 // without a round trip per event. The first batch starts at the stream's
@@ -145,10 +149,19 @@ func (r *replay) run(ctx context.Context) error {
 	if r.checkpoint {
 		return r.afterCheckpoint(ctx)
 	}
-	// Any replica first: one that holds an event at or after r.before holds
-	// every event before it, and for a new conversation that is the answer.
-	// One that holds none may lag: the leader is asked then.
-	first, err := r.w.directFirstEvent(ctx, r.id)
+	// A conversation with no stored snapshot is most likely new: any
+	// replica is asked first, and one that holds an event at or after
+	// r.before holds every event before it, none for a new conversation.
+	// One that holds none may lag: the leader is asked then. (A server
+	// answers a direct get in the read loop of the worker's connection,
+	// holding up what else the worker sends. Asking a replica first for
+	// conversations with a stored snapshot too made BenchmarkRestart slower
+	// in 6 of 7 alternating runs: the leader is asked for those.)
+	var first *jetstream.RawStreamMsg
+	var err error
+	if r.unstored {
+		first, err = r.w.directFirstEvent(ctx, r.id)
+	}
 	if err != nil || first == nil {
 		first, err = r.w.nextEvent(ctx, r.id, 1)
 	}

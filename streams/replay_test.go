@@ -13,8 +13,10 @@ import (
 // several batched reads, its events interleaved with another's, up to
 // sequences within it (read one by one: later events are stored), up to its
 // last event and past its end (in batches), and all of them again without
-// batches (a server older than 2.11). An event exactly at the size limit
-// must be replayed: a batched read adds headers that are not the event's.
+// batches (a server older than 2.11); some as for a conversation with no
+// stored snapshot, whose first event is read from a replica. An event
+// exactly at the size limit must be replayed: a batched read adds headers
+// that are not the event's.
 func TestRebuildReadsEveryEventBefore(t *testing.T) {
 	nc := connect(t, startServer(t, ""))
 	c := newClient(t, nc)
@@ -57,6 +59,9 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 			}
 			r := w.newReplay("long", before)
 			r.oneByOne = !batched
+			// As if no snapshot were stored: the first event comes from a
+			// replica, once of two.
+			r.unstored = upTo%2 == 1
 			if err := r.run(ctx); err != nil {
 				t.Fatalf("batched %v, up to %d: %v", batched, upTo, err)
 			}
