@@ -80,8 +80,8 @@ func (w *Worker) process(ctx context.Context, l *lane, d *delivery) {
 // reports whether it did: when a load of the conversation is under way
 // already, or when the lane does not hold the conversation and a load
 // begins now. An event that cannot be read, which needs no
-// conversation, begins none; once the worker stops (or before it runs),
-// loads happen on the lane. It runs on the lane.
+// conversation, begins none, nor one whose load is done (d.preload); once
+// the worker stops, loads happen on the lane. It runs on the lane.
 func (w *Worker) park(ctx context.Context, l *lane, d *delivery) bool {
 	id := d.conversationID
 	if id == "" {
