@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // A lane applies one task at a time. A conversation that is not in its
@@ -32,12 +33,15 @@ type loadResult struct {
 }
 
 // loadGate bounds the loads under way and lets a stopping worker wait for
-// them.
+// them. loading counts the loads under way, those waiting for a slot
+// included, and parked the deliveries waiting for them (the gauges
+// convstream.loads and convstream.events.parked).
 type loadGate struct {
-	slots  chan struct{}
-	mu     sync.Mutex
-	closed bool
-	wg     sync.WaitGroup
+	slots           chan struct{}
+	mu              sync.Mutex
+	closed          bool
+	wg              sync.WaitGroup
+	loading, parked atomic.Int64
 }
 
 func newLoadGate(n int) *loadGate { return &loadGate{slots: make(chan struct{}, n)} }
@@ -50,11 +54,15 @@ func (g *loadGate) enter() bool {
 		return false
 	}
 	g.wg.Add(1)
+	g.loading.Add(1)
 	return true
 }
 
 // leave ends a load counted by enter.
-func (g *loadGate) leave() { g.wg.Done() }
+func (g *loadGate) leave() {
+	g.loading.Add(-1)
+	g.wg.Done()
+}
 
 // close lets no new load begin and waits for those under way, each of
 // which has handed its result to its lane by then.
@@ -89,6 +97,7 @@ func (w *Worker) park(ctx context.Context, l *lane, d *delivery) bool {
 	}
 	if p := l.loads[id]; p != nil {
 		p.parked = append(p.parked, d)
+		w.loads.parked.Add(1)
 		return true
 	}
 	if d.decodeErr != nil || d.preload != nil || l.cache.peek(id) != nil || !w.loads.enter() {
@@ -99,6 +108,7 @@ func (w *Worker) park(ctx context.Context, l *lane, d *delivery) bool {
 		l.loads = make(map[string]*parkedLoad)
 	}
 	l.loads[id] = p
+	w.loads.parked.Add(1)
 	go w.loadAhead(ctx, l, id, d.seq, p)
 	return true
 }
@@ -131,6 +141,7 @@ func (w *Worker) unpark(ctx context.Context, l *lane, id string, p *parkedLoad, 
 		return
 	}
 	delete(l.loads, id)
+	w.loads.parked.Add(-int64(len(p.parked)))
 	for i, d := range p.parked {
 		if w.own != nil && w.own.stale(d.msg) {
 			_ = d.msg.Nak()
@@ -158,6 +169,7 @@ func (w *Worker) returnLoads(l *lane, p int) {
 		for _, d := range pl.parked {
 			_ = d.msg.Nak()
 		}
+		w.loads.parked.Add(-int64(len(pl.parked)))
 		delete(l.loads, id)
 	}
 }

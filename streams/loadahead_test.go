@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -43,13 +45,16 @@ func parkedEvents(t testing.TB, w *Worker) int {
 // conversations new to it (groups, appends, updates and deletes) park on
 // its lanes, all of them, while the lanes stay free; once the loads go
 // on, each conversation's events apply in the order they came, and every
-// conversation ends equal to Parse of its messages.
+// conversation ends equal to Parse of its messages. The gauges count the
+// loads and the parked events.
 func TestLoadsParkEvents(t *testing.T) {
 	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
 	events, want := plan(t, cases)
 	ns := startServer(t, "")
 	nc := connect(t, ns)
-	r := startWorker(t, nc, WithLanes(2), WithLoads(2))
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithLanes(2), WithLoads(2),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	c := newClient(t, nc)
 
 	release := holdLoads(r.w)
@@ -65,12 +70,36 @@ func TestLoadsParkEvents(t *testing.T) {
 	if err := r.w.lanes.callAll(ctx, func(*lane) {}); err != nil {
 		t.Fatalf("lanes held up while their conversations load: %v", err)
 	}
+	checkGauges := func(loads, parked int) {
+		t.Helper()
+		g := gauges(t, reader)
+		if g[MetricLoads] != int64(loads) || g[MetricEventsParked] != int64(parked) {
+			t.Errorf("%s = %d and %s = %d; want %d and %d", MetricLoads, g[MetricLoads],
+				MetricEventsParked, g[MetricEventsParked], loads, parked)
+		}
+	}
+	checkGauges(len(cases), len(events))
 
 	release()
 	checkStored(t, c, want, 30*time.Second)
 	if n := parkedEvents(t, r.w); n != 0 {
 		t.Errorf("%d events still parked", n)
 	}
+	checkGauges(0, 0)
+}
+
+// gauges collects reader's int64 gauges of one data point, by name.
+func gauges(t testing.TB, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, sm := range collect(t, reader).ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if g, ok := m.Data.(metricdata.Gauge[int64]); ok && len(g.DataPoints) == 1 {
+				out[m.Name] = g.DataPoints[0].Value
+			}
+		}
+	}
+	return out
 }
 
 // TestStopWaitsForLoads stops a worker whose loads wait, with every event

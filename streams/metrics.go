@@ -66,6 +66,8 @@ const (
 	MetricCacheBytes         = "convstream.cache.bytes"
 	MetricCacheConversations = "convstream.cache.conversations"
 	MetricCacheEvictions     = "convstream.cache.evictions"
+	MetricLoads              = "convstream.loads"
+	MetricEventsParked       = "convstream.events.parked"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -209,8 +211,9 @@ func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome) {
 }
 
 // observeCache reports what the cached conversations weigh (see
-// WithCacheBytes) and how many they are (see WithCacheConversations) as
-// gauges.
+// WithCacheBytes) and how many they are (see WithCacheConversations), and
+// the conversations being loaded off their lanes and the events parked for
+// them (see WithLoads), as gauges.
 func (w *Worker) observeCache(mp metric.MeterProvider) error {
 	m := mp.Meter(instrumentationName)
 	_, err := m.Int64ObservableGauge(MetricCacheBytes,
@@ -228,6 +231,26 @@ func (w *Worker) observeCache(mp metric.MeterProvider) error {
 		metric.WithUnit("{conversation}"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(w.CachedConversations())
+			return nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = m.Int64ObservableGauge(MetricLoads,
+		metric.WithDescription("Conversations being loaded off their lanes, --loads at once, the others waiting for a slot."),
+		metric.WithUnit("{conversation}"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(w.loads.loading.Load())
+			return nil
+		}))
+	if err != nil {
+		return err
+	}
+	_, err = m.Int64ObservableGauge(MetricEventsParked,
+		metric.WithDescription("Events waiting on their lanes for their conversation to be loaded."),
+		metric.WithUnit("{event}"),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(w.loads.parked.Load())
 			return nil
 		}))
 	return err
