@@ -278,14 +278,36 @@ func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (infe
 	}
 }
 
-// readView reads, on the conversation's lane, the flat list ending at the
-// requested leaf (the active path when none).
+// errNotHeld is returned by viewOnLane when the lane does not hold the
+// conversation.
+var errNotHeld = errors.New("streams: conversation not held")
+
+// readView reads the flat list ending at the requested leaf (the active
+// path when none) on the conversation's lane. A conversation the lane does
+// not hold is loaded here first, off the lane, which goes on with its
+// other conversations meanwhile.
 func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (inferenceView, error) {
+	view, err := w.viewOnLane(ctx, l, req, nil)
+	if !errors.Is(err, errNotHeld) {
+		return view, err
+	}
+	pre, err := w.loadForRead(ctx, req.ConversationID)
+	if err != nil {
+		return inferenceView{}, err
+	}
+	return w.viewOnLane(ctx, l, req, pre)
+}
+
+// viewOnLane reads, on lane l, the view of req from the lane's copy of the
+// conversation, else from pre, a state loaded for the read (see
+// stateForRead); errNotHeld when there is neither.
+func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, pre *convState) (inferenceView, error) {
 	var view inferenceView
 	var err error
 	callErr := w.lanes.call(ctx, l, func() {
-		var st *convState
-		if st, err = w.stateForRead(ctx, l, req.ConversationID); err != nil {
+		st := w.stateForRead(l, req.ConversationID, pre)
+		if st == nil {
+			err = errNotHeld
 			return
 		}
 		view.version, view.seq = st.version, st.seq

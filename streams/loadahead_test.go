@@ -10,6 +10,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/convstream/convstream/internal/jsondiff"
 )
 
 // holdLoads takes every load slot of w, so that its loads begin and wait
@@ -176,4 +178,43 @@ func TestHandOffReturnsParkedEvents(t *testing.T) {
 	release()
 	sent.waitApplied()
 	checkAppliedOnce(t, 2*convs, recA, recB)
+}
+
+// TestInferenceLoadsForRead asks a fresh worker for the context of
+// conversations it does not hold: each is loaded for the read (off its
+// lane), the context is the pipeline's output on the stored conversation,
+// and the lane keeps the state loaded.
+func TestInferenceLoadsForRead(t *testing.T) {
+	cases := loadCorpus(t, "generated-normal.jsonl.gz", 3)
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	first := startWorker(t, nc)
+	for i, cc := range cases {
+		sendConversation(t, c, caseID(i), i, cc)
+		waitCaughtUp(t, c, caseID(i), 20*time.Second)
+	}
+	first.stop(t)
+
+	r := startWorker(t, nc, WithPipelines(testPipelines()), WithLanes(1))
+	for i, cc := range cases {
+		conv := caseID(i)
+		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := inferData[InferenceContext](t, ev, TypeInferenceContext)
+		want := expectedContext(t, cc.msgs, cc.groups, nil)
+		if d := jsondiff.Diff(decoded(t, want.Messages), decoded(t, got.Messages)); d != "" {
+			t.Errorf("%s: messages differ: %s", conv, d)
+		}
+		var held bool
+		if err := r.w.lanes.callAll(ctx, func(l *lane) { held = l.cache.peek(conv) != nil }); err != nil {
+			t.Fatal(err)
+		}
+		if !held {
+			t.Errorf("%s: the lane does not hold the state loaded for the read", conv)
+		}
+	}
 }

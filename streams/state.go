@@ -146,20 +146,33 @@ func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState
 	return newState(r, seq-1, head, rev), false, nil
 }
 
-// stateForRead returns the state of id as stored: the lane's copy, or one
-// rebuilt up to the sequence of the stored snapshot. It returns
-// ErrUnknownConversation when nothing is stored.
-func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convState, error) {
+// stateForRead returns the state of id to read: the lane's copy, else
+// pre, a state loaded off the lane for the read (loadForRead), which the
+// lane then keeps; nil when the lane holds none and pre is nil. It runs on
+// the lane.
+func (w *Worker) stateForRead(l *lane, id string, pre *convState) *convState {
 	// A conversation of a partition another worker owns changes behind
 	// this worker's back: it is read from the store every time.
-	cacheable := w.ownsConversation(id)
-	if !cacheable {
+	if !w.ownsConversation(id) {
 		if st := l.cache.peek(id); st != nil && !st.leaving { // a leaving one goes once stored
 			l.cache.drop(id)
 		}
-	} else if st := l.cache.get(id); st != nil {
-		return st, nil
+		return pre
 	}
+	if st := l.cache.get(id); st != nil {
+		return st
+	}
+	if pre != nil {
+		l.cache.put(pre)
+	}
+	return pre
+}
+
+// loadForRead returns the state of id as stored, rebuilt up to the
+// sequence of the stored snapshot; ErrUnknownConversation when nothing is
+// stored. It does not touch a lane: a read loads off the lane, whose other
+// conversations go on meanwhile.
+func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
 	head, rev, err := w.readHead(ctx, id)
 	if err != nil {
 		return nil, err
@@ -173,9 +186,6 @@ func (w *Worker) stateForRead(ctx context.Context, l *lane, id string) (*convSta
 	}
 	st := newState(r, head.Sequence, head, rev)
 	st.unverified = true
-	if cacheable {
-		l.cache.put(st)
-	}
 	return st, nil
 }
 

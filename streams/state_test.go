@@ -37,9 +37,13 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	defer w.lanes.shutdown()
 	l := w.lanes.all[0]
 
-	var read *convState
-	if err := w.lanes.call(ctx, l, func() { read, err = w.stateForRead(ctx, l, "gap") }); err != nil || read == nil {
+	loaded, err := w.loadForRead(ctx, "gap")
+	if err != nil {
 		t.Fatalf("read: %v", err)
+	}
+	var read *convState
+	if err := w.lanes.call(ctx, l, func() { read = w.stateForRead(l, "gap", loaded) }); err != nil || read != loaded {
+		t.Fatalf("read: %v; the lane did not take the state loaded", err)
 	}
 	if read.conv.Len() != 1 || !read.unverified {
 		t.Fatalf("read state: %d messages, unverified %v", read.conv.Len(), read.unverified)
