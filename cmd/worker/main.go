@@ -144,7 +144,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	num(&o.gcPercent, "gc-percent", "CONVSTREAM_GC_PERCENT", defaultGCPercent, "garbage collector target, as GOGC (which wins when set): heap growth in percent of the live heap before a collection")
-	dur(&o.idleGC, "idle-gc", "CONVSTREAM_IDLE_GC", defaultIdleGC, "collect garbage after a period this long in which the process was nearly idle, when a collection is at least halfway due, so that it does not fall under load (0: off)")
+	dur(&o.idleGC, "idle-gc", "CONVSTREAM_IDLE_GC", defaultIdleGC, "collect garbage after a period this long in which the process was nearly idle, when a collection is at least an eighth due, so that it does not fall under load (0: off)")
 	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9, "soft memory limit (GOMEMLIMIT, which wins when set) as a fraction of the container's memory limit (cgroup), or of the machine's memory when there is none; 0: none")
 	ef.bind("memory-limit-ratio", "CONVSTREAM_MEMORY_LIMIT_RATIO")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
