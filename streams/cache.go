@@ -37,6 +37,10 @@ type lru struct {
 	// where the last one stopped.
 	epoch uint32
 	cold  *list.Element
+	// lets counts the states let go of: a state loaded off the lane since
+	// the count last read may be older than one let go meanwhile (see
+	// Worker.stateForRead).
+	lets uint64
 }
 
 // newLRU returns a cache with a budget of its own: capacity conversations
@@ -126,6 +130,7 @@ const (
 
 // let releases a state let go of.
 func (c *lru) let(st *convState, why letReason) {
+	c.lets++
 	if c.release != nil {
 		c.release(st, why)
 	}

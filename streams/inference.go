@@ -287,7 +287,8 @@ var errNotHeld = errors.New("streams: conversation not held")
 // not hold is loaded here first, off the lane, which goes on with its
 // other conversations meanwhile.
 func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (inferenceView, error) {
-	view, err := w.viewOnLane(ctx, l, req, nil)
+	var lets uint64
+	view, err := w.viewOnLane(ctx, l, req, nil, &lets)
 	if !errors.Is(err, errNotHeld) {
 		return view, err
 	}
@@ -295,19 +296,21 @@ func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (i
 	if err != nil {
 		return inferenceView{}, err
 	}
-	return w.viewOnLane(ctx, l, req, pre)
+	return w.viewOnLane(ctx, l, req, pre, &lets)
 }
 
 // viewOnLane reads, on lane l, the view of req from the lane's copy of the
 // conversation, else from pre, a state loaded for the read (see
-// stateForRead); errNotHeld when there is neither.
-func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, pre *convState) (inferenceView, error) {
+// stateForRead); errNotHeld when there is neither, with *lets set to the
+// lane's count of states let go.
+func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, pre *convState, lets *uint64) (inferenceView, error) {
 	var view inferenceView
 	var err error
+	var seen uint64
 	callErr := w.lanes.call(ctx, l, func() {
-		st := w.stateForRead(l, req.ConversationID, pre)
+		st := w.stateForRead(l, req.ConversationID, pre, *lets)
 		if st == nil {
-			err = errNotHeld
+			seen, err = l.cache.lets, errNotHeld
 			return
 		}
 		view.version, view.seq = st.version, st.seq
@@ -339,6 +342,9 @@ func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, 
 	if callErr != nil {
 		// fn may still run later: do not read what it writes.
 		return inferenceView{}, callErr
+	}
+	if errors.Is(err, errNotHeld) {
+		*lets = seen
 	}
 	return view, err
 }

@@ -229,15 +229,16 @@ const handOffTimeout = 15 * time.Second
 // pin, but p's events wait in its intake while the lanes apply what they
 // hold of p and store every conversation of p (its events acknowledged),
 // all at once, and let them go; the events parked for a conversation of p
-// still being loaded go back to the server unapplied (see returnLoads). Then the pull stops, the events that
-// waited are handed back to the server, and p is unpinned: the next owner
-// starts from stored snapshots (and the checkpoints written as the
-// conversations were let go), with nothing of p applied twice or by two
-// workers at once, however long the stores took (a hand-off that stopped
-// pulling first lost the pin when they outlasted the pinned TTL, and the
-// next owner applied the unstored events again). When a store fails or
-// the lanes take longer than handOffTimeout, the worker keeps the
-// partition, its events flow again, and it tries at the next rebalance.
+// still being loaded go back to the server unapplied (see returnLoads).
+// Then the pull stops, the events that waited are handed back to the
+// server, and p is unpinned: the next owner starts from stored snapshots
+// (and the checkpoints written as the conversations were let go), with
+// nothing of p applied twice or by two workers at once, however long the
+// stores took (a hand-off that stopped pulling first lost the pin when
+// they outlasted the pinned TTL, and the next owner applied the unstored
+// events again). When a store fails or the lanes take longer than
+// handOffTimeout, the worker keeps the partition, its events flow again,
+// and it tries at the next rebalance.
 func (o *ownership) handOff(ctx context.Context, p int) {
 	began := time.Now()
 	o.mu.Lock()

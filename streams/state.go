@@ -147,10 +147,12 @@ func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState
 }
 
 // stateForRead returns the state of id to read: the lane's copy, else
-// pre, a state loaded off the lane for the read (loadForRead), which the
-// lane then keeps; nil when the lane holds none and pre is nil. It runs on
-// the lane.
-func (w *Worker) stateForRead(l *lane, id string, pre *convState) *convState {
+// pre, a state loaded off the lane for the read (loadForRead); nil when
+// the lane holds none and pre is nil. The lane keeps pre unless its cache
+// let a state go since it counted lets (a copy of id it let go may be
+// newer than pre, and a stale copy would serve every read until the next
+// event). It runs on the lane.
+func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *convState {
 	// A conversation of a partition another worker owns changes behind
 	// this worker's back: it is read from the store every time.
 	if !w.ownsConversation(id) {
@@ -162,7 +164,7 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState) *convState {
 	if st := l.cache.get(id); st != nil {
 		return st
 	}
-	if pre != nil {
+	if pre != nil && l.cache.lets == lets {
 		l.cache.put(pre)
 	}
 	return pre

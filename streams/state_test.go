@@ -42,7 +42,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 		t.Fatalf("read: %v", err)
 	}
 	var read *convState
-	if err := w.lanes.call(ctx, l, func() { read = w.stateForRead(l, "gap", loaded) }); err != nil || read != loaded {
+	if err := w.lanes.call(ctx, l, func() { read = w.stateForRead(l, "gap", loaded, l.cache.lets) }); err != nil || read != loaded {
 		t.Fatalf("read: %v; the lane did not take the state loaded", err)
 	}
 	if read.conv.Len() != 1 || !read.unverified {
@@ -61,5 +61,42 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	}
 	if err := w.lanes.call(ctx, l, func() { _, skip, err = w.stateForEvent(ctx, l, "gap", e1.Sequence, nil) }); err != nil || !skip {
 		t.Fatalf("the pending event, redelivered: skip %v, %v", skip, err)
+	}
+}
+
+// TestStateForReadKeepsOnlyCurrent: a lane keeps a state loaded off it for
+// a read unless its cache let a state go since the read counted lets (a
+// copy let go may be newer); the read gets the state either way.
+func TestStateForReadKeepsOnlyCurrent(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc)
+	w.lanes = newLanes(1, 4, cacheConfig{conversations: 10})
+	defer w.lanes.shutdown()
+	l := w.lanes.all[0]
+	ctx := context.Background()
+	loaded := func(id string) *convState {
+		return newState(w.newReplay(id, 1), 0, snapshotHead{}, 1)
+	}
+
+	var lets uint64
+	var got *convState
+	var held bool
+	run := func(fn func()) {
+		t.Helper()
+		if err := w.lanes.call(ctx, l, fn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run(func() { lets = l.cache.lets })
+	a := loaded("a")
+	run(func() { got = w.stateForRead(l, "a", a, lets); held = l.cache.peek("a") == a })
+	if got != a || !held {
+		t.Fatalf("nothing let go: read %p (want %p), held %v", got, a, held)
+	}
+	run(func() { lets = l.cache.lets; l.cache.drop("a") })
+	b := loaded("b")
+	run(func() { got = w.stateForRead(l, "b", b, lets); held = l.cache.peek("b") != nil })
+	if got != b || held {
+		t.Fatalf("a state let go meanwhile: read %p (want %p), held %v (want false)", got, b, held)
 	}
 }
