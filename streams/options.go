@@ -77,6 +77,25 @@ func defaultConfig() config {
 	}
 }
 
+// configOf returns the configuration opts make over the defaults, or why
+// it is not valid.
+func configOf(opts []Option) (config, error) {
+	cfg := defaultConfig()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	err := cfg.validate()
+	return cfg, err
+}
+
+// CheckOptions returns the error NewWorker would return for opts, without
+// a connection: a command checks its flags with it before it starts a
+// server or connects.
+func CheckOptions(opts ...Option) error {
+	_, err := configOf(opts)
+	return err
+}
+
 func (c *config) validate() error {
 	if err := c.limits.validate(); err != nil {
 		return err

@@ -60,11 +60,8 @@ type Worker struct {
 // NewWorker returns a worker that talks to NATS over nc. It creates
 // nothing on the server until Run.
 func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
-	cfg := defaultConfig()
-	for _, opt := range opts {
-		opt(&cfg)
-	}
-	if err := cfg.validate(); err != nil {
+	cfg, err := configOf(opts)
+	if err != nil {
 		return nil, err
 	}
 	js, err := jetstream.New(nc)

@@ -213,6 +213,36 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 
+	workerOpts := []streams.Option{
+		streams.WithSubjects(subjects),
+		streams.WithLimits(o.limits),
+		streams.WithLanes(o.lanes),
+		streams.WithLoads(o.loads),
+		streams.WithCacheConversations(o.cache),
+		streams.WithCacheBytes(o.cacheBytes),
+		streams.WithCacheIdle(o.cacheIdle),
+		streams.WithCacheTTL(o.cacheTTL),
+		streams.WithConsumerName(o.consumer),
+		streams.WithStorage(o.storage),
+		streams.WithAckWait(o.ackWait),
+		streams.WithPinnedTTL(o.pinnedTTL),
+		streams.WithSnapshotInterval(o.snapshotInterval),
+		streams.WithSnapshotMaxInterval(o.snapshotMax),
+		streams.WithStoreStallLimit(o.storeStall),
+		streams.WithCheckpoints(o.checkpoints),
+		streams.WithInferenceTimeout(o.inferenceTimeout),
+		streams.WithInferenceWait(o.inferenceWait),
+		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
+		streams.WithLogger(log),
+		streams.WithTracerProvider(tel.tracer),
+		streams.WithMeterProvider(tel.meter),
+	}
+	// The worker's settings are checked before a server starts or a
+	// connection is made.
+	if err := streams.CheckOptions(workerOpts...); err != nil {
+		return err
+	}
+
 	var ns *server.Server
 	natsURL := o.conn.URL
 	var extra []nats.Option
@@ -249,30 +279,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	defer nc.Close()
 
-	w, err := streams.NewWorker(nc,
-		streams.WithSubjects(subjects),
-		streams.WithLimits(o.limits),
-		streams.WithLanes(o.lanes),
-		streams.WithLoads(o.loads),
-		streams.WithCacheConversations(o.cache),
-		streams.WithCacheBytes(o.cacheBytes),
-		streams.WithCacheIdle(o.cacheIdle),
-		streams.WithCacheTTL(o.cacheTTL),
-		streams.WithConsumerName(o.consumer),
-		streams.WithStorage(o.storage),
-		streams.WithAckWait(o.ackWait),
-		streams.WithPinnedTTL(o.pinnedTTL),
-		streams.WithSnapshotInterval(o.snapshotInterval),
-		streams.WithSnapshotMaxInterval(o.snapshotMax),
-		streams.WithStoreStallLimit(o.storeStall),
-		streams.WithCheckpoints(o.checkpoints),
-		streams.WithInferenceTimeout(o.inferenceTimeout),
-		streams.WithInferenceWait(o.inferenceWait),
-		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
-		streams.WithLogger(log),
-		streams.WithTracerProvider(tel.tracer),
-		streams.WithMeterProvider(tel.meter),
-	)
+	w, err := streams.NewWorker(nc, workerOpts...)
 	if err != nil {
 		return err
 	}

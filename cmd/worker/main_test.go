@@ -162,6 +162,22 @@ func TestRunServesAndStops(t *testing.T) {
 	}
 }
 
+// TestRunChecksSettingsFirst: a worker setting out of range (here
+// --loads 0) ends run with the configuration error before the embedded
+// server starts: nothing is written to the data directory.
+func TestRunChecksSettingsFirst(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "data")
+	logs := &syncBuffer{}
+	err := run(context.Background(), []string{"--loads", "0", "--data-dir", data, "--listen", "127.0.0.1:-1", "--http", "off"},
+		func(string) string { return "" }, logs, nil)
+	if !errors.Is(err, streams.ErrInvalidConfig) {
+		t.Fatalf("run: %v, want ErrInvalidConfig\n%s", err, logs)
+	}
+	if _, statErr := os.Stat(data); !errors.Is(statErr, os.ErrNotExist) {
+		t.Errorf("the data directory exists (%v): the server started before the settings were checked\n%s", statErr, logs)
+	}
+}
+
 func TestFlagsFromEnvironment(t *testing.T) {
 	env := map[string]string{"CONVSTREAM_LANES": "3", "CONVSTREAM_SUBJECT_PREFIX": "acme", "CONVSTREAM_MAX_MESSAGES": "50"}
 	o, err := parseFlags([]string{"--lanes", "5"}, func(k string) string { return env[k] }, io.Discard)
