@@ -70,15 +70,12 @@ func (w *Worker) directBatch(ctx context.Context, stream, subject string, from u
 			return fmt.Errorf("streams: batched get from %s: %w", stream, ctx.Err())
 		case m = <-answers:
 		}
-		if status := m.Header.Get("Status"); len(m.Data) == 0 && status != "" {
-			switch status {
-			case "204", "404": // the end of the batch; nothing (more) to read
-				return nil
-			case "503":
-				return fmt.Errorf("streams: batched get from %s: %w", stream, jetstream.ErrStreamNotFound)
-			default:
-				return fmt.Errorf("streams: batched get from %s: %s %s", stream, status, m.Header.Get("Description"))
-			}
+		none, err := directStatus(m)
+		if err != nil {
+			return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+		}
+		if none { // the end of the batch
+			return nil
 		}
 		pending, err := strconv.ParseUint(m.Header.Get(headerNumPending), 10, 64)
 		if err != nil {
@@ -92,6 +89,24 @@ func (w *Worker) directBatch(ctx context.Context, stream, subject string, from u
 			return nil
 		}
 	}
+}
+
+// directStatus reads the status of a direct get's answer that carries no
+// message: none is true when there is nothing (more) to read (204, 404);
+// a stream that is not there (503) or any other status is an error. An
+// answer that carries a message has neither.
+func directStatus(m *nats.Msg) (none bool, err error) {
+	status := m.Header.Get("Status")
+	if len(m.Data) > 0 || status == "" {
+		return false, nil
+	}
+	switch status {
+	case "204", "404":
+		return true, nil
+	case "503":
+		return false, jetstream.ErrStreamNotFound
+	}
+	return false, fmt.Errorf("%s %s", status, m.Header.Get("Description"))
 }
 
 // storedFromDirect returns the stored message a direct get's answer

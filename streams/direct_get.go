@@ -32,11 +32,12 @@ func (w *Worker) directFirstEvent(ctx context.Context, id string) (*jetstream.Ra
 	if err != nil {
 		return nil, fmt.Errorf("streams: direct get from %s: %w", stream, err)
 	}
-	if status := m.Header.Get("Status"); len(m.Data) == 0 && status != "" {
-		if status == "404" {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("streams: direct get from %s: %s %s", stream, status, m.Header.Get("Description"))
+	none, err := directStatus(m)
+	if err != nil {
+		return nil, fmt.Errorf("streams: direct get from %s: %w", stream, err)
+	}
+	if none {
+		return nil, nil
 	}
 	raw, err := storedFromDirect(m)
 	if err != nil {
