@@ -143,8 +143,7 @@ func (w *Worker) unpark(ctx context.Context, l *lane, id string, p *parkedLoad, 
 	delete(l.loads, id)
 	w.loads.parked.Add(-int64(len(p.parked)))
 	for i, d := range p.parked {
-		if w.own != nil && w.own.stale(d.msg) {
-			_ = d.msg.Nak()
+		if w.handBackStale(d.msg) {
 			continue
 		}
 		if i == 0 {

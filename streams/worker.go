@@ -250,13 +250,24 @@ func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 
 // handle runs one message through the handler and settles it.
 func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
-	if w.own != nil && w.own.stale(m) {
-		_ = m.Nak() // queued before this worker lost the partition
+	if w.handBackStale(m) {
 		return
 	}
 	d := w.decode(m)
 	d.lane = l
 	w.process(ctx, l, d)
+}
+
+// handBackStale hands m back to the server, and reports whether it did,
+// when it was delivered under a tenure of its partition that this worker
+// has lost since: it was queued or parked before the loss, and the
+// partition's next owner applies it.
+func (w *Worker) handBackStale(m jetstream.Msg) bool {
+	if w.own == nil || !w.own.stale(m) {
+		return false
+	}
+	_ = m.Nak()
+	return true
 }
 
 // settle acknowledges a delivery by its outcome: ack when applied or
