@@ -216,42 +216,24 @@ func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome) {
 // them (see WithLoads), as gauges.
 func (w *Worker) observeCache(mp metric.MeterProvider) error {
 	m := mp.Meter(instrumentationName)
-	_, err := m.Int64ObservableGauge(MetricCacheBytes,
-		metric.WithDescription("Estimated memory of the conversations cached, against --cache-bytes."),
-		metric.WithUnit("By"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(w.CacheBytes())
-			return nil
-		}))
-	if err != nil {
-		return err
+	for _, g := range []struct {
+		name, description, unit string
+		read                    func() int64
+	}{
+		{MetricCacheBytes, "Estimated memory of the conversations cached, against --cache-bytes.", "By", w.CacheBytes},
+		{MetricCacheConversations, "Conversations cached, against --cache-conversations.", "{conversation}", w.CachedConversations},
+		{MetricLoads, "Conversations being loaded off their lanes, --loads at once, the others waiting for a slot.",
+			"{conversation}", w.loads.loading.Load},
+		{MetricEventsParked, "Events waiting on their lanes for their conversation to be loaded.", "{event}", w.loads.parked.Load},
+	} {
+		_, err := m.Int64ObservableGauge(g.name, metric.WithDescription(g.description), metric.WithUnit(g.unit),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(g.read())
+				return nil
+			}))
+		if err != nil {
+			return err
+		}
 	}
-	_, err = m.Int64ObservableGauge(MetricCacheConversations,
-		metric.WithDescription("Conversations cached, against --cache-conversations."),
-		metric.WithUnit("{conversation}"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(w.CachedConversations())
-			return nil
-		}))
-	if err != nil {
-		return err
-	}
-	_, err = m.Int64ObservableGauge(MetricLoads,
-		metric.WithDescription("Conversations being loaded off their lanes, --loads at once, the others waiting for a slot."),
-		metric.WithUnit("{conversation}"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(w.loads.loading.Load())
-			return nil
-		}))
-	if err != nil {
-		return err
-	}
-	_, err = m.Int64ObservableGauge(MetricEventsParked,
-		metric.WithDescription("Events waiting on their lanes for their conversation to be loaded."),
-		metric.WithUnit("{event}"),
-		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
-			o.Observe(w.loads.parked.Load())
-			return nil
-		}))
-	return err
+	return nil
 }
