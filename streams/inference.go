@@ -287,8 +287,7 @@ var errNotHeld = errors.New("streams: conversation not held")
 // not hold is loaded here first, off the lane, which goes on with its
 // other conversations meanwhile.
 func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (inferenceView, error) {
-	var lets uint64
-	view, err := w.viewOnLane(ctx, l, req, nil, &lets)
+	view, lets, err := w.viewOnLane(ctx, l, req, nil, 0)
 	if !errors.Is(err, errNotHeld) {
 		return view, err
 	}
@@ -296,19 +295,20 @@ func (w *Worker) readView(ctx context.Context, l *lane, req InferenceRequest) (i
 	if err != nil {
 		return inferenceView{}, err
 	}
-	return w.viewOnLane(ctx, l, req, pre, &lets)
+	view, _, err = w.viewOnLane(ctx, l, req, pre, lets)
+	return view, err
 }
 
 // viewOnLane reads, on lane l, the view of req from the lane's copy of the
-// conversation, else from pre, a state loaded for the read (see
-// stateForRead); errNotHeld when there is neither, with *lets set to the
-// lane's count of states let go.
-func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, pre *convState, lets *uint64) (inferenceView, error) {
+// conversation, else from pre, a state loaded for the read when the lane
+// counted lets states let go (see stateForRead); errNotHeld when there is
+// neither, with the lane's count of states let go.
+func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, pre *convState, lets uint64) (inferenceView, uint64, error) {
 	var view inferenceView
 	var err error
 	var seen uint64
 	callErr := w.lanes.call(ctx, l, func() {
-		st := w.stateForRead(l, req.ConversationID, pre, *lets)
+		st := w.stateForRead(l, req.ConversationID, pre, lets)
 		if st == nil {
 			seen, err = l.cache.lets, errNotHeld
 			return
@@ -341,12 +341,9 @@ func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, 
 	})
 	if callErr != nil {
 		// fn may still run later: do not read what it writes.
-		return inferenceView{}, callErr
+		return inferenceView{}, 0, callErr
 	}
-	if errors.Is(err, errNotHeld) {
-		*lets = seen
-	}
-	return view, err
+	return view, seen, err
 }
 
 // rejectInference reports a request that cannot be served: as the reply
