@@ -28,6 +28,20 @@ func holdLoads(w *Worker) (release func()) {
 	}
 }
 
+// sendParked holds every load of w (holdLoads), sends events with c and
+// waits until every one of them is parked; release lets the loads go on.
+func sendParked(t testing.TB, w *Worker, c *Client, events []plannedEvent) (release func()) {
+	t.Helper()
+	release = holdLoads(w)
+	for _, e := range events {
+		if _, err := c.Send(context.Background(), e.conv, e.typ, e.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "every event parked", func() bool { return parkedEvents(t, w) == len(events) })
+	return release
+}
+
 // parkedEvents counts the deliveries parked on w's lanes for loads.
 func parkedEvents(t testing.TB, w *Worker) int {
 	t.Helper()
@@ -59,13 +73,7 @@ func TestLoadsParkEvents(t *testing.T) {
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	c := newClient(t, nc)
 
-	release := holdLoads(r.w)
-	for _, e := range events {
-		if _, err := c.Send(context.Background(), e.conv, e.typ, e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 10*time.Second, "every event parked", func() bool { return parkedEvents(t, r.w) == len(events) })
+	release := sendParked(t, r.w, c, events)
 	// The lanes are not held up: a task on each runs at once.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
@@ -115,13 +123,7 @@ func TestStopWaitsForLoads(t *testing.T) {
 	r := startWorker(t, nc, WithLanes(2), WithLoads(2))
 	c := newClient(t, nc)
 
-	release := holdLoads(r.w)
-	for _, e := range events {
-		if _, err := c.Send(context.Background(), e.conv, e.typ, e.data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 10*time.Second, "every event parked", func() bool { return parkedEvents(t, r.w) == len(events) })
+	release := sendParked(t, r.w, c, events)
 	r.cancel()
 	select {
 	case <-r.done:
