@@ -197,7 +197,7 @@ func (c *lru) sweep(compact, expire uint32) (compacted, expired int) {
 		}
 		// Settled, so no store is pending on it: its store state goes, and
 		// the next event makes a new one.
-		st.store = nil
+		st.dropStore()
 		if st.conv != nil {
 			st.conv.Compact()
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -37,23 +36,39 @@ type convState struct {
 	// see storeState); storing (below) is true while a store is queued on
 	// the lane.
 	store *storeState
-	// lastStore is when the last snapshot was written (zero: none since
-	// the state was loaded); snapshotBytes its size (0: none yet).
-	lastStore     time.Time
-	snapshotBytes int
+	// lastStore is when the last snapshot was written, in Unix nanoseconds
+	// as the lane's store clock counts (0: none since the state was
+	// loaded).
+	lastStore int64
+	// storeAt is when the queued store runs, on the lane's clock (moved
+	// forward when a store falls due earlier); retryAt, when not 0, is when
+	// a failed or outdated write is to be retried. Both are Unix
+	// nanoseconds, and they belong with store: they sit here, in a struct
+	// that has the room, rather than in storeState (see there).
+	storeAt, retryAt int64
 	// size is the state's weight in its cache when last measured (weight).
 	size int64
 	// The small fields sit together, so that the state takes 224 bytes
 	// (TestShortConversations).
 	//
+	// snapshotBytes is the size of the last snapshot encoded (0: none
+	// yet); unstoredBytes that of the events in store.unstored. Both are
+	// clamped to 32 bits (see clamp32): a snapshot is one message, under
+	// the server's limit of 64 MiB, and the events' size only weighs the
+	// next store against the snapshot.
+	snapshotBytes, unstoredBytes int32
 	// used is the cache's epoch when the state was last used; cold is set
 	// while its conversation is compacted (see lru.sweep).
 	used uint32
 	cold bool
+	// failures counts writes in a row that failed transiently (the server
+	// away, a timeout); the next try waits longer each time. It stops
+	// counting at its maximum, past every bound it is compared with.
+	failures uint8
 	// phase places the state's stores within a stretched interval (see
 	// storeDue), drawn at random when the state is made.
 	phase uint32
-	// storing: see unstored.
+	// storing: see store.
 	storing bool
 	// unverified marks a state loaded for reading, up to the stored
 	// snapshot: events after it may exist that this worker was never
@@ -208,7 +223,7 @@ func (st *convState) unsaved() bool { return len(st.store.events()) > 0 || st.st
 // conversation soon: no events awaiting a store, no store queued or being
 // written, no retry due, not leaving.
 func (st *convState) settled() bool {
-	return !st.unsaved() && !st.storing && (st.store == nil || st.store.retryAt.IsZero()) && !st.leaving
+	return !st.unsaved() && !st.storing && st.retryAt == 0 && !st.leaving
 }
 
 // weight approximates the memory st holds: with a conversation, st
@@ -230,11 +245,11 @@ func (st *convState) weight() int64 {
 
 // What weight allows for a state (the struct, 224 bytes, its element in
 // the cache's list and its id), for its store state while it has one (the
-// struct, 96 bytes, and its place in the lane's store clock while queued),
+// struct, 32 bytes, and its place in the lane's store clock while queued),
 // and for an entry of the flat list (its slot in the list, and in flatJSON
 // for a derived one).
 const (
 	stateBytes      = 320
-	storeStateBytes = 128
+	storeStateBytes = 64
 	flatEntryBytes  = 24
 )

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -101,16 +102,17 @@ const storeFloor = 64 << 10
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
 func (w *Worker) deferAck(ctx context.Context, d *delivery) {
-	q := d.state.store
+	st := d.state
+	q := st.store
 	if q == nil {
 		// Made here for every event awaiting a store, applied or skipped
 		// as redelivered: the cache counts the state with it from now on.
-		q = d.state.storeQueue()
-		d.lane.cache.resize(d.state)
+		q = st.storeQueue()
+		d.lane.cache.resize(st)
 	}
 	q.unstored = append(q.unstored, pendingAckOf(d.msg))
-	q.bytes += d.size
-	w.scheduleStore(ctx, d.lane, d.state)
+	st.unstoredBytes = clamp32(int(st.unstoredBytes) + d.size)
+	w.scheduleStore(ctx, d.lane, st)
 }
 
 // scheduleStore queues a store of st on its lane's clock for when it is
@@ -123,10 +125,10 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 		return
 	}
 	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
-	if st.storing && !at.Before(q.at) {
+	if st.storing && !at.Before(time.Unix(0, st.storeAt)) {
 		return
 	}
-	st.storing, q.at = true, at
+	st.storing, st.storeAt = true, at.UnixNano()
 	if l.clock.fire == nil {
 		// ctx is the work context of every caller, which outlives Run's and
 		// is never cancelled (see Run): the lane's clock keeps the first.
@@ -143,7 +145,7 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 // lane.
 func (w *Worker) runStores(ctx context.Context, l *lane) {
 	for _, s := range l.clock.take(time.Now()) {
-		if s.st.storing && s.st.store != nil && s.st.store.at.UnixNano() == s.at {
+		if s.st.storing && s.st.store != nil && s.st.storeAt == s.at {
 			w.store(ctx, l, s.st)
 		}
 	}
@@ -158,29 +160,30 @@ func (w *Worker) runStores(ctx context.Context, l *lane) {
 // maximum when its events since then are small against its snapshot
 // (storeAmplification, storeFloor). st has a store state.
 func (w *Worker) storeDue(st *convState) time.Time {
-	if !st.store.retryAt.IsZero() {
-		return st.store.retryAt
+	if st.retryAt != 0 {
+		return time.Unix(0, st.retryAt)
 	}
 	interval := w.storeInterval()
-	if st.lastStore.IsZero() {
+	if st.lastStore == 0 {
 		if interval <= 0 {
 			return time.Now()
 		}
 		return time.Now().Add(rand.N(interval))
 	}
-	size := st.snapshotBytes
+	size := int(st.snapshotBytes)
 	if size == 0 {
 		size = 2 * st.flatBytes // the flat list and the context tree
 	}
-	if w.partitions() == 0 && time.Since(st.lastStore) < w.cfg.snapshotMax {
+	last := time.Unix(0, st.lastStore)
+	if w.partitions() == 0 && time.Since(last) < w.cfg.snapshotMax {
 		size = max(size, storeFloor)
 	}
-	if st.store.bytes*storeAmplification < size {
+	if int(st.unstoredBytes)*storeAmplification < size {
 		interval = max(interval, w.cfg.snapshotMax)
 	}
 	base := w.cfg.snapshotInterval
 	if interval <= base {
-		return st.lastStore.Add(interval)
+		return last.Add(interval)
 	}
 	// A longer interval is a period in which each conversation has its own
 	// slot (st.phase): conversations that grew or fell behind together
@@ -188,7 +191,7 @@ func (w *Worker) storeDue(st *convState) time.Time {
 	// snapshots in the same instant, a burst every period that holds up
 	// every event behind it. The store comes at the first slot at least
 	// the base interval after the last: once a period when it stays due.
-	return nextSlot(st.lastStore.Add(base), interval, st.phase)
+	return nextSlot(last.Add(base), interval, st.phase)
 }
 
 // roundUp returns t rounded up to a multiple of grain since the Unix epoch
@@ -269,8 +272,9 @@ func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, v
 // a new in-flight batch. st has a store state.
 func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	q := st.store
-	b := &storeBatch{version: st.version, seq: st.seq, msgs: q.unstored, bytes: q.bytes, done: make(chan struct{})}
-	q.unstored, q.bytes, q.inflight, q.retryAt = nil, 0, b, time.Time{}
+	b := &storeBatch{version: st.version, seq: st.seq, msgs: q.unstored, bytes: int(st.unstoredBytes), done: make(chan struct{})}
+	q.unstored, q.inflight = nil, b
+	st.unstoredBytes, st.retryAt = 0, 0
 	tree, err := st.conv.ContextTree()
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
@@ -279,7 +283,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
 	}
-	st.snapshotBytes = len(value)
+	st.snapshotBytes = clamp32(len(value))
 	if limit := w.maxSnapshotBytes(); len(value) > limit {
 		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
@@ -329,8 +333,8 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	}
 	switch {
 	case o == writeStored:
-		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now()
-		q.failures = 0
+		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now().UnixNano()
+		st.failures = 0
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
@@ -339,7 +343,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		// The events took effect and their deltas are out; the bucket keeps
 		// the last snapshot that fitted.
 		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
-		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now()
+		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now().UnixNano()
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
 	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
@@ -350,13 +354,15 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		w.storeAgain(ctx, l, st, b, time.Now())
 		return
 	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
-		!(st.leaving && q.failures >= leavingRetries):
+		!(st.leaving && st.failures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
 		// Letting it go would rebuild it from an older point and publish
 		// its events' versions a second time.
-		q.failures++
-		delay := min(w.cfg.snapshotInterval<<min(q.failures, 10), 5*time.Second)
+		if st.failures < math.MaxUint8 {
+			st.failures++
+		}
+		delay := min(w.cfg.snapshotInterval<<min(st.failures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
@@ -370,7 +376,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 			l.cache.drop(st.id) // which asks for the unstored events again
 		} else {
 			nakAll(w.nc, q.unstored)
-			q.unstored, q.bytes = nil, 0
+			q.unstored, st.unstoredBytes = nil, 0
 		}
 		return
 	}
@@ -383,7 +389,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		if st.settled() {
 			// Nothing pending: the conversation at rest holds no store
 			// state, and its next event makes a new one.
-			st.store = nil
+			st.dropStore()
 			l.cache.resize(st)
 		}
 	}
@@ -408,8 +414,8 @@ func writeOutcomeOf(err error) writeOutcome {
 func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
 	q := st.store
 	q.unstored = append(b.msgs, q.unstored...)
-	q.bytes += b.bytes
-	q.retryAt = retryAt
+	st.unstoredBytes = clamp32(int(st.unstoredBytes) + b.bytes)
+	st.retryAt = retryAt.UnixNano()
 	w.scheduleStore(ctx, l, st)
 }
 

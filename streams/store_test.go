@@ -341,13 +341,13 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 		l.cache.each(func(st *convState) {
 			if len(st.store.events()) > 0 {
 				states = append(states, st)
-				failures[st] = st.store.failures
+				failures[st] = int(st.failures)
 			}
 		})
 		due = len(states)
 		r.w.storeMany(ctx, l, states)
 		for _, st := range states {
-			tried += st.store.failures - failures[st]
+			tried += int(st.failures) - failures[st]
 			if len(st.store.events()) > 0 {
 				left++
 			}
