@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,27 +22,38 @@ import (
 // call) and comes back as JSON with the message in base64. Every new
 // conversation asks it: BENCHMARKS.md, "Session of 2026-12-02, 06:20 UTC".
 func (w *Worker) directFirstEvent(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	stream := w.cfg.subjects.EventsStream()
-	req, err := json.Marshal(msgGetRequest{Seq: 1, NextFor: w.eventSubject(id)})
+	m, _, err := w.directGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{Seq: 1, NextFor: w.eventSubject(id)})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	return m, err
+}
+
+// directGet reads one message of stream with a direct get, answered by any
+// replica of it or by a mirror of it that answers direct gets for it
+// (MirrorDirect); from is the name of the stream that answered.
+// jetstream.ErrMsgNotFound when it holds none.
+func (w *Worker) directGet(ctx context.Context, stream string, req msgGetRequest) (m *jetstream.RawStreamMsg, from string, err error) {
+	body, err := json.Marshal(req)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
 	defer cancel()
-	m, err := w.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, req)
+	answer, err := w.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, body)
 	if err != nil {
-		return nil, fmt.Errorf("streams: direct get from %s: %w", stream, err)
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
 	}
-	none, err := directStatus(m)
+	none, err := directStatus(answer)
 	if err != nil {
-		return nil, fmt.Errorf("streams: direct get from %s: %w", stream, err)
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
 	}
 	if none {
-		return nil, nil
+		return nil, "", jetstream.ErrMsgNotFound
 	}
-	raw, err := storedFromDirect(m)
-	if err != nil {
-		return nil, fmt.Errorf("streams: direct get from %s: %w", stream, err)
+	from = answer.Header.Get(jetstream.StreamHeader)
+	if m, err = storedFromDirect(answer); err != nil {
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
 	}
-	return raw, nil
+	return m, from, nil
 }

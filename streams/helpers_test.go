@@ -155,6 +155,7 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
 		t.Fatal(err)
 	}
+	w.bucketOneReplica = oneReplica(context.Background(), w.kv)
 	if w.cfg.checkpoints {
 		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
 			t.Fatal(err)

@@ -104,11 +104,34 @@ func (w *Worker) lastEvent(ctx context.Context, id string) (*jetstream.RawStream
 // kvOperation is the header a KV bucket marks deletes and purges with.
 const kvOperation = "KV-Operation"
 
-// readStored returns the stored snapshot of id and its revision, read from
-// the bucket's leader; nil and 0 when there is none (or it was deleted).
-func (w *Worker) readStored(ctx context.Context, id string) ([]byte, uint64, error) {
+// readStored returns the stored snapshot of id and its revision, as the
+// bucket's leader holds it; nil and 0 when there is none (or it was
+// deleted). With direct set, it is read with a direct get, as the loads
+// do from a bucket of one replica (see Worker.bucketOneReplica).
+//
+// That replica is the leader, and it answers a direct get without the
+// JetStream API's queue, JSON or base64: in BenchmarkReadStored, 45 µs
+// against 121 for a snapshot of 4 KiB, 4.0 ms against 31 for one of
+// 2 MiB, 20 µs against 53 for a conversation with none (every new one).
+// An answer from a mirror of the bucket that answers direct gets for it
+// (MirrorDirect) is not taken: the leader is asked then. A mirror's
+// "none" carries no name, so one that lags may say a new conversation has
+// no snapshot: it is then rebuilt from its events, which make the same
+// conversation, and its first write conflicts and reads the head from the
+// leader (Worker.behind).
+func (w *Worker) readStored(ctx context.Context, id string, direct bool) ([]byte, uint64, error) {
 	bucket := w.cfg.subjects.SnapshotBucket()
-	m, err := w.leaderGet(ctx, "KV_"+bucket, msgGetRequest{LastFor: "$KV." + bucket + "." + id})
+	stream, req := "KV_"+bucket, msgGetRequest{LastFor: "$KV." + bucket + "." + id}
+	var m *jetstream.RawStreamMsg
+	var err error
+	if direct {
+		var from string
+		if m, from, err = w.directGet(ctx, stream, req); err == nil && from != stream {
+			m, err = w.leaderGet(ctx, stream, req)
+		}
+	} else {
+		m, err = w.leaderGet(ctx, stream, req)
+	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, nil
 	}
@@ -119,4 +142,22 @@ func (w *Worker) readStored(ctx context.Context, id string) ([]byte, uint64, err
 		return nil, 0, nil
 	}
 	return m.Data, m.Sequence, nil
+}
+
+// oneReplica reports whether the bucket kv is one replica that answers
+// direct gets: a direct get from it is as current as a get from its
+// leader. Replicas raised while the worker runs are seen at its next
+// start; until then a replica that lags may answer, with the effects of a
+// lagging mirror (see readStored).
+func oneReplica(ctx context.Context, kv jetstream.KeyValue) bool {
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return false
+	}
+	info, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return false
+	}
+	cfg := info.StreamInfo().Config
+	return cfg.Replicas <= 1 && cfg.AllowDirect && cfg.Mirror == nil && len(cfg.Sources) == 0
 }

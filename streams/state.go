@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 
@@ -90,14 +89,14 @@ type convState struct {
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
-// and its revision; all zero when there is none.
-func (w *Worker) readHead(ctx context.Context, id string) (snapshotHead, uint64, error) {
-	value, rev, err := w.readStored(ctx, id)
+// and its revision; all zero when there is none. direct is readStored's.
+func (w *Worker) readHead(ctx context.Context, id string, direct bool) (snapshotHead, uint64, error) {
+	value, rev, err := w.readStored(ctx, id, direct)
 	if err != nil || rev == 0 {
 		return snapshotHead{}, 0, err
 	}
-	var h snapshotHead
-	if err := json.Unmarshal(value, &h); err != nil {
+	h, err := snapshotHeadOf(value)
+	if err != nil {
 		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
 	}
 	return h, rev, nil
@@ -147,7 +146,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 // is then skipped. It does not touch the lane's cache, so it may run off
 // the lane.
 func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
-	head, rev, err := w.readHead(ctx, id)
+	head, rev, err := w.readHead(ctx, id, w.bucketOneReplica)
 	if err != nil {
 		return nil, false, err
 	}
@@ -190,7 +189,7 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *
 // stored. It does not touch a lane: a read loads off the lane, whose other
 // conversations go on meanwhile.
 func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
-	head, rev, err := w.readHead(ctx, id)
+	head, rev, err := w.readHead(ctx, id, w.bucketOneReplica)
 	if err != nil {
 		return nil, err
 	}

@@ -559,7 +559,7 @@ func tooLarge(err error) bool {
 // event sequences, so the state in memory includes it), and takes its
 // revision for the next write. It reads the bucket's leader.
 func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id)
+	head, rev, err := w.readHead(ctx, st.id, false)
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}

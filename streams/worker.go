@@ -53,6 +53,9 @@ type Worker struct {
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
+	// bucketOneReplica is set by Run when the snapshot bucket has one
+	// replica: loads read its heads with direct gets (see readStored).
+	bucketOneReplica bool
 
 	infer inferenceServer
 }
@@ -114,6 +117,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
+	w.bucketOneReplica = oneReplica(ctx, kv)
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)

@@ -1,0 +1,152 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/nats-io/nats.go"
+)
+
+// TestReadStored reads snapshots of the bucket both ways a worker reads
+// them, with a direct get (the embedded server's bucket has one replica)
+// and from the leader, and requires the same answers: none for a key
+// never written, the value and revision of the last write, none once
+// deleted or purged.
+func TestReadStored(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	if !w.bucketOneReplica {
+		t.Fatal("the bucket of a single server is not taken as one replica")
+	}
+	ctx := context.Background()
+	both := func(id string) (value string, rev uint64) {
+		t.Helper()
+		var got [2]string
+		var revs [2]uint64
+		for i, direct := range []bool{true, false} {
+			v, r, err := w.readStored(ctx, id, direct)
+			if err != nil {
+				t.Fatalf("%s (direct %v): %v", id, direct, err)
+			}
+			got[i], revs[i] = string(v), r
+		}
+		if got[0] != got[1] || revs[0] != revs[1] {
+			t.Fatalf("%s: direct get %.40q at %d, leader %.40q at %d", id, got[0], revs[0], got[1], revs[1])
+		}
+		return got[0], revs[0]
+	}
+	if v, rev := both("none"); v != "" || rev != 0 {
+		t.Errorf("a key never written: %q at %d", v, rev)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		for i := range 3 {
+			value := fmt.Sprintf(`{"conversationId":%q,"version":%d,"sequence":%d}`, id, i, i)
+			rev, err := w.kv.Put(ctx, id, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, r := both(id); v != value || r != rev {
+				t.Errorf("%s: %q at %d, want %q at %d", id, v, r, value, rev)
+			}
+		}
+	}
+	if err := w.kv.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.kv.Purge(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if v, rev := both(id); v != "" || rev != 0 {
+			t.Errorf("%s removed: %q at %d", id, v, rev)
+		}
+	}
+	if _, rev := both("c"); rev == 0 {
+		t.Error("c: gone with the others")
+	}
+}
+
+// TestSnapshotHeadOf reads the head of encoded snapshots and of objects
+// with the fields in other orders, and refuses what is not an object.
+func TestSnapshotHeadOf(t *testing.T) {
+	big := strings.Repeat(`{"id":"m","role":"user","content":"x"},`, 1000)
+	big = big[:len(big)-1]
+	for _, tc := range []struct {
+		value string
+		want  snapshotHead
+	}{
+		{`{"conversationId":"c","version":7,"sequence":9,"flatList":[` + big + `],"contextTree":[]}`, snapshotHead{7, 9}},
+		{`{"flatList":[` + big + `],"sequence":3,"contextTree":[],"version":2}`, snapshotHead{2, 3}},
+		{` { "version" : 1 } `, snapshotHead{Version: 1}},
+		{`{}`, snapshotHead{}},
+	} {
+		h, err := snapshotHeadOf([]byte(tc.value))
+		if err != nil || h != tc.want {
+			t.Errorf("%.60s: %+v, %v; want %+v", tc.value, h, err, tc.want)
+		}
+	}
+	value, err := encodeSnapshotOf(nil, "c1", 12, 34, func(yield func([]byte) bool) { yield([]byte(`{"id":"m"}`)) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := snapshotHeadOf(value); err != nil || h != (snapshotHead{12, 34}) {
+		t.Errorf("an encoded snapshot: %+v, %v", h, err)
+	}
+	for _, bad := range []string{``, `[]`, `"x"`, `{"version":"7"}`, `{"version":`, `{"flatList":[`} {
+		if h, err := snapshotHeadOf([]byte(bad)); err == nil {
+			t.Errorf("%q: %+v, no error", bad, h)
+		}
+	}
+}
+
+// BenchmarkReadStored reads the head of a stored snapshot as a worker
+// loading a conversation does, over the in-process connection of a worker
+// with its embedded server: with a direct get, as from a bucket of one
+// replica, and from the leader through the JetStream API, as from a
+// replicated one.
+func BenchmarkReadStored(b *testing.B) {
+	ns := startServer(b, "")
+	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	w := provisionedWorker(b, nc, WithLogger(testLogger(b)))
+	ctx := context.Background()
+	entry := `{"id":"m","role":"user","content":"` + strings.Repeat("x", 256) + `"}`
+	for _, size := range []int{4 << 10, 256 << 10, 2 << 20} {
+		id := fmt.Sprintf("s%d", size)
+		value := `{"conversationId":"` + id + `","version":7,"sequence":9,"flatList":[` + entry
+		for len(value) < size {
+			value += "," + entry
+		}
+		value += `],"contextTree":[]}`
+		if _, err := w.kv.Put(ctx, id, []byte(value)); err != nil {
+			b.Fatal(err)
+		}
+		for _, direct := range []bool{true, false} {
+			name := map[bool]string{true: "direct", false: "leader"}[direct]
+			b.Run(fmt.Sprintf("size=%dKiB/%s", size>>10, name), func(b *testing.B) {
+				b.SetBytes(int64(len(value)))
+				for b.Loop() {
+					h, rev, err := w.readHead(ctx, id, direct)
+					if err != nil || rev == 0 || h.Version != 7 {
+						b.Fatal(h, rev, err)
+					}
+				}
+			})
+		}
+	}
+	// None stored: the read of every new conversation.
+	for _, direct := range []bool{true, false} {
+		b.Run(fmt.Sprintf("none/%s", map[bool]string{true: "direct", false: "leader"}[direct]), func(b *testing.B) {
+			for b.Loop() {
+				if _, rev, err := w.readHead(ctx, "none", direct); err != nil || rev != 0 {
+					b.Fatal(rev, err)
+				}
+			}
+		})
+	}
+}
