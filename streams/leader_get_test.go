@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // TestReadStored reads snapshots of the bucket both ways a worker reads
@@ -148,5 +150,59 @@ func BenchmarkReadStored(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadStoredPastAMirror reads snapshots from a bucket of one replica
+// that a mirror with direct gets on answers for too: the direct gets go
+// to either, and an answer from the mirror is not taken (the leader is
+// asked), so every read returns the bucket's own last value, even one the
+// mirror does not have yet.
+func TestReadStoredPastAMirror(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	ctx := context.Background()
+	bucket := "KV_" + w.cfg.subjects.SnapshotBucket()
+	const convs = 8
+	for i := range convs {
+		if _, err := w.kv.Put(ctx, fmt.Sprint("c", i), []byte(`{"version":1,"sequence":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mirror, err := w.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SNAPSHOTS_MIRROR",
+		Mirror: &jetstream.StreamSource{Name: bucket}, AllowDirect: true, MirrorDirect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the mirror caught up", func() bool {
+		info, err := mirror.Info(ctx)
+		return err == nil && info.State.Msgs == convs
+	})
+	// Which of the two answers a direct get is the server's choice: ask
+	// until the mirror has answered, then check every answer.
+	mirrored := 0
+	for i := 0; i < 200 && mirrored == 0; i++ {
+		if _, from, err := w.directGet(ctx, bucket, msgGetRequest{LastFor: "$KV." + w.cfg.subjects.SnapshotBucket() + ".c0"}); err != nil {
+			t.Fatal(err)
+		} else if from != bucket {
+			mirrored++
+		}
+	}
+	if mirrored == 0 {
+		t.Fatal("the mirror never answered a direct get for the bucket")
+	}
+	for round := range 20 {
+		for i := range convs {
+			id := fmt.Sprint("c", i)
+			value := fmt.Sprintf(`{"version":%d,"sequence":%d}`, round+2, round+2)
+			rev, err := w.kv.Put(ctx, id, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, gotRev, err := w.readStored(ctx, id, true)
+			if err != nil || string(got) != value || gotRev != rev {
+				t.Fatalf("%s: %q at %d (%v), want %q at %d", id, got, gotRev, err, value, rev)
+			}
+		}
 	}
 }
