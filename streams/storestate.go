@@ -6,12 +6,12 @@ import "math"
 // the bucket: the events published and not yet covered by a stored
 // snapshot, and the write in flight. A state has one from an event until a
 // write leaves nothing pending (or the cache compacts it), so that a
-// conversation at rest, most of a cache, does not hold it. It is two
-// words and a pointer, 32 bytes: the rest of what a pending store needs
-// (its due and retry times, the events' size, the failures) sits in the
-// state's own padding and narrowed fields (see convState), which a
-// separate struct of 96 bytes made 3.15 times the JSON of a live
-// conversation of one message (TestShortConversations).
+// conversation at rest, most of a cache, does not hold it. It is a slice
+// and a pointer, 32 bytes. The rest of what a pending store needs (its due
+// and retry times, the events' size, the failures) sits in the state
+// itself, in padding and narrowed fields (see convState): kept here, in a
+// struct of 96 bytes, it made a live conversation of one message hold
+// 3.15 times its JSON (TestShortConversations).
 type storeState struct {
 	// unstored are the events published since the last store began,
 	// acknowledged once a store covers them (their size is
