@@ -66,8 +66,8 @@ func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest
 		}
 		return nil, fmt.Errorf("streams: get from %s: %w", stream, err)
 	}
-	var resp msgGetResponse
-	if err := json.Unmarshal(reply.Data, &resp); err != nil {
+	resp, err := decodeMsgGet(reply.Data)
+	if err != nil {
 		return nil, fmt.Errorf("streams: get from %s: %w", stream, err)
 	}
 	if resp.Error != nil {

@@ -120,11 +120,13 @@ func BenchmarkReadStored(b *testing.B) {
 	entry := `{"id":"m","role":"user","content":"` + strings.Repeat("x", 256) + `"}`
 	for _, size := range []int{4 << 10, 256 << 10, 2 << 20} {
 		id := fmt.Sprintf("s%d", size)
-		value := `{"conversationId":"` + id + `","version":7,"sequence":9,"flatList":[` + entry
-		for len(value) < size {
-			value += "," + entry
+		var sb strings.Builder
+		sb.WriteString(`{"conversationId":"` + id + `","version":7,"sequence":9,"flatList":[` + entry)
+		for sb.Len() < size {
+			sb.WriteString("," + entry)
 		}
-		value += `],"contextTree":[]}`
+		sb.WriteString(`],"contextTree":[]}`)
+		value := sb.String()
 		if _, err := w.kv.Put(ctx, id, []byte(value)); err != nil {
 			b.Fatal(err)
 		}
