@@ -110,9 +110,10 @@ const kvOperation = "KV-Operation"
 // do from a bucket of one replica (see Worker.bucketOneReplica).
 //
 // That replica is the leader, and it answers a direct get without the
-// JetStream API's queue, JSON or base64: in BenchmarkReadStored, 45 µs
-// against 121 for a snapshot of 4 KiB, 4.0 ms against 31 for one of
-// 2 MiB, 20 µs against 53 for a conversation with none (every new one).
+// JetStream API's queue, JSON or base64: in BenchmarkReadStored, 53–58 µs
+// against 124–135 for a snapshot of 4 KiB, 4.4–4.7 ms against 15–16 for
+// one of 2 MiB, 19–21 µs against 46–54 for a conversation with none
+// (every new one).
 // An answer from a mirror of the bucket that answers direct gets for it
 // (MirrorDirect) is not taken: the leader is asked then. A mirror's
 // "none" carries no name, so one that lags may say a new conversation has
