@@ -29,7 +29,8 @@ func decodeMsgGet(body []byte) (msgGetResponse, error) {
 	from := start + len(dataKey)
 	n := bytes.IndexByte(body[from:], '"')
 	// base64 skips line breaks, which a JSON string cannot hold.
-	if n < 0 || bytes.Contains(body[from+n:], dataKey) || bytes.ContainsAny(body[from:from+n], "\r\n") {
+	if n < 0 || bytes.Contains(body[from+n:], dataKey) ||
+		bytes.IndexByte(body[from:from+n], '\n') >= 0 || bytes.IndexByte(body[from:from+n], '\r') >= 0 {
 		return resp, json.Unmarshal(body, &resp)
 	}
 	encoded := body[from : from+n]
