@@ -145,19 +145,20 @@ func startWorker(t testing.TB, nc *nats.Conn, opts ...Option) *running {
 }
 
 // provisionedWorker returns a worker on nc that is not running, with its
-// stream and bucket provisioned: a test drives its parts directly.
+// stream and bucket provisioned (as its WithStorage says): a test drives
+// its parts directly.
 func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	t.Helper()
 	w, err := NewWorker(nc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
+	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.bucketOneReplica = oneReplica(context.Background(), w.kv)
+	w.heads = headReadOf(context.Background(), w.kv)
 	if w.cfg.checkpoints {
-		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, Storage{}, nil); err != nil {
+		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

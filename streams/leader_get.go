@@ -48,7 +48,8 @@ const errCodeNoMessage = 10037
 // and every event before the one it applies, so the reads that decide what
 // a conversation holds go to the leader, unless a replica's answer can
 // only come from one that is up to date (directFirstEvent, a rebuild's
-// batches); they are a few per conversation loaded, not per event.
+// batches) or the leader confirms it (headConfirmed); they are a few per
+// conversation loaded, not per event.
 func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -99,66 +100,4 @@ func (w *Worker) nextEvent(ctx context.Context, id string, from uint64) (*jetstr
 // the leader.
 func (w *Worker) lastEvent(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
 	return w.leaderGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{LastFor: w.eventSubject(id)})
-}
-
-// kvOperation is the header a KV bucket marks deletes and purges with.
-const kvOperation = "KV-Operation"
-
-// readStored returns the stored snapshot of id and its revision, as the
-// bucket's leader holds it; nil and 0 when there is none (or it was
-// deleted). With direct set, it is read with a direct get, as the loads
-// do from a bucket of one replica (see Worker.bucketOneReplica).
-//
-// That replica is the leader, and it answers a direct get without the
-// JetStream API's queue, JSON or base64: in BenchmarkReadStored, 53–58 µs
-// against 124–135 for a snapshot of 4 KiB, 4.4–4.7 ms against 15–16 for
-// one of 2 MiB, 19–21 µs against 46–54 for a conversation with none
-// (every new one).
-// An answer from a mirror of the bucket that answers direct gets for it
-// (MirrorDirect) is not taken: the leader is asked then. A mirror's
-// "none" carries no name, so one that lags may say a new conversation has
-// no snapshot: it is then rebuilt from its events, which make the same
-// conversation, and its first write conflicts and reads the head from the
-// leader (Worker.behind).
-func (w *Worker) readStored(ctx context.Context, id string, direct bool) ([]byte, uint64, error) {
-	bucket := w.cfg.subjects.SnapshotBucket()
-	stream, req := "KV_"+bucket, msgGetRequest{LastFor: "$KV." + bucket + "." + id}
-	var m *jetstream.RawStreamMsg
-	var err error
-	if direct {
-		var from string
-		if m, from, err = w.directGet(ctx, stream, req); err == nil && from != stream {
-			m, err = w.leaderGet(ctx, stream, req)
-		}
-	} else {
-		m, err = w.leaderGet(ctx, stream, req)
-	}
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
-	}
-	if op := m.Header.Get(kvOperation); op == "DEL" || op == "PURGE" {
-		return nil, 0, nil
-	}
-	return m.Data, m.Sequence, nil
-}
-
-// oneReplica reports whether the bucket kv is one replica that answers
-// direct gets: a direct get from it is as current as a get from its
-// leader. Replicas raised while the worker runs are seen at its next
-// start; until then a replica that lags may answer, with the effects of a
-// lagging mirror (see readStored).
-func oneReplica(ctx context.Context, kv jetstream.KeyValue) bool {
-	status, err := kv.Status(ctx)
-	if err != nil {
-		return false
-	}
-	info, ok := status.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return false
-	}
-	cfg := info.StreamInfo().Config
-	return cfg.Replicas <= 1 && cfg.AllowDirect && cfg.Mirror == nil && len(cfg.Sources) == 0
 }

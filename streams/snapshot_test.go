@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -237,5 +238,38 @@ func TestSnapshotsEqualParse(t *testing.T) {
 	}
 	if n := errs.count(""); n != 0 {
 		t.Errorf("%d rejections, want none: %+v", n, errs.all()[0].ev)
+	}
+}
+
+// TestSnapshotHeadOf reads the head of encoded snapshots and of objects
+// with the fields in other orders, and refuses what is not an object.
+func TestSnapshotHeadOf(t *testing.T) {
+	big := strings.Repeat(`{"id":"m","role":"user","content":"x"},`, 1000)
+	big = big[:len(big)-1]
+	for _, tc := range []struct {
+		value string
+		want  snapshotHead
+	}{
+		{`{"conversationId":"c","version":7,"sequence":9,"flatList":[` + big + `],"contextTree":[]}`, snapshotHead{7, 9}},
+		{`{"flatList":[` + big + `],"sequence":3,"contextTree":[],"version":2}`, snapshotHead{2, 3}},
+		{` { "version" : 1 } `, snapshotHead{Version: 1}},
+		{`{}`, snapshotHead{}},
+	} {
+		h, err := snapshotHeadOf([]byte(tc.value))
+		if err != nil || h != tc.want {
+			t.Errorf("%.60s: %+v, %v; want %+v", tc.value, h, err, tc.want)
+		}
+	}
+	value, err := encodeSnapshotOf(nil, "c1", 12, 34, func(yield func([]byte) bool) { yield([]byte(`{"id":"m"}`)) }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := snapshotHeadOf(value); err != nil || h != (snapshotHead{12, 34}) {
+		t.Errorf("an encoded snapshot: %+v, %v", h, err)
+	}
+	for _, bad := range []string{``, `[]`, `"x"`, `{"version":"7"}`, `{"version":`, `{"flatList":[`} {
+		if h, err := snapshotHeadOf([]byte(bad)); err == nil {
+			t.Errorf("%q: %+v, no error", bad, h)
+		}
 	}
 }

@@ -89,9 +89,9 @@ type convState struct {
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
-// and its revision; all zero when there is none. direct is readStored's.
-func (w *Worker) readHead(ctx context.Context, id string, direct bool) (snapshotHead, uint64, error) {
-	value, rev, err := w.readStored(ctx, id, direct)
+// and its revision; all zero when there is none, read as how says.
+func (w *Worker) readHead(ctx context.Context, id string, how headRead) (snapshotHead, uint64, error) {
+	value, rev, err := w.readStored(ctx, id, how)
 	if err != nil || rev == 0 {
 		return snapshotHead{}, 0, err
 	}
@@ -146,7 +146,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 // is then skipped. It does not touch the lane's cache, so it may run off
 // the lane.
 func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
-	head, rev, err := w.readHead(ctx, id, w.bucketOneReplica)
+	head, rev, err := w.readHead(ctx, id, w.headSizes.pick(w.heads))
 	if err != nil {
 		return nil, false, err
 	}
@@ -189,7 +189,7 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *
 // stored. It does not touch a lane: a read loads off the lane, whose other
 // conversations go on meanwhile.
 func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
-	head, rev, err := w.readHead(ctx, id, w.bucketOneReplica)
+	head, rev, err := w.readHead(ctx, id, w.headSizes.pick(w.heads))
 	if err != nil {
 		return nil, err
 	}

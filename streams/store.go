@@ -557,9 +557,11 @@ func tooLarge(err error) bool {
 // behind reports whether the stored snapshot that made a write of st fail
 // its compare-and-set is at or before the batch's sequence (versions are
 // event sequences, so the state in memory includes it), and takes its
-// revision for the next write. It reads the bucket's leader.
+// revision for the next write. The head is the leader's: read from it, or
+// confirmed by it (headConfirmed), even from a bucket of one replica, whose
+// mirrors may answer its direct gets.
 func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id, false)
+	head, rev, err := w.readHead(ctx, st.id, min(w.headSizes.pick(w.heads), headConfirmed))
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}

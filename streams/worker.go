@@ -53,9 +53,11 @@ type Worker struct {
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
-	// bucketOneReplica is set by Run when the snapshot bucket has one
-	// replica: loads read its heads with direct gets (see readStored).
-	bucketOneReplica bool
+	// heads is how snapshot heads are read (see headRead), set by Run
+	// from the bucket's configuration; headSizes picks between confirmed
+	// and leader reads of a replicated bucket.
+	heads     headRead
+	headSizes headSizes
 
 	infer inferenceServer
 }
@@ -117,7 +119,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
-	w.bucketOneReplica = oneReplica(ctx, kv)
+	w.heads = headReadOf(ctx, kv)
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)

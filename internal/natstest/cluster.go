@@ -15,7 +15,7 @@ import (
 )
 
 // StartCluster starts n JetStream servers clustered over loopback on random
-// ports, stopped when the test ends, and waits until JetStream answers.
+// ports, with the worker's embedded server's max payload, stopped when the test ends, and waits until JetStream answers.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	// Cluster ports are picked free by the OS, then given to every server
@@ -36,8 +36,11 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 		opts := &server.Options{
 			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
 			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			Cluster: server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  routes,
+			// As the worker's embedded server (8 MiB), not NATS's 1 MiB:
+			// snapshots of long conversations are megabytes.
+			MaxPayload: 8 << 20,
+			Cluster:    server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:     routes,
 		}
 		ns, err := server.NewServer(opts)
 		if err != nil {

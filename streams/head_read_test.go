@@ -1,0 +1,348 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/internal/natstest"
+)
+
+// headReads names the ways of reading a snapshot head, for test output.
+var headReads = map[headRead]string{headDirect: "direct", headConfirmed: "confirmed", headFromLeader: "leader"}
+
+// readAllWays reads the snapshot of id every way a worker reads one and
+// requires the same answer from each.
+func readAllWays(t testing.TB, w *Worker, id string) (value string, rev uint64) {
+	t.Helper()
+	ctx := context.Background()
+	first := true
+	for _, how := range []headRead{headDirect, headConfirmed, headFromLeader} {
+		v, r, err := w.readStored(ctx, id, how)
+		if err != nil {
+			t.Fatalf("%s (%s): %v", id, headReads[how], err)
+		}
+		if !first && (string(v) != value || r != rev) {
+			t.Fatalf("%s: %s read %.40q at %d, direct %.40q at %d", id, headReads[how], v, r, value, rev)
+		}
+		value, rev, first = string(v), r, false
+	}
+	return value, rev
+}
+
+// TestReadStored reads snapshots of the bucket every way a worker reads
+// them and requires the same answers: none for a key never written, the
+// value and revision of the last write, none once deleted or purged.
+func TestReadStored(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	if w.heads != headDirect {
+		t.Fatalf("the bucket of a single server is read %s", headReads[w.heads])
+	}
+	ctx := context.Background()
+	if v, rev := readAllWays(t, w, "none"); v != "" || rev != 0 {
+		t.Errorf("a key never written: %q at %d", v, rev)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		for i := range 3 {
+			value := fmt.Sprintf(`{"conversationId":%q,"version":%d,"sequence":%d}`, id, i, i)
+			rev, err := w.kv.Put(ctx, id, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, r := readAllWays(t, w, id); v != value || r != rev {
+				t.Errorf("%s: %q at %d, want %q at %d", id, v, r, value, rev)
+			}
+		}
+	}
+	if err := w.kv.Delete(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.kv.Purge(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b"} {
+		if v, rev := readAllWays(t, w, id); v != "" || rev != 0 {
+			t.Errorf("%s removed: %q at %d", id, v, rev)
+		}
+	}
+	if _, rev := readAllWays(t, w, "c"); rev == 0 {
+		t.Error("c: gone with the others")
+	}
+}
+
+// TestConfirm hands confirm a replica's answer that the leader has moved
+// past, as a lagging replica would give: it returns the leader's last
+// value, or none once the key is deleted, and the answer itself only while
+// it is the last.
+func TestConfirm(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	ctx := context.Background()
+	bucket := w.cfg.subjects.SnapshotBucket()
+	stream, key := "KV_"+bucket, "$KV."+bucket+".c"
+	put := func(value string) (*jetstream.RawStreamMsg, uint64) {
+		t.Helper()
+		rev, err := w.kv.Put(ctx, "c", []byte(value))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _, err := w.directGet(ctx, stream, msgGetRequest{LastFor: key})
+		if err != nil || m.Sequence != rev {
+			t.Fatalf("direct get after a put at %d: %v, %v", rev, m, err)
+		}
+		return m, rev
+	}
+	// Another key's writes after the answer are not the key's.
+	old, _ := put(`{"version":1}`)
+	if _, err := w.kv.Put(ctx, "other", []byte(`{"version":9}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.confirm(ctx, stream, key, old); err != nil || got != old {
+		t.Fatalf("the last value: %v, %v", got, err)
+	}
+	_, rev2 := put(`{"version":2}`)
+	_, rev3 := put(`{"version":3}`)
+	got, err := w.confirm(ctx, stream, key, old)
+	if err != nil || got.Sequence != rev3 || string(got.Data) != `{"version":3}` {
+		t.Fatalf("two writes past the answer: %v, %v; want revision %d (not %d)", got, err, rev3, rev2)
+	}
+	last := got
+	if err := w.kv.Delete(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := w.confirm(ctx, stream, key, last); err != nil || got.Header.Get(kvOperation) != "DEL" {
+		t.Fatalf("after a delete: %v, %v", got, err)
+	}
+}
+
+// TestReadStoredInACluster reads the snapshots of a bucket with three
+// replicas, written through one server, through another: the worker reads
+// them confirmed, and every read returns the last write before it, as the
+// leader's reads do, however far the replica that answered the direct get
+// lagged.
+func TestReadStoredInACluster(t *testing.T) {
+	servers := natstest.StartCluster(t, 3)
+	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
+	writerConn, err := nats.Connect(servers[0].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(writerConn.Close)
+	writer := provisionedWorker(t, writerConn, WithStorage(storage), WithLogger(testLogger(t)))
+	readerConn, err := nats.Connect(servers[2].ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(readerConn.Close)
+	reader := provisionedWorker(t, readerConn, WithStorage(storage), WithLogger(testLogger(t)))
+	if reader.heads != headConfirmed {
+		t.Fatalf("a bucket of three replicas is read %s", headReads[reader.heads])
+	}
+	ctx := context.Background()
+	bucket := "KV_" + reader.cfg.subjects.SnapshotBucket()
+	behind := 0
+	const convs, rounds = 4, 50
+	for round := range rounds {
+		for i := range convs {
+			id := fmt.Sprint("c", i)
+			value := fmt.Sprintf(`{"version":%d,"sequence":%d}`, round+1, round+1)
+			rev, err := writer.kv.Put(ctx, id, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// How often a replica answers behind the leader, for the log.
+			if m, _, err := reader.directGet(ctx, bucket, msgGetRequest{LastFor: "$KV." + reader.cfg.subjects.SnapshotBucket() + "." + id}); err != nil || m.Sequence < rev {
+				behind++
+			}
+			got, gotRev, err := reader.readStored(ctx, id, headConfirmed)
+			if err != nil || string(got) != value || gotRev != rev {
+				t.Fatalf("%s: %q at %d (%v), want %q at %d", id, got, gotRev, err, value, rev)
+			}
+		}
+	}
+	t.Logf("direct gets answered behind the last write: %d of %d", behind, convs*rounds)
+	if v, rev, err := reader.readStored(ctx, "none", headConfirmed); err != nil || v != nil || rev != 0 {
+		t.Errorf("a key never written: %q at %d, %v", v, rev, err)
+	}
+}
+
+// TestHeadSizes checks when a replicated bucket's heads are read
+// confirmed: once the snapshots read are large on average, and from the
+// leader again once new and short ones have brought the mean down. A
+// bucket of one replica, or one without direct gets, is read its one way.
+func TestHeadSizes(t *testing.T) {
+	var h headSizes
+	if got := h.pick(headConfirmed); got != headFromLeader {
+		t.Errorf("a worker that read nothing yet: %s", headReads[got])
+	}
+	h.add(2 << 20)
+	if got := h.pick(headConfirmed); got != headConfirmed {
+		t.Errorf("after a snapshot of 2 MiB: %s", headReads[got])
+	}
+	for _, how := range []headRead{headDirect, headFromLeader} {
+		if got := h.pick(how); got != how {
+			t.Errorf("%s read %s", headReads[how], headReads[got])
+		}
+	}
+	reads := 0
+	for ; h.pick(headConfirmed) == headConfirmed; reads++ {
+		h.add(0)
+	}
+	if reads < 10 || reads > 40 {
+		t.Errorf("%d conversations without a snapshot took the mean back under %d: want 10 to 40", reads, confirmFrom)
+	}
+	for range 100 {
+		h.add(confirmFrom * 2)
+	}
+	if got := h.pick(headConfirmed); got != headConfirmed {
+		t.Errorf("snapshots of twice the threshold: %s", headReads[got])
+	}
+}
+
+// TestReadStoredPastAMirror reads snapshots from a bucket of one replica
+// that a mirror with direct gets on answers for too: the direct gets go
+// to either, and an answer from the mirror is not taken (the leader is
+// asked), so every read, direct or confirmed, returns the bucket's own
+// last value, even one the mirror does not have yet.
+func TestReadStoredPastAMirror(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	ctx := context.Background()
+	bucket := "KV_" + w.cfg.subjects.SnapshotBucket()
+	const convs = 8
+	for i := range convs {
+		if _, err := w.kv.Put(ctx, fmt.Sprint("c", i), []byte(`{"version":1,"sequence":1}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mirror, err := w.js.CreateStream(ctx, jetstream.StreamConfig{Name: "SNAPSHOTS_MIRROR",
+		Mirror: &jetstream.StreamSource{Name: bucket}, AllowDirect: true, MirrorDirect: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the mirror caught up", func() bool {
+		info, err := mirror.Info(ctx)
+		return err == nil && info.State.Msgs == convs
+	})
+	// Which of the two answers a direct get is the server's choice: ask
+	// until the mirror has answered, then check every answer.
+	mirrored := 0
+	for i := 0; i < 200 && mirrored == 0; i++ {
+		if _, from, err := w.directGet(ctx, bucket, msgGetRequest{LastFor: "$KV." + w.cfg.subjects.SnapshotBucket() + ".c0"}); err != nil {
+			t.Fatal(err)
+		} else if from != bucket {
+			mirrored++
+		}
+	}
+	if mirrored == 0 {
+		t.Fatal("the mirror never answered a direct get for the bucket")
+	}
+	for round := range 20 {
+		for i := range convs {
+			id := fmt.Sprint("c", i)
+			value := fmt.Sprintf(`{"version":%d,"sequence":%d}`, round+2, round+2)
+			rev, err := w.kv.Put(ctx, id, []byte(value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, how := range []headRead{headDirect, headConfirmed} {
+				got, gotRev, err := w.readStored(ctx, id, how)
+				if err != nil || string(got) != value || gotRev != rev {
+					t.Fatalf("%s (%s): %q at %d (%v), want %q at %d", id, headReads[how], got, gotRev, err, value, rev)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkReadStored reads the head of a stored snapshot as a worker
+// loading a conversation does, every way it reads one: over the
+// in-process connection of a worker with its embedded server (one
+// replica), and in a cluster of three servers on loopback, from a bucket
+// of three replicas through a server that is not its leader.
+func BenchmarkReadStored(b *testing.B) {
+	ns := startServer(b, "")
+	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(nc.Close)
+	b.Run("one", func(b *testing.B) {
+		benchmarkReadStored(b, provisionedWorker(b, nc, WithLogger(testLogger(b))))
+	})
+	b.Run("cluster", func(b *testing.B) {
+		servers := natstest.StartCluster(b, 3)
+		storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
+		w := provisionedWorker(b, connect(b, servers[0]), WithStorage(storage), WithLogger(testLogger(b)))
+		leader := w.bucketLeader(b)
+		for _, ns := range servers {
+			if ns.Name() != leader {
+				benchmarkReadStored(b, provisionedWorker(b, connect(b, ns), WithStorage(storage), WithLogger(testLogger(b))))
+				return
+			}
+		}
+	})
+}
+
+// bucketLeader returns the name of the server that leads w's bucket.
+func (w *Worker) bucketLeader(tb testing.TB) string {
+	tb.Helper()
+	status, err := w.kv.Status(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	info := status.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		tb.Fatal("the bucket has no leader")
+	}
+	return info.Cluster.Leader
+}
+
+func benchmarkReadStored(b *testing.B, w *Worker) {
+	ctx := context.Background()
+	ways := []headRead{headConfirmed, headFromLeader}
+	if w.heads == headDirect {
+		ways = append(ways, headDirect)
+	}
+	entry := `{"id":"m","role":"user","content":"` + strings.Repeat("x", 256) + `"}`
+	for _, size := range []int{4 << 10, 256 << 10, 2 << 20} {
+		id := fmt.Sprintf("s%d", size)
+		var sb strings.Builder
+		sb.WriteString(`{"conversationId":"` + id + `","version":7,"sequence":9,"flatList":[` + entry)
+		for sb.Len() < size {
+			sb.WriteString("," + entry)
+		}
+		sb.WriteString(`],"contextTree":[]}`)
+		value := sb.String()
+		if _, err := w.kv.Put(ctx, id, []byte(value)); err != nil {
+			b.Fatal(err)
+		}
+		for _, how := range ways {
+			b.Run(fmt.Sprintf("size=%dKiB/%s", size>>10, headReads[how]), func(b *testing.B) {
+				b.SetBytes(int64(len(value)))
+				for b.Loop() {
+					h, rev, err := w.readHead(ctx, id, how)
+					if err != nil || rev == 0 || h.Version != 7 {
+						b.Fatal(h, rev, err)
+					}
+				}
+			})
+		}
+	}
+	// None stored: the read of every new conversation.
+	for _, how := range ways {
+		b.Run("none/"+headReads[how], func(b *testing.B) {
+			for b.Loop() {
+				if _, rev, err := w.readHead(ctx, "none", how); err != nil || rev != 0 {
+					b.Fatal(rev, err)
+				}
+			}
+		})
+	}
+}
