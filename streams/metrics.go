@@ -20,6 +20,9 @@ type instruments struct {
 	// attribute option of each.
 	snapshotWrites metric.Int64Counter
 	byWrite        [writeOutcomes]metric.MeasurementOption
+	// snapshotBytes and snapshotEventBytes count the bytes of the
+	// snapshots stored and of the events they cover.
+	snapshotBytes, snapshotEventBytes metric.Int64Counter
 	// fromCheckpoint and fromEvents are the attribute options of a
 	// rebuild's start.
 	fromCheckpoint, fromEvents metric.MeasurementOption
@@ -60,6 +63,8 @@ const (
 	MetricRebuildDuration    = "convstream.rebuild.duration"
 	MetricCheckpoints        = "convstream.checkpoints"
 	MetricSnapshotWrites     = "convstream.snapshot.writes"
+	MetricSnapshotBytes      = "convstream.snapshot.bytes"
+	MetricSnapshotEventBytes = "convstream.snapshot.event_bytes"
 	MetricPipelineDuration   = "convstream.pipeline.duration"
 	MetricProcessorDuration  = "convstream.processor.duration"
 	MetricInferences         = "convstream.inference.requests"
@@ -107,6 +112,13 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	} else {
 		ins.snapshotWrites = c
 	}
+	bytes := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("By"))
+		errs = append(errs, err)
+		return c
+	}
+	ins.snapshotBytes = bytes(MetricSnapshotBytes, "Bytes of the snapshots stored in the bucket.")
+	ins.snapshotEventBytes = bytes(MetricSnapshotEventBytes, "Bytes of the events the stored snapshots cover: against convstream.snapshot.bytes, what snapshot writes cost for the events they store.")
 	for o := range ins.byWrite {
 		ins.byWrite[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", writeOutcome(o).String())))
 	}
@@ -205,9 +217,14 @@ func (o writeOutcome) String() string {
 	return [...]string{"stored", "failed", "conflict", "too_large"}[o]
 }
 
-// snapshotWritten counts a snapshot write by outcome.
-func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome) {
+// snapshotWritten counts a snapshot write by outcome, and when stored, its
+// size and that of the events it covers.
+func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome, size, events int) {
 	ins.snapshotWrites.Add(ctx, 1, ins.byWrite[o])
+	if o == writeStored {
+		ins.snapshotBytes.Add(ctx, int64(size))
+		ins.snapshotEventBytes.Add(ctx, int64(events))
+	}
 }
 
 // observeCache reports what the cached conversations weigh (see

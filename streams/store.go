@@ -324,7 +324,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	}
 	q.inflight = nil
 	o := writeOutcomeOf(b.err)
-	w.metrics.snapshotWritten(ctx, o)
+	w.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
 	switch o {
 	case writeStored:
 		w.stores.succeeded()

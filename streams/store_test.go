@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -410,5 +411,48 @@ func TestMaxAckPendingGrowsWithTheMaximumInterval(t *testing.T) {
 		if got := w.consumerConfig().MaxAckPending; got < c.seconds*pendingStoresPerSecond {
 			t.Errorf("interval %v, maximum %v: MaxAckPending %d is under the stores' share", c.interval, c.max, got)
 		}
+	}
+}
+
+// TestSnapshotBytesCounted writes a snapshot after each of a conversation's
+// events, one event at a time, and requires the counters of bytes to add
+// up to the snapshots the bucket held after each and to the events as the
+// stream stores them.
+func TestSnapshotBytesCounted(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithSnapshotInterval(0), WithSnapshotMaxInterval(20*time.Millisecond),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	kv := snapshotBucket(t, c)
+	var snapshots, events int64
+	for i := range 12 {
+		m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
+		if i > 0 {
+			m["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		sent, err := c.Send(ctx, "counted", TypeMessageAppended, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitVersion(t, c, "counted", sent.Sequence, 10*time.Second)
+		e, err := kv.Get(ctx, "counted")
+		if err != nil {
+			t.Fatal(err)
+		}
+		snapshots += int64(len(e.Value()))
+		// From the leader: a direct get adds headers of its own.
+		stored, err := r.w.leaderGet(ctx, r.w.cfg.subjects.EventsStream(), msgGetRequest{Seq: sent.Sequence})
+		if err != nil {
+			t.Fatal(err)
+		}
+		events += int64(len(stored.Data) + headerSize(stored.Header))
+	}
+	r.stop(t)
+	s := sums(t, reader)
+	if s[MetricSnapshotBytes] != snapshots || s[MetricSnapshotEventBytes] != events {
+		t.Errorf("counted %d bytes of snapshots covering %d of events, want %d and %d",
+			s[MetricSnapshotBytes], s[MetricSnapshotEventBytes], snapshots, events)
 	}
 }
