@@ -38,6 +38,12 @@ const (
 	headDirect
 )
 
+// String names how heads are read: "direct", "confirmed" (by the leader,
+// while the snapshots read are large) or "leader".
+func (h headRead) String() string {
+	return [...]string{headFromLeader: "leader", headConfirmed: "confirmed", headDirect: "direct"}[h]
+}
+
 // headReadOf returns how a worker reads the bucket kv's snapshots.
 // Replicas raised while the worker runs are seen at its next start; until
 // then a replica that lags may answer its direct gets, with the effects of

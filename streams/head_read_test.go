@@ -13,8 +13,6 @@ import (
 	"github.com/convstream/convstream/internal/natstest"
 )
 
-// headReads names the ways of reading a snapshot head, for test output.
-var headReads = map[headRead]string{headDirect: "direct", headConfirmed: "confirmed", headFromLeader: "leader"}
 
 // readAllWays reads the snapshot of id every way a worker reads one and
 // requires the same answer from each.
@@ -25,10 +23,10 @@ func readAllWays(t testing.TB, w *Worker, id string) (value string, rev uint64) 
 	for _, how := range []headRead{headDirect, headConfirmed, headFromLeader} {
 		v, r, err := w.readStored(ctx, id, how)
 		if err != nil {
-			t.Fatalf("%s (%s): %v", id, headReads[how], err)
+			t.Fatalf("%s (%s): %v", id, how, err)
 		}
 		if !first && (string(v) != value || r != rev) {
-			t.Fatalf("%s: %s read %.40q at %d, direct %.40q at %d", id, headReads[how], v, r, value, rev)
+			t.Fatalf("%s: %s read %.40q at %d, direct %.40q at %d", id, how, v, r, value, rev)
 		}
 		value, rev, first = string(v), r, false
 	}
@@ -42,7 +40,7 @@ func TestReadStored(t *testing.T) {
 	nc := connect(t, startServer(t, ""))
 	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
 	if w.heads != headDirect {
-		t.Fatalf("the bucket of a single server is read %s", headReads[w.heads])
+		t.Fatalf("the bucket of a single server is read %s", w.heads)
 	}
 	ctx := context.Background()
 	if v, rev := readAllWays(t, w, "none"); v != "" || rev != 0 {
@@ -142,7 +140,7 @@ func TestReadStoredInACluster(t *testing.T) {
 	t.Cleanup(readerConn.Close)
 	reader := provisionedWorker(t, readerConn, WithStorage(storage), WithLogger(testLogger(t)))
 	if reader.heads != headConfirmed {
-		t.Fatalf("a bucket of three replicas is read %s", headReads[reader.heads])
+		t.Fatalf("a bucket of three replicas is read %s", reader.heads)
 	}
 	ctx := context.Background()
 	bucket := "KV_" + reader.cfg.subjects.SnapshotBucket()
@@ -179,15 +177,15 @@ func TestReadStoredInACluster(t *testing.T) {
 func TestHeadSizes(t *testing.T) {
 	var h headSizes
 	if got := h.pick(headConfirmed); got != headFromLeader {
-		t.Errorf("a worker that read nothing yet: %s", headReads[got])
+		t.Errorf("a worker that read nothing yet: %s", got)
 	}
 	h.add(2 << 20)
 	if got := h.pick(headConfirmed); got != headConfirmed {
-		t.Errorf("after a snapshot of 2 MiB: %s", headReads[got])
+		t.Errorf("after a snapshot of 2 MiB: %s", got)
 	}
 	for _, how := range []headRead{headDirect, headFromLeader} {
 		if got := h.pick(how); got != how {
-			t.Errorf("%s read %s", headReads[how], headReads[got])
+			t.Errorf("%s read %s", how, got)
 		}
 	}
 	reads := 0
@@ -201,7 +199,7 @@ func TestHeadSizes(t *testing.T) {
 		h.add(confirmFrom * 2)
 	}
 	if got := h.pick(headConfirmed); got != headConfirmed {
-		t.Errorf("snapshots of twice the threshold: %s", headReads[got])
+		t.Errorf("snapshots of twice the threshold: %s", got)
 	}
 }
 
@@ -254,7 +252,7 @@ func TestReadStoredPastAMirror(t *testing.T) {
 			for _, how := range []headRead{headDirect, headConfirmed} {
 				got, gotRev, err := w.readStored(ctx, id, how)
 				if err != nil || string(got) != value || gotRev != rev {
-					t.Fatalf("%s (%s): %q at %d (%v), want %q at %d", id, headReads[how], got, gotRev, err, value, rev)
+					t.Fatalf("%s (%s): %q at %d (%v), want %q at %d", id, how, got, gotRev, err, value, rev)
 				}
 			}
 		}
@@ -324,7 +322,7 @@ func benchmarkReadStored(b *testing.B, w *Worker) {
 			b.Fatal(err)
 		}
 		for _, how := range ways {
-			b.Run(fmt.Sprintf("size=%dKiB/%s", size>>10, headReads[how]), func(b *testing.B) {
+			b.Run(fmt.Sprintf("size=%dKiB/%s", size>>10, how), func(b *testing.B) {
 				b.SetBytes(int64(len(value)))
 				for b.Loop() {
 					h, rev, err := w.readHead(ctx, id, how)
@@ -337,7 +335,7 @@ func benchmarkReadStored(b *testing.B, w *Worker) {
 	}
 	// None stored: the read of every new conversation.
 	for _, how := range ways {
-		b.Run("none/"+headReads[how], func(b *testing.B) {
+		b.Run("none/"+how.String(), func(b *testing.B) {
 			for b.Loop() {
 				if _, rev, err := w.readHead(ctx, "none", how); err != nil || rev != 0 {
 					b.Fatal(rev, err)

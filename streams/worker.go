@@ -120,6 +120,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.stream, w.kv = stream, kv
 	w.heads = headReadOf(ctx, kv)
+	log.DebugContext(ctx, "snapshot heads", "read", w.heads)
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
