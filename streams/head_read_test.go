@@ -13,7 +13,6 @@ import (
 	"github.com/convstream/convstream/internal/natstest"
 )
 
-
 // readAllWays reads the snapshot of id every way a worker reads one and
 // requires the same answer from each.
 func readAllWays(t testing.TB, w *Worker, id string) (value string, rev uint64) {
