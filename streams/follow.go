@@ -3,11 +3,11 @@ package streams
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Deltas sends every snapshot delta published for a conversation from now
@@ -55,8 +55,8 @@ func (c *Client) Deltas(ctx context.Context, conversationID string) (<-chan *Sna
 // Follow sends the flat list of a conversation as it changes: the stored
 // snapshot (when there is one), then the view after every delta, until ctx
 // ends; the channel is closed then. On a gap (a delta whose base is not
-// the view's version) it reloads the stored snapshot, waiting up to
-// resync for the bucket to catch up with the delta.
+// the view's version) it goes on from the stored snapshot, waiting up to
+// resync for the bucket to catch up with the delta (see awaitView).
 func (c *Client) Follow(ctx context.Context, conversationID string, resync time.Duration) (<-chan *View, error) {
 	deltas, err := c.Deltas(ctx, conversationID)
 	if err != nil {
@@ -109,22 +109,53 @@ func (c *Client) storedView(ctx context.Context, conversationID string) (*View, 
 	return ViewOf(s)
 }
 
-// awaitView reads the stored snapshot until it reaches version, for at most
-// wait; it returns the last one read.
-func (c *Client) awaitView(ctx context.Context, conversationID string, version uint64, wait time.Duration) (*View, error) {
-	deadline := time.Now().Add(wait)
+// awaitView waits up to wait for the stored snapshot to reach version and
+// returns it, or the last one stored by then. It watches the key rather
+// than reading it again and again: a follower that missed a delta of a
+// busy conversation waits for the bucket, which is up to
+// --snapshot-max-interval behind the deltas, and polling would read the
+// whole snapshot every few milliseconds meanwhile.
+func (c *Client) awaitView(parent context.Context, conversationID string, version uint64, wait time.Duration) (*View, error) {
+	kv, err := c.js.KeyValue(parent, c.subjects.SnapshotBucket())
+	if err != nil {
+		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(parent, wait)
+	defer cancel()
+	w, err := kv.Watch(ctx, conversationID)
+	if err != nil {
+		return nil, fmt.Errorf("streams: watch %s: %w", conversationID, err)
+	}
+	defer func() { _ = w.Stop() }()
+	var last *View
 	for {
-		v, err := c.storedView(ctx, conversationID)
-		if err != nil && !errors.Is(err, ErrUnknownConversation) {
-			return nil, err
-		}
-		if (err == nil && v.Version >= version) || time.Now().After(deadline) {
-			return v, err
-		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(5 * time.Millisecond):
+			if err := parent.Err(); err != nil {
+				return nil, err
+			}
+			if last == nil {
+				return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, conversationID)
+			}
+			return last, nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return last, nil
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // the end-of-initial-values marker, or a delete
+			}
+			var s Snapshot
+			if json.Unmarshal(e.Value(), &s) != nil {
+				continue
+			}
+			v, err := ViewOf(&s)
+			if err != nil {
+				continue
+			}
+			if last = v; v.Version >= version {
+				return v, nil
+			}
 		}
 	}
 }
