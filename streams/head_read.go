@@ -82,7 +82,8 @@ const confirmFrom = 32 << 10
 // and short ones are read from the leader, and a worker loading long ones
 // (a partition handed over, a restart) reads them confirmed. The first
 // snapshot of 512 KiB or more read from the leader moves the mean past
-// confirmFrom at once.
+// confirmFrom at once; loads that run together (--loads) each pick when
+// they start.
 type headSizes struct{ mean atomic.Int64 }
 
 // add counts a snapshot of n bytes into the mean, with weight 1/16.

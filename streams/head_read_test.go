@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/natstest"
 )
 
@@ -166,6 +168,90 @@ func TestReadStoredInACluster(t *testing.T) {
 	t.Logf("direct gets answered behind the last write: %d of %d", behind, convs*rounds)
 	if v, rev, err := reader.readStored(ctx, "none", headConfirmed); err != nil || v != nil || rev != 0 {
 		t.Errorf("a key never written: %q at %d, %v", v, rev, err)
+	}
+}
+
+// TestTakeOverLongConversationsInACluster has a worker apply long
+// conversations to a bucket of three replicas and stop, and a second
+// worker, connected to a server that does not lead the bucket, apply one
+// more event to each, half of them first: it loads those from the leader
+// (it has read nothing yet), which takes the mean of the snapshots read
+// past confirmFrom, and reads the other half's heads confirmed. Every
+// stored snapshot ends equal to Parse of its conversation.
+func TestTakeOverLongConversationsInACluster(t *testing.T) {
+	servers := natstest.StartCluster(t, 3)
+	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
+	nc := connect(t, servers[0])
+	c := newClient(t, nc)
+	first := startWorker(t, nc, WithStorage(storage), WithLogger(testLogger(t)))
+	// 16 of about 160 KB: 8 read take the mean to about 65 KB.
+	const convs, msgs = 16, 150
+	want := map[string]*conversation.Conversation{}
+	ids := make([]string, convs)
+	for k := range convs {
+		ids[k] = fmt.Sprint("long-", k)
+		want[ids[k]] = conversation.NewConversation()
+	}
+	content := strings.Repeat("x", 1000)
+	send := func(i int, ids []string) {
+		t.Helper()
+		for _, conv := range ids {
+			m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": []string{"user", "assistant"}[i%2], "content": content}
+			if i > 0 {
+				m["parentId"] = fmt.Sprintf("m%d", i-1)
+			}
+			if _, err := c.Send(context.Background(), conv, TypeMessageAppended, m); err != nil {
+				t.Fatal(err)
+			}
+			msg, err := conversation.NewMessage(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := want[conv].Append(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range msgs {
+		send(i, ids)
+	}
+	checkStored(t, c, want, 30*time.Second)
+	first.stop(t)
+
+	// The confirmations, seen as requests to the bucket's leader.
+	var confirms atomic.Int64
+	sub, err := nc.Subscribe("$JS.API.STREAM.MSG.GET.KV_"+first.w.cfg.subjects.SnapshotBucket(), func(m *nats.Msg) {
+		if strings.Contains(string(m.Data), `"next_by_subj"`) {
+			confirms.Add(1)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	leader := first.w.bucketLeader(t)
+	var second *running
+	for _, ns := range servers {
+		if ns.Name() != leader {
+			second = startWorker(t, connect(t, ns), WithStorage(storage), WithLogger(testLogger(t)))
+			break
+		}
+	}
+	send(msgs, ids[:convs/2])
+	checkStored(t, c, want, 30*time.Second)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	before := confirms.Load()
+	send(msgs, ids[convs/2:])
+	checkStored(t, c, want, 30*time.Second)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	after := confirms.Load() - before
+	t.Logf("loads confirmed: %d of the first %d, %d of the next %d (mean %d bytes)", before, convs/2, after, convs/2, second.w.headSizes.mean.Load())
+	if second.w.heads != headConfirmed || after != convs/2 {
+		t.Errorf("the second worker reads heads %s; %d of the last %d loads confirmed, want all", second.w.heads, after, convs/2)
 	}
 }
 
