@@ -31,7 +31,7 @@ const (
 	// bytes, and makes the replica's answer the leader's own; anything
 	// else, a mirror's answer or a replica's "none", is read again from
 	// the leader. For a replicated bucket, while the snapshots read are
-	// large (see headSizes).
+	// large (see headReader).
 	headConfirmed
 	// headDirect takes the direct get's answer as it is: for a bucket of
 	// one replica, which is its leader.
@@ -77,17 +77,25 @@ func headReadOf(ctx context.Context, kv jetstream.KeyValue) headRead {
 // average.
 const confirmFrom = 32 << 10
 
-// headSizes is a moving mean of the sizes of the snapshots a worker reads
-// from a replicated bucket, none counting as 0: new conversations (none)
-// and short ones are read from the leader, and a worker loading long ones
-// (a partition handed over, a restart) reads them confirmed. The first
-// snapshot of 512 KiB or more read from the leader moves the mean past
-// confirmFrom at once; loads that run together (--loads) each pick when
-// they start.
-type headSizes struct{ mean atomic.Int64 }
+// headReader is how a worker reads its bucket's heads: how, set by Run
+// from the bucket's configuration, and for a replicated bucket mean, a
+// moving mean of the sizes of the snapshots read, none counting as 0. New
+// conversations (none) and short ones are read from the leader, and a
+// worker loading long ones (a partition handed over, a restart) reads them
+// confirmed. The first snapshot of 512 KiB or more read from the leader
+// moves the mean past confirmFrom at once; loads that run together
+// (--loads) each pick when they start.
+type headReader struct {
+	how  headRead
+	mean atomic.Int64
+}
 
-// add counts a snapshot of n bytes into the mean, with weight 1/16.
-func (h *headSizes) add(n int) {
+// add counts a snapshot of n bytes into the mean, with weight 1/16, when
+// the bucket is replicated (the mean decides nothing otherwise).
+func (h *headReader) add(n int) {
+	if h.how != headConfirmed {
+		return
+	}
 	for {
 		old := h.mean.Load()
 		if h.mean.CompareAndSwap(old, old+(int64(n)-old)/16) {
@@ -96,12 +104,12 @@ func (h *headSizes) add(n int) {
 	}
 }
 
-// pick returns how to read the next head of a bucket read as heads says.
-func (h *headSizes) pick(heads headRead) headRead {
-	if heads == headConfirmed && h.mean.Load() < confirmFrom {
+// pick returns how to read the next head.
+func (h *headReader) pick() headRead {
+	if h.how == headConfirmed && h.mean.Load() < confirmFrom {
 		return headFromLeader
 	}
-	return heads
+	return h.how
 }
 
 // kvOperation is the header a KV bucket marks deletes and purges with.
@@ -133,9 +141,7 @@ func (w *Worker) readStored(ctx context.Context, id string, how headRead) ([]byt
 			value, rev = m.Data, m.Sequence
 		}
 	}
-	if w.heads == headConfirmed {
-		w.headSizes.add(len(value))
-	}
+	w.heads.add(len(value))
 	return value, rev, nil
 }
 

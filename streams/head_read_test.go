@@ -40,8 +40,8 @@ func readAllWays(t testing.TB, w *Worker, id string) (value string, rev uint64) 
 func TestReadStored(t *testing.T) {
 	nc := connect(t, startServer(t, ""))
 	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
-	if w.heads != headDirect {
-		t.Fatalf("the bucket of a single server is read %s", w.heads)
+	if w.heads.how != headDirect {
+		t.Fatalf("the bucket of a single server is read %s", w.heads.how)
 	}
 	ctx := context.Background()
 	if v, rev := readAllWays(t, w, "none"); v != "" || rev != 0 {
@@ -140,8 +140,8 @@ func TestReadStoredInACluster(t *testing.T) {
 	}
 	t.Cleanup(readerConn.Close)
 	reader := provisionedWorker(t, readerConn, WithStorage(storage), WithLogger(testLogger(t)))
-	if reader.heads != headConfirmed {
-		t.Fatalf("a bucket of three replicas is read %s", reader.heads)
+	if reader.heads.how != headConfirmed {
+		t.Fatalf("a bucket of three replicas is read %s", reader.heads.how)
 	}
 	ctx := context.Background()
 	bucket := "KV_" + reader.cfg.subjects.SnapshotBucket()
@@ -267,32 +267,34 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := confirms.Load() - before
-	t.Logf("loads confirmed: %d of the first %d, %d of the next %d (mean %d bytes)", before, convs/2, after, convs/2, second.w.headSizes.mean.Load())
-	if second.w.heads != headConfirmed || after != convs/2 {
-		t.Errorf("the second worker reads heads %s; %d of the last %d loads confirmed, want all", second.w.heads, after, convs/2)
+	t.Logf("loads confirmed: %d of the first %d, %d of the next %d (mean %d bytes)", before, convs/2, after, convs/2, second.w.heads.mean.Load())
+	if second.w.heads.how != headConfirmed || after != convs/2 {
+		t.Errorf("the second worker reads heads %s; %d of the last %d loads confirmed, want all", second.w.heads.how, after, convs/2)
 	}
 }
 
-// TestHeadSizes checks when a replicated bucket's heads are read
+// TestHeadReader checks when a replicated bucket's heads are read
 // confirmed: once the snapshots read are large on average, and from the
 // leader again once new and short ones have brought the mean down. A
 // bucket of one replica, or one without direct gets, is read its one way.
-func TestHeadSizes(t *testing.T) {
-	var h headSizes
-	if got := h.pick(headConfirmed); got != headFromLeader {
+func TestHeadReader(t *testing.T) {
+	h := &headReader{how: headConfirmed}
+	if got := h.pick(); got != headFromLeader {
 		t.Errorf("a worker that read nothing yet: %s", got)
 	}
 	h.add(2 << 20)
-	if got := h.pick(headConfirmed); got != headConfirmed {
+	if got := h.pick(); got != headConfirmed {
 		t.Errorf("after a snapshot of 2 MiB: %s", got)
 	}
 	for _, how := range []headRead{headDirect, headFromLeader} {
-		if got := h.pick(how); got != how {
+		other := &headReader{how: how}
+		other.add(2 << 20)
+		if got := other.pick(); got != how {
 			t.Errorf("%s read %s", how, got)
 		}
 	}
 	reads := 0
-	for ; h.pick(headConfirmed) == headConfirmed; reads++ {
+	for ; h.pick() == headConfirmed; reads++ {
 		h.add(0)
 	}
 	if reads < 10 || reads > 40 {
@@ -301,7 +303,7 @@ func TestHeadSizes(t *testing.T) {
 	for range 100 {
 		h.add(confirmFrom * 2)
 	}
-	if got := h.pick(headConfirmed); got != headConfirmed {
+	if got := h.pick(); got != headConfirmed {
 		t.Errorf("snapshots of twice the threshold: %s", got)
 	}
 }
@@ -410,7 +412,7 @@ func (w *Worker) bucketLeader(tb testing.TB) string {
 func benchmarkReadStored(b *testing.B, w *Worker) {
 	ctx := context.Background()
 	ways := []headRead{headConfirmed, headFromLeader}
-	if w.heads == headDirect {
+	if w.heads.how == headDirect {
 		ways = append(ways, headDirect)
 	}
 	entry := `{"id":"m","role":"user","content":"` + strings.Repeat("x", 256) + `"}`

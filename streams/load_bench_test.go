@@ -17,7 +17,7 @@ import (
 // The worker's connection is to a server that does not lead the bucket.
 // An iteration loads convs conversations of msgs messages; heads read
 // from the leader, or as a worker picks (confirmed reads once the
-// snapshots read are large, see headSizes).
+// snapshots read are large, see headReader).
 func BenchmarkLoad(b *testing.B) {
 	servers := natstest.StartCluster(b, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
@@ -61,10 +61,11 @@ func BenchmarkLoad(b *testing.B) {
 		for _, picked := range []bool{false, true} {
 			name := map[bool]string{false: "leader", true: "picked"}[picked]
 			b.Run(fmt.Sprintf("convs=%d/msgs=%d/snapshot=%dKiB/heads=%s", tc.convs, tc.msgs, len(value)>>10, name), func(b *testing.B) {
-				w.heads, w.headSizes = headFromLeader, headSizes{}
+				w.heads.how = headFromLeader
 				if picked {
-					w.heads = headConfirmed
+					w.heads.how = headConfirmed
 				}
+				w.heads.mean.Store(0)
 				loadAll := func() {
 					for k := range tc.convs {
 						st, skip, err := w.load(ctx, fmt.Sprint(prefix, k), last[k]+1)

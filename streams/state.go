@@ -146,7 +146,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 // is then skipped. It does not touch the lane's cache, so it may run off
 // the lane.
 func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
-	head, rev, err := w.readHead(ctx, id, w.headSizes.pick(w.heads))
+	head, rev, err := w.readHead(ctx, id, w.heads.pick())
 	if err != nil {
 		return nil, false, err
 	}
@@ -189,7 +189,7 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *
 // stored. It does not touch a lane: a read loads off the lane, whose other
 // conversations go on meanwhile.
 func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
-	head, rev, err := w.readHead(ctx, id, w.headSizes.pick(w.heads))
+	head, rev, err := w.readHead(ctx, id, w.heads.pick())
 	if err != nil {
 		return nil, err
 	}

@@ -561,7 +561,7 @@ func tooLarge(err error) bool {
 // confirmed by it (headConfirmed), even from a bucket of one replica, whose
 // mirrors may answer its direct gets.
 func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id, min(w.headSizes.pick(w.heads), headConfirmed))
+	head, rev, err := w.readHead(ctx, st.id, min(w.heads.pick(), headConfirmed))
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}

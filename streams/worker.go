@@ -53,11 +53,8 @@ type Worker struct {
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
-	// heads is how snapshot heads are read (see headRead), set by Run
-	// from the bucket's configuration; headSizes picks between confirmed
-	// and leader reads of a replicated bucket.
-	heads     headRead
-	headSizes headSizes
+	// heads is how snapshot heads are read (see headReader).
+	heads headReader
 
 	infer inferenceServer
 }
@@ -119,8 +116,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
-	w.heads = headReadOf(ctx, kv)
-	log.DebugContext(ctx, "snapshot heads", "read", w.heads)
+	w.heads.how = headReadOf(ctx, kv)
+	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how)
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
