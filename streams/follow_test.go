@@ -2,12 +2,13 @@ package streams
 
 import (
 	"context"
-	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/conversation"
 )
 
 // TestFollowResyncWatches makes a follower miss a delta (one whose base is
@@ -21,18 +22,8 @@ func TestFollowResyncWatches(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const conv = "fw"
-	send := func(i int) *Sent {
-		t.Helper()
-		m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
-		if i > 0 {
-			m["parentId"] = fmt.Sprintf("m%d", i-1)
-		}
-		sent, err := c.Send(ctx, conv, TypeMessageAppended, m)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sent
-	}
+	live := conversation.NewConversation()
+	send := func(i int) *Sent { return sendChained(t, c, live, conv, i) }
 	var last *Sent
 	for i := range 3 {
 		last = send(i)

@@ -72,17 +72,7 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		conv := fmt.Sprintf("lp-%02d", k)
 		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
 	}
-	for conv, live := range want {
-		s := waitVersion(t, c, conv, last[conv], 30*time.Second)
-		res, err := live.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := snapshotDiff(t, s, res); d != "" {
-			t.Fatalf("%s: %s", conv, d)
-		}
-	}
-
+	checkStoredAt(t, c, want, last, 30*time.Second)
 	checkAppliedOnce(t, 2*convs+len(want)-convs, recA, recB)
 }
 

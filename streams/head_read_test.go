@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -193,21 +194,10 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 		want[ids[k]] = conversation.NewConversation()
 	}
 	content := strings.Repeat("x", 1000)
-	// Each conversation's last event, as its publish acknowledged it (the
-	// stream's last event read back may come from a replica behind it).
-	last := map[string]uint64{}
+	last := map[string]uint64{} // see checkStoredAt
 	check := func() {
 		t.Helper()
-		for conv, live := range want {
-			snap := waitVersion(t, c, conv, last[conv], 30*time.Second)
-			res, err := live.Result()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if d := snapshotDiff(t, snap, res); d != "" {
-				t.Errorf("%s: %s", conv, d)
-			}
-		}
+		checkStoredAt(t, c, want, last, 30*time.Second)
 	}
 	send := func(i int, ids []string) {
 		t.Helper()
@@ -247,14 +237,7 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	leader := first.w.bucketLeader(t)
-	var second *running
-	for _, ns := range servers {
-		if ns.Name() != leader {
-			second = startWorker(t, connect(t, ns), WithStorage(storage), WithLogger(testLogger(t)))
-			break
-		}
-	}
+	second := startWorker(t, connect(t, first.w.notBucketLeader(t, servers)), WithStorage(storage), WithLogger(testLogger(t)))
 	send(msgs, ids[:convs/2])
 	check()
 	if err := nc.Flush(); err != nil {
@@ -383,18 +366,13 @@ func BenchmarkReadStored(b *testing.B) {
 		servers := natstest.StartCluster(b, 3)
 		storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
 		w := provisionedWorker(b, connect(b, servers[0]), WithStorage(storage), WithLogger(testLogger(b)))
-		leader := w.bucketLeader(b)
-		for _, ns := range servers {
-			if ns.Name() != leader {
-				benchmarkReadStored(b, provisionedWorker(b, connect(b, ns), WithStorage(storage), WithLogger(testLogger(b))))
-				return
-			}
-		}
+		benchmarkReadStored(b, provisionedWorker(b, connect(b, w.notBucketLeader(b, servers)), WithStorage(storage), WithLogger(testLogger(b))))
 	})
 }
 
-// bucketLeader returns the name of the server that leads w's bucket.
-func (w *Worker) bucketLeader(tb testing.TB) string {
+// notBucketLeader returns a server of servers that does not lead w's
+// bucket.
+func (w *Worker) notBucketLeader(tb testing.TB, servers []*server.Server) *server.Server {
 	tb.Helper()
 	status, err := w.kv.Status(context.Background())
 	if err != nil {
@@ -404,7 +382,13 @@ func (w *Worker) bucketLeader(tb testing.TB) string {
 	if info.Cluster == nil || info.Cluster.Leader == "" {
 		tb.Fatal("the bucket has no leader")
 	}
-	return info.Cluster.Leader
+	for _, ns := range servers {
+		if ns.Name() != info.Cluster.Leader {
+			return ns
+		}
+	}
+	tb.Fatal("every server leads the bucket")
+	return nil
 }
 
 // benchmarkReadStored times w's head reads of snapshots of 4 KiB, 256 KiB

@@ -190,8 +190,20 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // to catch up, and requires it to equal Parse of the conversation.
 func checkStored(t testing.TB, c *Client, want map[string]*conversation.Conversation, timeout time.Duration) {
 	t.Helper()
+	last := map[string]uint64{}
+	for conv := range want {
+		last[conv] = lastEventSeq(t, c, conv)
+	}
+	checkStoredAt(t, c, want, last, timeout)
+}
+
+// checkStoredAt is checkStored with each conversation's last event given
+// (as its publish acknowledged it): in a cluster, the stream's last event
+// read back (lastEventSeq) may come from a replica behind the leader.
+func checkStoredAt(t testing.TB, c *Client, want map[string]*conversation.Conversation, last map[string]uint64, timeout time.Duration) {
+	t.Helper()
 	for conv, live := range want {
-		snap := waitCaughtUp(t, c, conv, timeout)
+		snap := waitVersion(t, c, conv, last[conv], timeout)
 		res, err := live.Result()
 		if err != nil {
 			t.Fatal(err)

@@ -46,14 +46,7 @@ func BenchmarkLoad(b *testing.B) {
 			waitVersion(b, c, fmt.Sprint(prefix, k), last[k], time.Minute)
 		}
 		r.stop(b)
-		leader := r.w.bucketLeader(b)
-		var w *Worker
-		for _, ns := range servers {
-			if ns.Name() != leader {
-				w = provisionedWorker(b, connect(b, ns), WithStorage(storage), WithLogger(failureLogger(b, 10)))
-				break
-			}
-		}
+		w := provisionedWorker(b, connect(b, r.w.notBucketLeader(b, servers)), WithStorage(storage), WithLogger(failureLogger(b, 10)))
 		value, _, err := w.readStored(ctx, prefix+"0", headFromLeader)
 		if err != nil {
 			b.Fatal(err)

@@ -108,14 +108,16 @@ func snapshotBucket(t testing.TB, c *Client) jetstream.KeyValue {
 }
 
 // sendChained sends message i of a chain (m0 <- m1 <- ...) to conversation
-// conv and appends it to live, the conversation the worker should hold.
-func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int) {
+// conv and appends it to live, the conversation the worker should hold; it
+// returns what the publish acknowledged.
+func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int) *Sent {
 	t.Helper()
 	m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
 	if i > 0 {
 		m["parentId"] = fmt.Sprintf("m%d", i-1)
 	}
-	if _, err := c.Send(context.Background(), conv, TypeMessageAppended, m); err != nil {
+	sent, err := c.Send(context.Background(), conv, TypeMessageAppended, m)
+	if err != nil {
 		t.Fatal(err)
 	}
 	msg, err := conversation.NewMessage(m)
@@ -125,6 +127,7 @@ func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv 
 	if err := live.Append(msg); err != nil {
 		t.Fatal(err)
 	}
+	return sent
 }
 
 // TestDiffFlat checks the delta of a flat list against its predecessor:
@@ -426,16 +429,10 @@ func TestSnapshotBytesCounted(t *testing.T) {
 	c := newClient(t, nc)
 	ctx := context.Background()
 	kv := snapshotBucket(t, c)
+	live := conversation.NewConversation()
 	var snapshots, events int64
 	for i := range 12 {
-		m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
-		if i > 0 {
-			m["parentId"] = fmt.Sprintf("m%d", i-1)
-		}
-		sent, err := c.Send(ctx, "counted", TypeMessageAppended, m)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sent := sendChained(t, c, live, "counted", i)
 		waitVersion(t, c, "counted", sent.Sequence, 10*time.Second)
 		e, err := kv.Get(ctx, "counted")
 		if err != nil {
