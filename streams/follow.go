@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Deltas sends every snapshot delta published for a conversation from now
@@ -116,46 +115,29 @@ func (c *Client) storedView(ctx context.Context, conversationID string) (*View, 
 // --snapshot-max-interval behind the deltas, and polling would read the
 // whole snapshot every few milliseconds meanwhile.
 func (c *Client) awaitView(parent context.Context, conversationID string, version uint64, wait time.Duration) (*View, error) {
-	kv, err := c.js.KeyValue(parent, c.subjects.SnapshotBucket())
-	if err != nil {
-		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(parent, wait)
 	defer cancel()
-	w, err := kv.Watch(ctx, conversationID)
+	snapshots, err := c.Watch(ctx, conversationID)
 	if err != nil {
-		return nil, fmt.Errorf("streams: watch %s: %w", conversationID, err)
+		return nil, err
 	}
-	defer func() { _ = w.Stop() }()
 	var last *View
-	for {
-		select {
-		case <-ctx.Done():
-			if err := parent.Err(); err != nil {
-				return nil, err
-			}
-			if last == nil {
-				return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, conversationID)
-			}
-			return last, nil
-		case e, ok := <-w.Updates():
-			if !ok {
-				return last, nil
-			}
-			if e == nil || e.Operation() != jetstream.KeyValuePut {
-				continue // the end-of-initial-values marker, or a delete
-			}
-			var s Snapshot
-			if json.Unmarshal(e.Value(), &s) != nil {
-				continue
-			}
-			v, err := ViewOf(&s)
-			if err != nil {
-				continue
-			}
-			if last = v; v.Version >= version {
-				return v, nil
-			}
+	for s := range snapshots {
+		v, err := ViewOf(s)
+		if err != nil {
+			continue
+		}
+		if last = v; v.Version >= version {
+			return v, nil
 		}
 	}
+	// The watch ended: the wait is over (or the server ended the watch),
+	// or the follower's own context ended.
+	if err := parent.Err(); err != nil {
+		return nil, err
+	}
+	if last == nil {
+		return nil, fmt.Errorf("%w: %s", ErrUnknownConversation, conversationID)
+	}
+	return last, nil
 }
