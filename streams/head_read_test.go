@@ -122,25 +122,15 @@ func TestConfirm(t *testing.T) {
 }
 
 // TestReadStoredInACluster reads the snapshots of a bucket with three
-// replicas, written through one server, through another: the worker reads
-// them confirmed, and every read returns the last write before it, as the
-// leader's reads do, however far the replica that answered the direct get
-// lagged.
+// replicas, written through one server, through one that does not lead
+// the bucket: the worker reads them confirmed, and every read returns the
+// last write before it, as the leader's reads do, however far the replica
+// that answered the direct get lagged.
 func TestReadStoredInACluster(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
-	writerConn, err := nats.Connect(servers[0].ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(writerConn.Close)
-	writer := provisionedWorker(t, writerConn, WithStorage(storage), WithLogger(testLogger(t)))
-	readerConn, err := nats.Connect(servers[2].ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(readerConn.Close)
-	reader := provisionedWorker(t, readerConn, WithStorage(storage), WithLogger(testLogger(t)))
+	writer := provisionedWorker(t, connect(t, servers[0]), WithStorage(storage), WithLogger(testLogger(t)))
+	reader := provisionedWorker(t, connect(t, writer.notBucketLeader(t, servers)), WithStorage(storage), WithLogger(testLogger(t)))
 	if reader.heads.how != headConfirmed {
 		t.Fatalf("a bucket of three replicas is read %s", reader.heads.how)
 	}
