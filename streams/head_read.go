@@ -44,20 +44,12 @@ func (h headRead) String() string {
 	return [...]string{headFromLeader: "leader", headConfirmed: "confirmed", headDirect: "direct"}[h]
 }
 
-// headReadOf returns how a worker reads the bucket kv's snapshots.
+// headReadOf returns how a worker reads the heads of a bucket of cfg.
 // Replicas raised while the worker runs are seen at its next start; until
 // then a replica that lags may answer its direct gets, with the effects of
 // a lagging mirror (see readStored).
-func headReadOf(ctx context.Context, kv jetstream.KeyValue) headRead {
-	status, err := kv.Status(ctx)
-	if err != nil {
-		return headFromLeader
-	}
-	info, ok := status.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return headFromLeader
-	}
-	switch cfg := info.StreamInfo().Config; {
+func headReadOf(cfg jetstream.StreamConfig) headRead {
+	switch {
 	case !cfg.AllowDirect:
 		return headFromLeader
 	case cfg.Replicas <= 1 && cfg.Mirror == nil && len(cfg.Sources) == 0:
@@ -82,12 +74,33 @@ const confirmFrom = 32 << 10
 // moving mean of the sizes of the snapshots read, none counting as 0. New
 // conversations (none) and short ones are read from the leader, and a
 // worker loading long ones (a partition handed over, a restart) reads them
-// confirmed. The first snapshot of 512 KiB or more read from the leader
-// moves the mean past confirmFrom at once; loads that run together
-// (--loads) each pick when they start.
+// confirmed. The mean starts at that of the values the bucket holds, so
+// the first loads of a worker that starts among long conversations, which
+// run together (--loads) and each pick when they start, read confirmed.
+// Then the first snapshot of 512 KiB or more read from the leader moves it
+// past confirmFrom at once.
 type headReader struct {
 	how  headRead
 	mean atomic.Int64
+}
+
+// start sets how h reads the heads of bucket kv, from its configuration,
+// and starts the mean at the mean size of kv's values. A bucket whose
+// status cannot be read is read from its leader.
+func (h *headReader) start(ctx context.Context, kv jetstream.KeyValue) {
+	h.how = headFromLeader
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return
+	}
+	info, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return
+	}
+	h.how = headReadOf(info.StreamInfo().Config)
+	if n := status.Values(); n > 0 {
+		h.mean.Store(int64(status.Bytes() / n))
+	}
 }
 
 // add counts a snapshot of n bytes into the mean, with weight 1/16, when

@@ -165,17 +165,17 @@ func TestReadStoredInACluster(t *testing.T) {
 // TestTakeOverLongConversationsInACluster has a worker apply long
 // conversations to a bucket of three replicas and stop, and a second
 // worker, connected to a server that does not lead the bucket, apply one
-// more event to each, half of them first: it loads those from the leader
-// (it has read nothing yet), which takes the mean of the snapshots read
-// past confirmFrom, and reads the other half's heads confirmed. Every
-// stored snapshot ends equal to Parse of its conversation.
+// more event to each. The second worker starts with the mean size of the
+// bucket's values, past confirmFrom, so it reads every head confirmed,
+// the first it loads too. Every stored snapshot ends equal to Parse of its
+// conversation.
 func TestTakeOverLongConversationsInACluster(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
 	nc := connect(t, servers[0])
 	c := newClient(t, nc)
 	first := startWorker(t, nc, WithStorage(storage), WithLogger(testLogger(t)))
-	// 16 of about 160 KB: 8 read take the mean to about 65 KB.
+	// 16 of about 160 KB.
 	const convs, msgs = 16, 150
 	want := map[string]*conversation.Conversation{}
 	ids := make([]string, convs)
@@ -228,21 +228,14 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	second := startWorker(t, connect(t, first.w.notBucketLeader(t, servers)), WithStorage(storage), WithLogger(testLogger(t)))
-	send(msgs, ids[:convs/2])
+	send(msgs, ids)
 	check()
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	before := confirms.Load()
-	send(msgs, ids[convs/2:])
-	check()
-	if err := nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	after := confirms.Load() - before
-	t.Logf("loads confirmed: %d of the first %d, %d of the next %d (mean %d bytes)", before, convs/2, after, convs/2, second.w.heads.mean.Load())
-	if second.w.heads.how != headConfirmed || after != convs/2 {
-		t.Errorf("the second worker reads heads %s; %d of the last %d loads confirmed, want all", second.w.heads.how, after, convs/2)
+	t.Logf("loads confirmed: %d of %d (mean %d bytes)", confirms.Load(), convs, second.w.heads.mean.Load())
+	if second.w.heads.how != headConfirmed || confirms.Load() != convs {
+		t.Errorf("the second worker reads heads %s; %d of %d loads confirmed, want all", second.w.heads.how, confirms.Load(), convs)
 	}
 }
 
@@ -423,5 +416,29 @@ func benchmarkReadStored(b *testing.B, w *Worker) {
 				}
 			}
 		})
+	}
+}
+
+// TestHeadReaderStartsAtTheBucketMean checks that a head reader starts at
+// the mean size of the values its bucket holds, and at 0 for an empty one.
+func TestHeadReaderStartsAtTheBucketMean(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	ctx := context.Background()
+	var h headReader
+	h.start(ctx, w.kv)
+	if h.how != headDirect || h.mean.Load() != 0 {
+		t.Fatalf("an empty bucket of one replica: read %s from a mean of %d", h.how, h.mean.Load())
+	}
+	const size = 40000
+	for i := range 4 {
+		if _, err := w.kv.Put(ctx, fmt.Sprint("c", i), make([]byte, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.start(ctx, w.kv)
+	// A stored value also holds its key and the stream's framing.
+	if m := h.mean.Load(); m < size || m > size+256 {
+		t.Errorf("values of %d bytes: a mean of %d", size, m)
 	}
 }

@@ -156,7 +156,7 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.heads.how = headReadOf(context.Background(), w.kv)
+	w.heads.start(context.Background(), w.kv)
 	if w.cfg.checkpoints {
 		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 			t.Fatal(err)

@@ -116,8 +116,8 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
-	w.heads.how = headReadOf(ctx, kv)
-	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how)
+	w.heads.start(ctx, kv)
+	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
