@@ -59,15 +59,16 @@ func headReadOf(cfg jetstream.StreamConfig) headRead {
 	}
 }
 
-// confirmFrom is the mean size of the snapshots read from a replicated
-// bucket from which confirmed reads pay. A confirmed read costs the leader
-// get's round trip, without the payload, plus a direct get: in
+// DefaultHeadsConfirmedFrom is the mean size of the snapshots read from a
+// replicated bucket from which a worker reads their heads confirmed,
+// unless WithHeadsConfirmedFrom says otherwise. A confirmed read costs the
+// leader get's round trip, without the payload, plus a direct get: in
 // BenchmarkReadStored/cluster (three servers on loopback) about 100 µs
 // more than a leader get for a snapshot of 4 KiB or none, and 1 ms less at
 // 256 KiB, 7 to 9 ms less at 2 MiB, about 3.7 ns a byte. Both costs grow
 // with the size alike, so the mean size decides which is cheaper on
 // average.
-const confirmFrom = 32 << 10
+const DefaultHeadsConfirmedFrom = 32 << 10
 
 // headReader is how a worker reads its bucket's heads: how, set by Run
 // from the bucket's configuration, and for a replicated bucket mean, a
@@ -77,10 +78,11 @@ const confirmFrom = 32 << 10
 // confirmed. The mean starts at that of the values the bucket holds, so
 // the first loads of a worker that starts among long conversations, which
 // run together (--loads) and each pick when they start, read confirmed.
-// Then the first snapshot of 512 KiB or more read from the leader moves it
-// past confirmFrom at once.
+// Then the first snapshot of 16 times from or more read from the leader
+// moves it past from at once.
 type headReader struct {
 	how  headRead
+	from int64 // the mean from which heads are read confirmed
 	mean atomic.Int64
 }
 
@@ -119,7 +121,7 @@ func (h *headReader) add(n int) {
 
 // pick returns how to read the next head.
 func (h *headReader) pick() headRead {
-	if h.how == headConfirmed && h.mean.Load() < confirmFrom {
+	if h.how == headConfirmed && h.mean.Load() < h.from {
 		return headFromLeader
 	}
 	return h.how

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -166,7 +167,7 @@ func TestReadStoredInACluster(t *testing.T) {
 // conversations to a bucket of three replicas and stop, and a second
 // worker, connected to a server that does not lead the bucket, apply one
 // more event to each. The second worker starts with the mean size of the
-// bucket's values, past confirmFrom, so it reads every head confirmed,
+// bucket's values, past DefaultHeadsConfirmedFrom, so it reads every head confirmed,
 // the first it loads too. Every stored snapshot ends equal to Parse of its
 // conversation.
 func TestTakeOverLongConversationsInACluster(t *testing.T) {
@@ -244,7 +245,7 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 // leader again once new and short ones have brought the mean down. A
 // bucket of one replica, or one without direct gets, is read its one way.
 func TestHeadReader(t *testing.T) {
-	h := &headReader{how: headConfirmed}
+	h := &headReader{how: headConfirmed, from: DefaultHeadsConfirmedFrom}
 	if got := h.pick(); got != headFromLeader {
 		t.Errorf("a worker that read nothing yet: %s", got)
 	}
@@ -253,7 +254,7 @@ func TestHeadReader(t *testing.T) {
 		t.Errorf("after a snapshot of 2 MiB: %s", got)
 	}
 	for _, how := range []headRead{headDirect, headFromLeader} {
-		other := &headReader{how: how}
+		other := &headReader{how: how, from: DefaultHeadsConfirmedFrom}
 		other.add(2 << 20)
 		if got := other.pick(); got != how {
 			t.Errorf("%s read %s", how, got)
@@ -264,13 +265,28 @@ func TestHeadReader(t *testing.T) {
 		h.add(0)
 	}
 	if reads < 10 || reads > 40 {
-		t.Errorf("%d conversations without a snapshot took the mean back under %d: want 10 to 40", reads, confirmFrom)
+		t.Errorf("%d conversations without a snapshot took the mean back under %d: want 10 to 40", reads, DefaultHeadsConfirmedFrom)
 	}
 	for range 100 {
-		h.add(confirmFrom * 2)
+		h.add(DefaultHeadsConfirmedFrom * 2)
 	}
 	if got := h.pick(); got != headConfirmed {
 		t.Errorf("snapshots of twice the threshold: %s", got)
+	}
+	if got := (&headReader{how: headConfirmed}).pick(); got != headConfirmed {
+		t.Errorf("from 0, nothing read yet: %s", got)
+	}
+	cfg, err := configOf([]Option{WithHeadsConfirmedFrom(1 << 40)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := &headReader{how: headConfirmed, from: cfg.headsFrom}
+	never.add(64 << 20)
+	if got := never.pick(); got != headFromLeader {
+		t.Errorf("WithHeadsConfirmedFrom(1TiB), after 64 MiB: %s", got)
+	}
+	if err := CheckOptions(WithHeadsConfirmedFrom(-1)); !errors.Is(err, ErrInvalidConfig) {
+		t.Errorf("a negative size: %v", err)
 	}
 }
 

@@ -39,6 +39,7 @@ type config struct {
 	pinnedTTL        time.Duration
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
+	headsFrom        int64
 	storeStall       time.Duration
 	checkpoints      bool
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
@@ -71,6 +72,7 @@ func defaultConfig() config {
 		pinnedTTL:          DefaultPinnedTTL,
 		snapshotInterval:   DefaultSnapshotInterval,
 		snapshotMax:        DefaultSnapshotMaxInterval,
+		headsFrom:          DefaultHeadsConfirmedFrom,
 		storeStall:         DefaultStoreStallLimit,
 		checkpoints:        true,
 		checkpointsWaiting: checkpointsWaiting,
@@ -102,6 +104,9 @@ func (c *config) validate() error {
 	}
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.loads <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, loads, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
+	}
+	if c.headsFrom < 0 {
+		return fmt.Errorf("%w: negative size %d for confirmed heads", ErrInvalidConfig, c.headsFrom)
 	}
 	if c.storeStall < 0 {
 		return fmt.Errorf("%w: negative store stall limit %v", ErrInvalidConfig, c.storeStall)
@@ -286,6 +291,17 @@ const DefaultSnapshotMaxInterval = time.Second
 // the ack wait. A follower resyncing from the bucket is at most this far
 // behind the deltas.
 func WithSnapshotMaxInterval(d time.Duration) Option { return func(c *config) { c.snapshotMax = d } }
+
+// WithHeadsConfirmedFrom sets the mean size, in bytes, of the snapshots a
+// worker reads from a replicated bucket from which it reads their heads
+// confirmed: a direct get from any replica, then a question to the leader
+// for the key's first value after it. Below it heads are read from the
+// leader (default DefaultHeadsConfirmedFrom, measured on loopback). A
+// network whose round trips cost more than its bytes wants a higher
+// value, one whose bytes cost more a lower one; 0 reads every head
+// confirmed, a size no snapshot reaches (1TiB) none. A bucket of one
+// replica is read with direct gets whatever it says.
+func WithHeadsConfirmedFrom(n int64) Option { return func(c *config) { c.headsFrom = n } }
 
 // WithStoreStallLimit sets how long snapshot writes may all fail, none
 // succeeding, before Ready reports the worker not ready (default

@@ -85,6 +85,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cpSlots: make(chan struct{}, checkpointsInFlight),
 		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 		loads:   newLoadGate(cfg.loads),
+		heads:   headReader{from: cfg.headsFrom},
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)

@@ -67,6 +67,7 @@ type options struct {
 	pinnedTTL                 time.Duration
 	snapshotInterval          time.Duration
 	snapshotMax               time.Duration
+	headsFrom                 int64
 	storeStall                time.Duration
 	checkpoints               bool
 	logLevel, logFormat       string
@@ -139,6 +140,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
+	o.headsFrom = streams.DefaultHeadsConfirmedFrom
+	fs.Var((*byteSize)(&o.headsFrom), "heads-confirmed-from", "with --bucket-replicas above 1: the mean size of the snapshots read from which a worker reads their heads with a direct get the bucket's leader confirms, instead of from the leader, e.g. 64KiB (0: always; 1TiB: never; default 32KiB, measured on loopback)")
+	ef.bind("heads-confirmed-from", "CONVSTREAM_HEADS_CONFIRMED_FROM")
 	dur(&o.storeStall, "store-stall-limit", "CONVSTREAM_STORE_STALL_LIMIT", streams.DefaultStoreStallLimit, "how long snapshot writes may all fail, none succeeding, before /readyz reports the worker not ready (failed writes are retried, their events kept unacknowledged; 0: never)")
 	fs.BoolVar(&o.checkpoints, "checkpoints", true, "write a conversation's messages to the checkpoint bucket when letting go of it (eviction, hand-off, stop) or when it goes idle (--cache-idle), so that its next rebuild replays only later events; false: every rebuild replays from the first event, and no checkpoint bucket is needed")
 	ef.bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
@@ -228,6 +232,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithPinnedTTL(o.pinnedTTL),
 		streams.WithSnapshotInterval(o.snapshotInterval),
 		streams.WithSnapshotMaxInterval(o.snapshotMax),
+		streams.WithHeadsConfirmedFrom(o.headsFrom),
 		streams.WithStoreStallLimit(o.storeStall),
 		streams.WithCheckpoints(o.checkpoints),
 		streams.WithInferenceTimeout(o.inferenceTimeout),

@@ -195,7 +195,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		"--duplicate-window=5m", "--placement-cluster=east", "--placement-tags=ssd,fast",
 		"--max-event-bytes=1048576", "--max-messages=10000", "--max-snapshot-bytes=0", "--cache-conversations=10000",
 		"--cache-bytes=536870912", "--partitions=6", "--pinned-ttl=15s", "--snapshot-interval=100ms", "--snapshot-max-interval=2s",
-		"--store-stall-limit=3m", "--checkpoints=false", "--pipelines-dir=/etc/convstream/pipelines", "--ack-wait=2m"}
+		"--heads-confirmed-from=64KiB", "--store-stall-limit=3m", "--checkpoints=false", "--pipelines-dir=/etc/convstream/pipelines", "--ack-wait=2m"}
 	o, err = parseFlags(chart, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -203,12 +203,12 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	st := o.storage
 	if st.StreamReplicas != 3 || st.BucketReplicas != 3 || st.StreamMaxBytes != 10<<30 || st.StreamMaxAge != 720*time.Hour ||
 		st.DuplicateWindow != 5*time.Minute || st.PlacementCluster != "east" || len(st.PlacementTags) != 2 ||
-		st.Partitions != 6 || o.pinnedTTL != 15*time.Second || o.snapshotInterval != 100*time.Millisecond || o.snapshotMax != 2*time.Second || o.storeStall != 3*time.Minute || o.checkpoints ||
+		st.Partitions != 6 || o.pinnedTTL != 15*time.Second || o.snapshotInterval != 100*time.Millisecond || o.snapshotMax != 2*time.Second || o.headsFrom != 64<<10 || o.storeStall != 3*time.Minute || o.checkpoints ||
 		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" || o.cacheBytes != 512<<20 {
 		t.Errorf("chart flags: %+v", o)
 	}
-	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.storeStall != streams.DefaultStoreStallLimit {
-		t.Errorf("store stall limit by default: %v, %v", o.storeStall, err)
+	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.storeStall != streams.DefaultStoreStallLimit || o.headsFrom != streams.DefaultHeadsConfirmedFrom {
+		t.Errorf("store stall limit and confirmed heads by default: %v, %d, %v", o.storeStall, o.headsFrom, err)
 	}
 	if o, err = parseFlags(nil, func(k string) string {
 		return map[string]string{"CONVSTREAM_STORE_STALL_LIMIT": "90s"}[k]

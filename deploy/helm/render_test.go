@@ -230,7 +230,7 @@ func TestFull(t *testing.T) {
 		"--stream-max-bytes=10GiB", "--stream-max-age=720h", "--duplicate-window=5m",
 		"--placement-cluster=east", "--placement-tags=ssd,fast",
 		"--partitions=6", "--pinned-ttl=15s", "--snapshot-interval=100ms", "--snapshot-max-interval=2s",
-		"--store-stall-limit=3m", "--checkpoints=false",
+		"--heads-confirmed-from=64KiB", "--store-stall-limit=3m", "--checkpoints=false",
 		"--max-event-bytes=2097152", "--max-messages=50000", "--max-snapshot-bytes=8388608",
 		"--cache-conversations=20000",
 		"--cache-bytes=536870912",

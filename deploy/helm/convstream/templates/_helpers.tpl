@@ -187,6 +187,7 @@ replicas are always passed; optional JetStream settings only when set.
 {{- with $js.pinnedTTL }}{{ $args = append $args (printf "--pinned-ttl=%v" .) }}{{ end }}
 {{- with $js.snapshotInterval }}{{ $args = append $args (printf "--snapshot-interval=%v" .) }}{{ end }}
 {{- with $js.snapshotMaxInterval }}{{ $args = append $args (printf "--snapshot-max-interval=%v" .) }}{{ end }}
+{{- with $js.headsConfirmedFrom }}{{ $args = append $args (printf "--heads-confirmed-from=%v" .) }}{{ end }}
 {{- with $js.storeStallLimit }}{{ $args = append $args (printf "--store-stall-limit=%v" .) }}{{ end }}
 {{- if and (hasKey $js "checkpoints") (not $js.checkpoints) }}{{ $args = append $args "--checkpoints=false" }}{{ end }}
 {{- $args = append $args (printf "--max-event-bytes=%d" (int64 $w.maxEventBytes)) }}
