@@ -167,9 +167,9 @@ func TestReadStoredInACluster(t *testing.T) {
 // conversations to a bucket of three replicas and stop, and a second
 // worker, connected to a server that does not lead the bucket, apply one
 // more event to each. The second worker starts with the mean size of the
-// bucket's values, past DefaultHeadsConfirmedFrom, so it reads every head confirmed,
-// the first it loads too. Every stored snapshot ends equal to Parse of its
-// conversation.
+// bucket's values, past DefaultHeadsConfirmedFrom, so it reads every head
+// confirmed, the first it loads too. Every stored snapshot ends equal to
+// Parse of its conversation.
 func TestTakeOverLongConversationsInACluster(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
