@@ -126,8 +126,9 @@ for n in $(seq "$pairs"); do
 done
 
 # sums up SIDE: its half-peak rounds split by whether a collection of the
-# worker process ended in them (when counted), and the sequences whose
-# median p99 at half of peak was under 20 ms.
+# worker process ended in them (when counted), the sequences whose
+# median p99 at half of peak was under 20 ms, and raw JetStream's p99 in
+# the rounds at those rates (the machine's and the server's own tail).
 sums() {
 	local side=$1
 	cat "$out"/load-"$side"-*.txt 2>/dev/null | awk -v side="$side" '
@@ -143,6 +144,12 @@ sums() {
 			seqs++
 			for (i = 1; i <= np; i++) q[i] = p[i]
 			if (median(q, np) < 20) met++
+			next
+		}
+		/^raw JetStream p99 at that rate by round: / {
+			sub(/.* by round: /, ""); sub(/ \(median .*/, "")
+			nr = split($0, r, ", ")
+			for (i = 1; i <= nr; i++) { raw[++nraw] = ms(r[i]); if (ms(r[i]) > 20) rover++ }
 			next
 		}
 		/^worker process collections in those runs by round: / {
@@ -161,6 +168,7 @@ sums() {
 				printf ", without %d", nf
 				if (nf) printf " (p99 median %.1f ms, %d over 20 ms)", median(free, nf), fover
 			}
+			if (nraw) printf "; raw JetStream at the same rates: p99 median %.1f ms, %d of %d over 20 ms", median(raw, nraw), rover, nraw
 			printf "\n"
 		}'
 }

@@ -315,6 +315,9 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 				at = fmt.Sprintf("%.0f ev/s (--half-rate)", halfRate)
 			}
 			fmt.Fprintf(stdout, "worker p99 at %s by round: %s (median %s)\n", at, durations(sum.halfP99), ms(median(sum.halfP99)))
+			if len(sum.rawHalfP99) == len(sum.halfP99) {
+				fmt.Fprintf(stdout, "raw JetStream p99 at that rate by round: %s (median %s)\n", durations(sum.rawHalfP99), ms(median(sum.rawHalfP99)))
+			}
 			if len(sum.collections) == len(sum.halfP99) {
 				fmt.Fprintf(stdout, "worker process collections in those runs by round: %s\n", counts(sum.collections))
 			}
@@ -332,6 +335,10 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 type summary struct {
 	ratios  []float64       // worker peak / raw peak, by round
 	halfP99 []time.Duration // the worker's p99 at a target rate (half of its peak), by round
+	// rawHalfP99 is raw JetStream's p99 at that rate, by round (with
+	// --raw): how much of the worker's tail the machine and the server
+	// make on their own, in the same minutes.
+	rawHalfP99 []time.Duration
 	// halfRate is that rate. A build with a higher peak is measured at a
 	// higher load, which sequences of two builds must be read with.
 	halfRate float64
@@ -349,6 +356,9 @@ func summarize(results []roundResult) summary {
 		}
 	}
 	for _, r := range results {
+		if r.Rate > 0 && strings.HasPrefix(r.Name, "raw") && r.Received > 0 {
+			s.rawHalfP99 = append(s.rawHalfP99, r.P99)
+		}
 		if !strings.HasPrefix(r.Name, "worker") || r.Received == 0 {
 			continue
 		}
