@@ -190,29 +190,14 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 		t.Helper()
 		checkStoredAt(t, c, want, last, 30*time.Second)
 	}
-	send := func(i int, ids []string) {
+	send := func(i int) {
 		t.Helper()
 		for _, conv := range ids {
-			m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": []string{"user", "assistant"}[i%2], "content": content}
-			if i > 0 {
-				m["parentId"] = fmt.Sprintf("m%d", i-1)
-			}
-			sent, err := c.Send(context.Background(), conv, TypeMessageAppended, m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			last[conv] = sent.Sequence
-			msg, err := conversation.NewMessage(m)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := want[conv].Append(msg); err != nil {
-				t.Fatal(err)
-			}
+			last[conv] = sendChainedAs(t, c, want[conv], conv, i, []string{"user", "assistant"}[i%2], content).Sequence
 		}
 	}
 	for i := range msgs {
-		send(i, ids)
+		send(i)
 	}
 	check()
 	first.stop(t)
@@ -229,7 +214,7 @@ func TestTakeOverLongConversationsInACluster(t *testing.T) {
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	second := startWorker(t, connect(t, first.w.notBucketLeader(t, servers)), WithStorage(storage), WithLogger(testLogger(t)))
-	send(msgs, ids)
+	send(msgs)
 	check()
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/natstest"
 )
 
@@ -29,17 +30,13 @@ func BenchmarkLoad(b *testing.B) {
 		last := make([]uint64, tc.convs)
 		r := startWorker(b, nc, WithStorage(storage), WithLogger(failureLogger(b, 10)))
 		content := strings.Repeat("x", 256)
+		live := make([]*conversation.Conversation, tc.convs)
+		for k := range live {
+			live[k] = conversation.NewConversation()
+		}
 		for i := range tc.msgs {
 			for k := range tc.convs {
-				msg := map[string]any{"id": fmt.Sprintf("m%d", i), "role": []string{"user", "assistant"}[i%2], "content": content}
-				if i > 0 {
-					msg["parentId"] = fmt.Sprintf("m%d", i-1)
-				}
-				sent, err := c.Send(ctx, fmt.Sprint(prefix, k), TypeMessageAppended, msg)
-				if err != nil {
-					b.Fatal(err)
-				}
-				last[k] = sent.Sequence
+				last[k] = sendChainedAs(b, c, live[k], fmt.Sprint(prefix, k), i, []string{"user", "assistant"}[i%2], content).Sequence
 			}
 		}
 		for k := range tc.convs {

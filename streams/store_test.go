@@ -112,7 +112,13 @@ func snapshotBucket(t testing.TB, c *Client) jetstream.KeyValue {
 // returns what the publish acknowledged.
 func sendChained(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int) *Sent {
 	t.Helper()
-	m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("message %d", i)}
+	return sendChainedAs(t, c, live, conv, i, "user", fmt.Sprintf("message %d", i))
+}
+
+// sendChainedAs is sendChained with the message's role and content given.
+func sendChainedAs(t testing.TB, c *Client, live *conversation.Conversation, conv string, i int, role, content string) *Sent {
+	t.Helper()
+	m := map[string]any{"id": fmt.Sprintf("m%d", i), "role": role, "content": content}
 	if i > 0 {
 		m["parentId"] = fmt.Sprintf("m%d", i-1)
 	}

@@ -15,7 +15,8 @@ import (
 )
 
 // StartCluster starts n JetStream servers clustered over loopback on random
-// ports, with the worker's embedded server's max payload, stopped when the test ends, and waits until JetStream answers.
+// ports, with the worker's embedded server's max payload, stopped when the
+// test ends, and waits until JetStream answers.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	// Cluster ports are picked free by the OS, then given to every server
