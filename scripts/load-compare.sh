@@ -19,7 +19,9 @@
 #            [-o DIR] REV_A REV_B [convctl load flags...]
 #
 #   REV_A, REV_B  git revisions; "." is this checkout as it is, uncommitted
-#                 changes included
+#                 changes included; "echo" is internal/echoworker of this
+#                 checkout: the floor under any worker (it answers each
+#                 event with a delta and acknowledges it, nothing more)
 #   -n PAIRS      runs of each (default 3)
 #   -A, -B        extra worker flags for A or B, e.g. -B "--gc-percent 200"
 #   -o DIR        where each run's full output goes (default: a new
@@ -28,6 +30,7 @@
 #                 LOAD_ARGS="--quiet --warmup --rounds 3"` runs)
 #
 # Example: scripts/load-compare.sh HEAD~1 . ; scripts/load-compare.sh -n 5 -B "--gc-percent 200" . .
+#          scripts/load-compare.sh echo HEAD --quiet --warmup --rounds 3 --half-rate 10000
 set -euo pipefail
 
 pairs=3 flags_a="" flags_b="" out=""
@@ -71,6 +74,12 @@ trap cleanup EXIT
 build() {
 	local rev=$1 dir=$2 src
 	mkdir -p "$dir"
+	if [ "$rev" = "echo" ]; then
+		(cd "$root" && "$go" build -o "$dir/worker" ./internal/echoworker)
+		touch "$dir/echo"
+		echo "$(basename "$dir"): echo (internal/echoworker at $(git -C "$root" rev-parse --short HEAD))"
+		return
+	fi
 	if [ "$rev" = "." ]; then
 		src=$root
 	else
@@ -96,11 +105,18 @@ run() {
 		flags="$flags --pprof 127.0.0.1:$pprof"
 		gc=(--worker-pprof "http://127.0.0.1:$pprof")
 	fi
-	# shellcheck disable=SC2086 # flags are words
-	"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" --http "127.0.0.1:$http" \
-		--log-level warn $flags >"$out/worker-$side-$n.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
+	if [ -e "$tmp/$side/echo" ]; then
+		# shellcheck disable=SC2086 # flags are words
+		"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" $flags >"$out/worker-$side-$n.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do grep -q "echoworker consuming" "$out/worker-$side-$n.log" && break; sleep 0.1; done
+	else
+		# shellcheck disable=SC2086 # flags are words
+		"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" --http "127.0.0.1:$http" \
+			--log-level warn $flags >"$out/worker-$side-$n.log" 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
+	fi
 	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2
