@@ -77,7 +77,7 @@ build() {
 	if [ "$rev" = "echo" ]; then
 		(cd "$root" && "$go" build -o "$dir/worker" ./internal/echoworker)
 		touch "$dir/echo"
-		echo "$(basename "$dir"): echo (internal/echoworker at $(git -C "$root" rev-parse --short HEAD))"
+		echo "$(basename "$dir"): echo (internal/echoworker of this checkout, at $(git -C "$root" rev-parse --short HEAD))"
 		return
 	fi
 	if [ "$rev" = "." ]; then
@@ -105,18 +105,22 @@ run() {
 		flags="$flags --pprof 127.0.0.1:$pprof"
 		gc=(--worker-pprof "http://127.0.0.1:$pprof")
 	fi
-	if [ -e "$tmp/$side/echo" ]; then
-		# shellcheck disable=SC2086 # flags are words
-		"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" $flags >"$out/worker-$side-$n.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 100); do grep -q "echoworker consuming" "$out/worker-$side-$n.log" && break; sleep 0.1; done
-	else
-		# shellcheck disable=SC2086 # flags are words
-		"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" --http "127.0.0.1:$http" \
-			--log-level warn $flags >"$out/worker-$side-$n.log" 2>&1 &
-		pid=$!
-		for _ in $(seq 100); do curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break; sleep 0.1; done
-	fi
+	# The echo side has no health endpoint and no log levels: it is ready
+	# once it logs that it consumes.
+	local extra=(--http "127.0.0.1:$http" --log-level warn)
+	[ -e "$tmp/$side/echo" ] && extra=()
+	# shellcheck disable=SC2086 # flags are words
+	"$tmp/$side/worker" --data-dir "$data" --listen "127.0.0.1:$port" "${extra[@]}" \
+		$flags >"$out/worker-$side-$n.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 100); do
+		if [ -e "$tmp/$side/echo" ]; then
+			grep -q "echoworker consuming" "$out/worker-$side-$n.log" && break
+		else
+			curl -sf "http://127.0.0.1:$http/readyz" >/dev/null && break
+		fi
+		sleep 0.1
+	done
 	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2
