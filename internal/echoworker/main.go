@@ -42,6 +42,7 @@ type config struct {
 	prefix     string        // the deployment's subject prefix
 	deltaBytes int           // padding carried by every delta
 	ackAfter   time.Duration // hold acks this long, as the worker's wait for stores
+	decode     bool          // decode each event as the worker does first
 	pprof      string        // net/http/pprof address; empty: off
 }
 
@@ -52,6 +53,7 @@ func main() {
 	flag.StringVar(&cfg.prefix, "subject-prefix", "convstream", "subject prefix of the deployment")
 	flag.IntVar(&cfg.deltaBytes, "delta-bytes", 300, "padding carried by every delta (a worker's delta of a 256-byte message carries about 300 bytes)")
 	flag.DurationVar(&cfg.ackAfter, "ack-after", 0, "hold each acknowledgement this long, as a worker holds them until a store (checked as later events come; 0: at once)")
+	flag.BoolVar(&cfg.decode, "decode", false, "decode each event as the worker does (streams.DecodeEvent, the CloudEvents SDK) before answering it: what decoding adds to the floor")
 	flag.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -123,7 +125,8 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if ready != nil {
 		ready(ns.ClientURL())
 	}
-	e := echo{nc: nc, subjects: subjects, pad: strings.Repeat("x", cfg.deltaBytes), counts: map[string]int{}, ackAfter: cfg.ackAfter}
+	e := echo{nc: nc, subjects: subjects, pad: strings.Repeat("x", cfg.deltaBytes), counts: map[string]int{},
+		ackAfter: cfg.ackAfter, decode: cfg.decode, log: log}
 	for {
 		m, err := it.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
@@ -145,6 +148,8 @@ type echo struct {
 	counts   map[string]int // events seen by conversation
 	ackAfter time.Duration
 	held     []heldAck // oldest first
+	decode   bool
+	log      *slog.Logger
 }
 
 // heldAck is an acknowledgement held back (--ack-after).
@@ -155,6 +160,12 @@ type heldAck struct {
 
 // answer publishes m's delta and acknowledges m, or holds its ack.
 func (e *echo) answer(m jetstream.Msg) {
+	if e.decode {
+		// The event is answered either way: the floor measures the cost.
+		if _, err := streams.DecodeEvent(m.Headers(), m.Data()); err != nil {
+			e.log.Warn("event not decoded", "subject", m.Subject(), "err", err)
+		}
+	}
 	id := strings.TrimPrefix(m.Subject(), e.subjects.Events(""))
 	e.counts[id]++
 	// Event k of a conversation is answered with a flat list of k entries:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,14 +14,19 @@ import (
 
 // TestEchoAnswersEachEvent: event k of a conversation is answered with a
 // delta of length k on its snapshots subject and acknowledged, at once or
-// after --ack-after.
+// after --ack-after; with --decode too, even when the event does not
+// decode.
 func TestEchoAnswersEachEvent(t *testing.T) {
-	for _, after := range []time.Duration{0, 50 * time.Millisecond} {
-		t.Run(after.String(), func(t *testing.T) {
+	for _, tc := range []struct {
+		after  time.Duration
+		decode bool
+	}{{0, false}, {50 * time.Millisecond, false}, {0, true}} {
+		after := tc.after
+		t.Run(fmt.Sprintf("after=%s,decode=%t", after, tc.decode), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			urls := make(chan string, 1)
 			done := make(chan error, 1)
-			cfg := config{listen: "127.0.0.1:-1", dataDir: t.TempDir(), prefix: "convstream", deltaBytes: 8, ackAfter: after}
+			cfg := config{listen: "127.0.0.1:-1", dataDir: t.TempDir(), prefix: "convstream", deltaBytes: 8, ackAfter: after, decode: tc.decode}
 			go func() {
 				done <- run(ctx, cfg, slog.New(slog.DiscardHandler), func(url string) { urls <- url })
 			}()
