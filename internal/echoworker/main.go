@@ -24,6 +24,8 @@ import (
 	_ "net/http/pprof" // behind --pprof only
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -43,6 +45,8 @@ type config struct {
 	deltaBytes int           // padding carried by every delta
 	ackAfter   time.Duration // hold acks this long, as the worker's wait for stores
 	decode     bool          // decode each event as the worker does first
+	heapMiB    int           // live pointer-bearing heap held through the run
+	gcPercent  int           // the collector's target; 0: GOGC or Go's default
 	pprof      string        // net/http/pprof address; empty: off
 }
 
@@ -54,6 +58,8 @@ func main() {
 	flag.IntVar(&cfg.deltaBytes, "delta-bytes", 300, "padding carried by every delta (a worker's delta of a 256-byte message carries about 300 bytes)")
 	flag.DurationVar(&cfg.ackAfter, "ack-after", 0, "hold each acknowledgement this long, as a worker holds them until a store (checked as later events come; 0: at once)")
 	flag.BoolVar(&cfg.decode, "decode", false, "decode each event as the worker does (streams.DecodeEvent, the CloudEvents SDK) before answering it: what decoding adds to the floor")
+	flag.IntVar(&cfg.heapMiB, "heap-mib", 0, "hold this many MiB of live objects with pointers through the run, as a worker holds its conversations: what such a heap costs the floor")
+	flag.IntVar(&cfg.gcPercent, "gc-percent", 0, "the garbage collector's target, as the worker's --gc-percent (0: GOGC, or Go's default)")
 	flag.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -78,6 +84,11 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		}
 		defer os.RemoveAll(cfg.dataDir)
 	}
+	if cfg.gcPercent > 0 {
+		debug.SetGCPercent(cfg.gcPercent)
+	}
+	held := liveHeap(cfg.heapMiB)
+	defer runtime.KeepAlive(held)
 	if cfg.pprof != "" {
 		srv := &http.Server{Addr: cfg.pprof, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.ListenAndServe() }()
@@ -191,4 +202,21 @@ func (e *echo) ackDue(t time.Time) {
 		n++
 	}
 	e.held = e.held[n:]
+}
+
+// heapNode is one 64-byte object of liveHeap: every word a pointer, so
+// the collector scans all of it, as it scans a conversation's messages.
+type heapNode struct {
+	next *heapNode
+	refs [7]*heapNode
+}
+
+// liveHeap returns a list of mib MiB of heapNodes, each pointing at the
+// one before.
+func liveHeap(mib int) *heapNode {
+	var head *heapNode
+	for range mib << 20 / 64 {
+		head = &heapNode{next: head}
+	}
+	return head
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -98,5 +99,22 @@ func TestEchoAnswersEachEvent(t *testing.T) {
 				t.Fatal("run did not return")
 			}
 		})
+	}
+}
+
+// TestLiveHeap: --heap-mib holds that many MiB in 64-byte objects.
+func TestLiveHeap(t *testing.T) {
+	if got := unsafe.Sizeof(heapNode{}); got != 64 {
+		t.Fatalf("a node is %d bytes, want 64", got)
+	}
+	n := 0
+	for h := liveHeap(1); h != nil; h = h.next {
+		n++
+	}
+	if n != 1<<20/64 {
+		t.Fatalf("1 MiB holds %d nodes, want %d", n, 1<<20/64)
+	}
+	if liveHeap(0) != nil {
+		t.Fatal("0 MiB holds nodes")
 	}
 }
