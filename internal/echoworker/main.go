@@ -208,7 +208,7 @@ func (e *echo) ackDue(t time.Time) {
 // the collector scans all of it, as it scans a conversation's messages.
 type heapNode struct {
 	next *heapNode
-	refs [7]*heapNode
+	more [7]*heapNode // the node before too: words the collector follows
 }
 
 // liveHeap returns a list of mib MiB of heapNodes, each pointing at the
@@ -216,7 +216,11 @@ type heapNode struct {
 func liveHeap(mib int) *heapNode {
 	var head *heapNode
 	for range mib << 20 / 64 {
-		head = &heapNode{next: head}
+		n := &heapNode{next: head}
+		for i := range n.more {
+			n.more[i] = head
+		}
+		head = n
 	}
 	return head
 }
