@@ -46,7 +46,7 @@ type config struct {
 	ackAfter   time.Duration // hold acks this long, as the worker's wait for stores
 	decode     bool          // decode each event as the worker does first
 	heapMiB    int           // live pointer-bearing heap held through the run
-	gcPercent  int           // the collector's target; 0: GOGC or Go's default
+	gcPercent  int           // the collector's target, set by main; 0: GOGC or Go's default
 	pprof      string        // net/http/pprof address; empty: off
 }
 
@@ -62,6 +62,9 @@ func main() {
 	flag.IntVar(&cfg.gcPercent, "gc-percent", 0, "the garbage collector's target, as the worker's --gc-percent (0: GOGC, or Go's default)")
 	flag.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address")
 	flag.Parse()
+	if cfg.gcPercent > 0 {
+		debug.SetGCPercent(cfg.gcPercent) // the process's, as the worker's flag sets it
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -83,9 +86,6 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 			return err
 		}
 		defer os.RemoveAll(cfg.dataDir)
-	}
-	if cfg.gcPercent > 0 {
-		debug.SetGCPercent(cfg.gcPercent)
 	}
 	held := liveHeap(cfg.heapMiB)
 	defer runtime.KeepAlive(held)
