@@ -3,7 +3,9 @@ package streams
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -41,6 +43,9 @@ func TestLoopbackURL(t *testing.T) {
 			t.Fatal(err)
 		}
 		url, ok := LoopbackURL(ns)
+		if u, opts := EmbeddedConn(ns); u != url || len(opts) != 0 {
+			t.Errorf("%s: EmbeddedConn = %q with %d options, want %q alone", listen, u, len(opts), url)
+		}
 		if !ok || !strings.HasPrefix(url, "nats://127.0.0.1:") {
 			t.Errorf("%s: LoopbackURL = %q, %v", listen, url, ok)
 		} else if nc, err := nats.Connect(url); err != nil {
@@ -51,4 +56,27 @@ func TestLoopbackURL(t *testing.T) {
 		ns.Shutdown()
 		ns.WaitForShutdown()
 	}
+}
+
+// TestEmbeddedConnInProcess connects in process to a server with no client
+// listener, where LoopbackURL has no answer.
+func TestEmbeddedConnInProcess(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{DontListen: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	defer ns.Shutdown()
+	if !ns.ReadyForConnections(5 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	url, opts := EmbeddedConn(ns)
+	if url != "" || len(opts) != 1 {
+		t.Fatalf("EmbeddedConn = %q with %d options, want in process", url, len(opts))
+	}
+	nc, err := nats.Connect(url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.Close()
 }

@@ -6,7 +6,18 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
+
+// EmbeddedConn returns how a client in the process of an embedded server
+// connects to it: over loopback TCP at url when it can (see LoopbackURL),
+// otherwise in process, with an empty url and the option that says so.
+func EmbeddedConn(ns *server.Server) (url string, opts []nats.Option) {
+	if url, ok := LoopbackURL(ns); ok {
+		return url, nil
+	}
+	return "", []nats.Option{nats.InProcessServer(ns)}
+}
 
 // LoopbackURL returns the URL by which a client on this machine reaches
 // an embedded server over TCP, and false when it cannot: no client

@@ -263,11 +263,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
-		if url, ok := streams.LoopbackURL(ns); ok {
-			o.conn.URL = url // faster than in process: see LoopbackURL
-		} else {
-			extra = append(extra, nats.InProcessServer(ns))
-		}
+		o.conn.URL, extra = streams.EmbeddedConn(ns)
 		log.Info("embedded NATS server started", "url", natsURL, "store", o.dataDir)
 		if o.websocket != "" {
 			log.Info("NATS WebSocket listener (no TLS)", "url", ns.WebsocketURL(), "origins", websocketOrigins(o))

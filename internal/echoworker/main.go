@@ -100,12 +100,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		return err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	var extra []nats.Option
-	url, ok := streams.LoopbackURL(ns) // as the worker connects
-	if !ok {
-		url = ns.ClientURL()
-		extra = append(extra, nats.InProcessServer(ns))
-	}
+	url, extra := streams.EmbeddedConn(ns) // as the worker connects
 	nc, err := streams.Connect(streams.ConnConfig{URL: url, Name: "echoworker", Logger: log}, extra...)
 	if err != nil {
 		return err
