@@ -16,7 +16,7 @@
 # (BENCHMARKS.md).
 #
 # usage: scripts/load-compare.sh [-n PAIRS] [-A "worker flags"] [-B "worker flags"]
-#            [-o DIR] REV_A REV_B [convctl load flags...]
+#            [-T MODE_A,MODE_B] [-o DIR] REV_A REV_B [convctl load flags...]
 #
 #   REV_A, REV_B  git revisions; "." is this checkout as it is, uncommitted
 #                 changes included; "echo" is internal/echoworker of this
@@ -24,6 +24,12 @@
 #                 event with a delta and acknowledges it, nothing more)
 #   -n PAIRS      runs of each (default 3)
 #   -A, -B        extra worker flags for A or B, e.g. -B "--gc-percent 200"
+#   -T A,B        the machine's transparent huge page mode for A's runs and
+#                 for B's, e.g. -T always,madvise: written to
+#                 /sys/kernel/mm/transparent_hugepage/enabled before each
+#                 run (root only; the mode found is put back at the end).
+#                 Each run then also prints the worker's memory on huge
+#                 pages (AnonHugePages).
 #   -o DIR        where each run's full output goes (default: a new
 #                 temporary directory, kept)
 #   load flags    default: --quiet --warmup --rounds 3 (what `make load
@@ -33,12 +39,14 @@
 #          scripts/load-compare.sh echo HEAD --quiet --warmup --rounds 3 --half-rate 10000
 set -euo pipefail
 
-pairs=3 flags_a="" flags_b="" out=""
-while getopts "n:A:B:o:h" opt; do
+pairs=3 flags_a="" flags_b="" out="" thp_a="" thp_b=""
+thp_file=/sys/kernel/mm/transparent_hugepage/enabled
+while getopts "n:A:B:T:o:h" opt; do
 	case $opt in
 	n) pairs=$OPTARG ;;
 	A) flags_a=$OPTARG ;;
 	B) flags_b=$OPTARG ;;
+	T) thp_a=${OPTARG%%,*} thp_b=${OPTARG#*,} ;;
 	o) out=$OPTARG ;;
 	*) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 2 ;;
 	esac
@@ -53,6 +61,14 @@ shift 2
 load_args=("$@")
 [ ${#load_args[@]} -gt 0 ] || load_args=(--quiet --warmup --rounds 3)
 [ -r /proc/self/stat ] || { echo "load-compare reads /proc: Linux only" >&2; exit 2; }
+thp_found=""
+if [ -n "$thp_a$thp_b" ]; then
+	for m in "$thp_a" "$thp_b"; do
+		case $m in always | madvise | never) ;; *) echo "-T: modes are always, madvise or never, not \"$m\"" >&2; exit 2 ;; esac
+	done
+	[ -w "$thp_file" ] || { echo "-T: $thp_file is not writable (root only)" >&2; exit 2; }
+	thp_found=$(sed 's/.*\[\(.*\)\].*/\1/' "$thp_file")
+fi
 
 root=$(git rev-parse --show-toplevel)
 go=${GO:-go}
@@ -67,6 +83,7 @@ cleanup() {
 	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
 	for wt in "$tmp"/src-*; do [ -d "$wt" ] && git -C "$root" worktree remove --force "$wt" 2>/dev/null; done
 	rm -rf "$tmp"
+	[ -z "$thp_found" ] || echo "$thp_found" >"$thp_file"
 }
 trap cleanup EXIT
 
@@ -96,8 +113,10 @@ echo "load: convctl load ${load_args[*]}; runs in $out"
 
 # run SIDE N runs one load against a fresh worker of SIDE.
 run() {
-	local side=$1 n=$2 flags data stat status line gc=()
+	local side=$1 n=$2 flags data stat status line thp huge="" gc=()
 	[ "$side" = A ] && flags=$flags_a || flags=$flags_b
+	[ "$side" = A ] && thp=$thp_a || thp=$thp_b
+	[ -z "$thp" ] || echo "$thp" >"$thp_file"
 	data="$tmp/data-$side-$n"
 	# grep reads all of it: grep -q could close the pipe on the worker, and
 	# with pipefail its SIGPIPE would read as "no --pprof".
@@ -122,6 +141,7 @@ run() {
 		sleep 0.1
 	done
 	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
+	[ -z "$thp" ] || huge=$(awk '/^AnonHugePages/ { printf ", %d MB on huge pages (%s)", $2/1024, mode }' mode="$thp" "/proc/$pid/smaps_rollup" 2>/dev/null)
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2
 		tail -20 "$out/worker-$side-$n.log" >&2
@@ -133,7 +153,7 @@ run() {
 	pid=""
 	rm -rf "$data"
 	line=$(echo "$stat" | awk -v hz="$(getconf CLK_TCK)" '{ printf "cpu %.2f s (user %.2f, system %.2f), %d page faults", ($14+$15)/hz, $14/hz, $15/hz, $10 }')
-	line="$line, peak $(echo "$status" | awk '/^VmHWM/ { printf "%d MB", $2/1024 }')"
+	line="$line, peak $(echo "$status" | awk '/^VmHWM/ { printf "%d MB", $2/1024 }')$huge"
 	echo "== $side run $n: $line"
 	# The medians of a run in rounds, or else the worker's line of a single run.
 	grep -E "by round" "$out/load-$side-$n.txt" | sed 's/^/   /' ||

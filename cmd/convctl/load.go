@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/internal/hugepages"
 	"github.com/convstream/convstream/internal/loadgen"
 	"github.com/convstream/convstream/streams"
 )
@@ -464,5 +465,11 @@ func machineNote() string {
 			}
 		}
 	}
-	return fmt.Sprintf("%s%s/%s, %d CPUs (the load generator's GOMAXPROCS %d), %s", model, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version())
+	thp := ""
+	if mode := hugepages.Mode(); mode != "" {
+		// Whether a Go heap on this machine gets huge pages: it decides
+		// much of a worker's tail here (docs/operations.md).
+		thp = ", transparent huge pages " + mode
+	}
+	return fmt.Sprintf("%s%s/%s, %d CPUs (the load generator's GOMAXPROCS %d), %s%s", model, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.GOMAXPROCS(0), runtime.Version(), thp)
 }
