@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime/debug"
@@ -19,13 +20,33 @@ import (
 // paying for it in memory.
 const defaultGCPercent = 400
 
+// autoHeapHugePages asks tuneMemory for hugepages.DefaultHeapAdvice.
+const autoHeapHugePages = -1
+
+// parseHeapHugePages reads --heap-huge-pages: "auto", "off", or a size.
+func parseHeapHugePages(s string) (int64, error) {
+	switch s {
+	case "auto":
+		return autoHeapHugePages, nil
+	case "off":
+		return 0, nil
+	}
+	var n byteSize
+	if err := n.Set(s); err != nil {
+		return 0, fmt.Errorf("--heap-huge-pages: %w (or auto, or off)", err)
+	}
+	return int64(n), nil
+}
+
 // tuneMemory sets the collector's target (when GOGC is not set) and a soft
 // memory limit at ratio of the container's memory limit (cgroup), or of
 // the machine's memory when there is none (when GOMEMLIMIT is not set and
 // ratio is positive), near which the collector works harder instead of
-// the heap growing further. It logs the settings, with the system's mode of
-// transparent huge pages.
-func tuneMemory(gcPercent int, ratio float64, getenv func(string) string, log *slog.Logger) {
+// the heap growing further. Where the machine's transparent huge pages
+// are "madvise", it marks hugeHeap bytes of heap address space for them
+// (autoHeapHugePages: by the memory limit; see hugepages.AdviseHeap). It
+// logs what it set, with the machine's mode of transparent huge pages.
+func tuneMemory(gcPercent int, ratio float64, hugeHeap int64, getenv func(string) string, log *slog.Logger) {
 	attrs := []any{"gogc", getenv("GOGC")}
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
@@ -44,14 +65,30 @@ func tuneMemory(gcPercent int, ratio float64, getenv func(string) string, log *s
 		attrs = append(attrs, "memory_limit", limit)
 	}
 	thp := hugepages.Mode()
-	if thp != "" {
-		attrs = append(attrs, "transparent_huge_pages", thp)
+	if thp == "" {
+		log.Info("garbage collector", attrs...)
+		return
 	}
-	log.Info("garbage collector", attrs...)
+	attrs = append(attrs, "transparent_huge_pages", thp)
 	// A heap on 4 KiB pages takes a page fault for each 4 KiB it grows
 	// into: on the 2-core machines of BENCHMARKS.md that alone kept the
 	// latency tail at half of peak over 20 ms.
-	if thp != "" && (!hugepages.HeapOnHugePages(thp) || strings.Contains(getenv("GODEBUG"), "disablethp=1")) {
+	onHuge := hugepages.HeapOnHugePages(thp)
+	if disabled := strings.Contains(getenv("GODEBUG"), "disablethp=1"); disabled {
+		onHuge = false // the runtime marks its heap against them: so be it
+	} else if thp == hugepages.Madvise && hugeHeap != 0 {
+		if hugeHeap == autoHeapHugePages {
+			hugeHeap = hugepages.DefaultHeapAdvice(debug.SetMemoryLimit(-1))
+		}
+		if err := hugepages.AdviseHeap(hugeHeap); err != nil {
+			log.Warn("heap not marked for huge pages", "err", err)
+		} else {
+			onHuge = true
+			attrs = append(attrs, "heap_huge_pages", hugeHeap)
+		}
+	}
+	log.Info("garbage collector", attrs...)
+	if !onHuge {
 		log.Info("the heap is on 4 KiB pages, which costs latency under load (docs/operations.md, \"Huge pages\")", "transparent_huge_pages", thp, "godebug", getenv("GODEBUG"))
 	}
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"log/slog"
 	"math"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/KimMachineGun/automemlimit/memlimit"
+
+	"github.com/convstream/convstream/internal/hugepages"
 )
 
 // TestTuneMemoryLimitsTheHeap: the soft memory limit is a share of the
@@ -22,7 +27,7 @@ func TestTuneMemoryLimitsTheHeap(t *testing.T) {
 	quiet := slog.New(slog.DiscardHandler)
 
 	debug.SetMemoryLimit(math.MaxInt64)
-	tuneMemory(400, 0.5, func(string) string { return "" }, quiet)
+	tuneMemory(400, 0.5, 0, func(string) string { return "" }, quiet)
 	total, err := memlimit.FromCgroup()
 	if err != nil {
 		if total, err = memlimit.FromSystem(); err != nil {
@@ -39,11 +44,48 @@ func TestTuneMemoryLimitsTheHeap(t *testing.T) {
 
 	debug.SetMemoryLimit(math.MaxInt64)
 	env := map[string]string{"GOMEMLIMIT": "1GiB", "GOGC": "50"}
-	tuneMemory(400, 0.5, func(k string) string { return env[k] }, quiet)
+	tuneMemory(400, 0.5, 0, func(k string) string { return env[k] }, quiet)
 	if got := debug.SetMemoryLimit(-1); got != math.MaxInt64 {
 		t.Errorf("memory limit %d set over GOMEMLIMIT", got)
 	}
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GC percent %d set over GOGC", got)
+	}
+}
+
+// TestParseHeapHugePages reads --heap-huge-pages: auto, off or a size.
+func TestParseHeapHugePages(t *testing.T) {
+	for in, want := range map[string]int64{"auto": autoHeapHugePages, "off": 0, "0": 0, "512MiB": 512 << 20, "2G": 2 << 30} {
+		if got, err := parseHeapHugePages(in); err != nil || got != want {
+			t.Errorf("parseHeapHugePages(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "on", "-1", "1XB"} {
+		if _, err := parseHeapHugePages(in); err == nil {
+			t.Errorf("parseHeapHugePages(%q): no error", in)
+		}
+	}
+}
+
+// TestTuneMemoryHugePages: where the machine's mode is madvise the heap is
+// marked and the log says how much; elsewhere, or with 0, it is not.
+func TestTuneMemoryHugePages(t *testing.T) {
+	prevLimit := debug.SetMemoryLimit(-1)
+	prevGC := debug.SetGCPercent(100)
+	t.Cleanup(func() {
+		debug.SetMemoryLimit(prevLimit)
+		debug.SetGCPercent(prevGC)
+	})
+	mode := hugepages.Mode()
+	for _, n := range []int64{0, 64 << 20} {
+		var out bytes.Buffer
+		tuneMemory(100, 0, n, func(string) string { return "" }, slog.New(slog.NewJSONHandler(&out, nil)))
+		marked := strings.Contains(out.String(), fmt.Sprintf(`"heap_huge_pages":%d`, n))
+		if want := mode == hugepages.Madvise && n > 0; marked != want {
+			t.Errorf("mode %q, %d bytes: marked %v, want %v; log:\n%s", mode, n, marked, want, &out)
+		}
+		if on := !strings.Contains(out.String(), "4 KiB pages"); mode != "" && on != (marked || mode == hugepages.Always) {
+			t.Errorf("mode %q, %d bytes: the log says the heap is on huge pages: %v; log:\n%s", mode, n, on, &out)
+		}
 	}
 }

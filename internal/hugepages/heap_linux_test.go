@@ -1,0 +1,54 @@
+package hugepages
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestAdviseHeap marks 64 MiB of heap address space and finds it in the
+// process's mappings, flagged for huge pages ("hg").
+func TestAdviseHeap(t *testing.T) {
+	if Mode() == "" {
+		t.Skip("a kernel without transparent huge pages")
+	}
+	const n = 64 << 20
+	before := advisedBytes(t)
+	if err := AdviseHeap(n); err != nil {
+		t.Fatal(err)
+	}
+	if got := advisedBytes(t) - before; got < n {
+		t.Errorf("mappings flagged for huge pages grew by %d bytes, want at least %d", got, n)
+	}
+	if err := AdviseHeap(0); err != nil {
+		t.Errorf("AdviseHeap(0) = %v, want nil", err)
+	}
+}
+
+// advisedBytes adds up the mappings of this process that /proc/self/smaps
+// flags for huge pages.
+func advisedBytes(t *testing.T) int64 {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no smaps: %v", err)
+	}
+	defer f.Close()
+	var total, size int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if k, v, ok := strings.Cut(line, ":"); ok && k == "Size" {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			size = kb << 10
+		} else if ok && k == "VmFlags" && strings.Contains(" "+v+" ", " hg ") {
+			total += size
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}

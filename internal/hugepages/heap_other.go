@@ -1,0 +1,11 @@
+//go:build !linux
+
+package hugepages
+
+// AdviseHeap returns ErrUnsupported: transparent huge pages are Linux's.
+func AdviseHeap(n int64) error {
+	if n <= 0 {
+		return nil
+	}
+	return ErrUnsupported
+}
