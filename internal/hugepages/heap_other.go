@@ -3,9 +3,9 @@
 package hugepages
 
 // AdviseHeap returns ErrUnsupported: transparent huge pages are Linux's.
-func AdviseHeap(n int64) error {
+func AdviseHeap(n int64) (int64, error) {
 	if n <= 0 {
-		return nil
+		return 0, nil
 	}
-	return ErrUnsupported
+	return 0, ErrUnsupported
 }
