@@ -91,5 +91,6 @@ func advise(n int64) error {
 			err = e
 		}
 	}
+	runtime.KeepAlive(chunks)
 	return err
 }
