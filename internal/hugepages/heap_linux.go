@@ -34,8 +34,9 @@ import (
 //
 // It refuses where reserving n bytes of address space could fail or cost
 // memory: under strict overcommit (vm.overcommit_memory 2, where the
-// range would count against the commit limit for good) and under an
-// address space limit (RLIMIT_AS) below 2n. A failed madvise (a kernel
+// range would count against the commit limit for good), under an
+// address space limit (RLIMIT_AS) below 2n, and in a build with the race
+// detector (whose shadow of the range took 2 GB for 4 GiB). A failed madvise (a kernel
 // without transparent huge pages) is returned after the range is freed.
 func AdviseHeap(n int64) (int64, error) {
 	if n <= 0 {
@@ -62,6 +63,9 @@ var heapAdvice struct {
 const ChunkBytes = 16 << 20
 
 func adviseHeap(n int64) error {
+	if raceEnabled {
+		return errors.New("hugepages: heap address space not reserved under the race detector, whose shadow memory would back it")
+	}
 	if b, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err == nil && string(bytes.TrimSpace(b)) == "2" {
 		return errors.New("hugepages: strict overcommit (vm.overcommit_memory 2): heap address space not reserved")
 	}

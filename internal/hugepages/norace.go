@@ -1,0 +1,6 @@
+//go:build !race
+
+package hugepages
+
+// raceEnabled: see race.go.
+const raceEnabled = false
