@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 )
@@ -33,11 +34,12 @@ import (
 // cleared, one of ChunkBytes, not the whole range.)
 //
 // It refuses where reserving n bytes of address space could fail or cost
-// memory: under strict overcommit (vm.overcommit_memory 2, where the
-// range would count against the commit limit for good), under an
-// address space limit (RLIMIT_AS) below 2n, and in a build with the race
-// detector (whose shadow of the range took 2 GB for 4 GiB). A failed madvise (a kernel
-// without transparent huge pages) is returned after the range is freed.
+// memory: on a 32-bit system, under strict overcommit
+// (vm.overcommit_memory 2, where the range would count against the
+// commit limit for good), under an address space limit (RLIMIT_AS) below
+// 2n, and in a build with the race detector (whose shadow of the range
+// took 2 GB for 4 GiB). A failed madvise (a kernel without transparent
+// huge pages) is returned after the range is freed.
 func AdviseHeap(n int64) (int64, error) {
 	if n <= 0 {
 		return 0, nil
@@ -65,6 +67,10 @@ const ChunkBytes = 16 << 20
 func adviseHeap(n int64) error {
 	if raceEnabled {
 		return errors.New("hugepages: heap address space not reserved under the race detector, whose shadow memory would back it")
+	}
+	if strconv.IntSize < 64 {
+		// A failed allocation of the range would end the process.
+		return errors.New("hugepages: heap address space not reserved on a 32-bit system")
 	}
 	if b, err := os.ReadFile("/proc/sys/vm/overcommit_memory"); err == nil && string(bytes.TrimSpace(b)) == "2" {
 		return errors.New("hugepages: strict overcommit (vm.overcommit_memory 2): heap address space not reserved")
