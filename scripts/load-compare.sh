@@ -5,7 +5,8 @@
 # server and an empty store. One load generator, built from this
 # checkout, drives both. Each run prints the worker process's CPU time
 # (user + system), its minor page faults and its peak resident memory,
-# read from /proc (Linux only), then the summary lines of the load, with
+# and how much of its memory was on huge pages at the end, read from /proc (Linux only;
+# docs/operations.md, "Huge pages"), then the summary lines of the load, with
 # how many of the worker process's garbage collections ended in each
 # half-peak run (a worker built with --pprof; convctl load --worker-pprof:
 # a mark in a run decides its tail on these machines). A summary at the
@@ -28,8 +29,6 @@
 #                 for B's, e.g. -T always,madvise: written to
 #                 /sys/kernel/mm/transparent_hugepage/enabled before each
 #                 run (root only; the mode found is put back at the end).
-#                 Each run then also prints the worker's memory on huge
-#                 pages (AnonHugePages).
 #   -o DIR        where each run's full output goes (default: a new
 #                 temporary directory, kept)
 #   load flags    default: --quiet --warmup --rounds 3 (what `make load
@@ -141,7 +140,7 @@ run() {
 		sleep 0.1
 	done
 	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
-	[ -z "$thp" ] || huge=$(awk '/^AnonHugePages/ { printf ", %d MB on huge pages (%s)", $2/1024, mode }' mode="$thp" "/proc/$pid/smaps_rollup" 2>/dev/null)
+	huge=$(awk '/^AnonHugePages/ { printf ", %d MB on huge pages%s", $2/1024, mode }' mode="${thp:+ ($thp)}" "/proc/$pid/smaps_rollup" 2>/dev/null || true)
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2
 		tail -20 "$out/worker-$side-$n.log" >&2
