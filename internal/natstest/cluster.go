@@ -76,7 +76,31 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 			t.Fatalf("JetStream cluster not ready: %v", err)
 		}
 	}
+	// A meta leader answers before every peer has reported to it: a
+	// stream of n replicas placed then fails with "no suitable peers for
+	// placement, peer offline" (seen in CI on a busy machine). Wait until
+	// the leader counts every peer online and every server is current.
+	for deadline := time.Now().Add(30 * time.Second); !clusterFormed(servers); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("JetStream cluster of %d: not every peer online and current", n)
+		}
+	}
 	return servers
+}
+
+// clusterFormed reports whether a meta leader counts every server as an
+// online JetStream peer and every server is current with the meta group.
+func clusterFormed(servers []*server.Server) bool {
+	led := false
+	for _, ns := range servers {
+		if !ns.JetStreamIsCurrent() {
+			return false
+		}
+		if ns.JetStreamIsLeader() {
+			led = len(ns.JetStreamClusterPeers()) == len(servers)
+		}
+	}
+	return led
 }
 
 // ClusterURLs lists the client URLs of servers, starting with the first'th
