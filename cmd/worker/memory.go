@@ -61,7 +61,8 @@ func tuneMemory(gcPercent int, ratio float64, hugeHeap int64, getenv func(string
 			log.Warn("memory limit not set", "err", err)
 		}
 	}
-	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 { // -1 reads it
+	limit := debug.SetMemoryLimit(-1) // -1 reads it
+	if limit != math.MaxInt64 {
 		attrs = append(attrs, "memory_limit", limit)
 	}
 	thp := hugepages.Mode()
@@ -78,7 +79,7 @@ func tuneMemory(gcPercent int, ratio float64, hugeHeap int64, getenv func(string
 		onHuge = false // the runtime marks its heap against them: so be it
 	} else if thp == hugepages.Madvise && hugeHeap != 0 {
 		if hugeHeap == autoHeapHugePages {
-			hugeHeap = hugepages.DefaultHeapAdvice(debug.SetMemoryLimit(-1))
+			hugeHeap = hugepages.DefaultHeapAdvice(limit)
 		}
 		if marked, err := hugepages.AdviseHeap(hugeHeap); err != nil {
 			log.Warn("heap not marked for huge pages", "err", err)

@@ -13,16 +13,22 @@ import (
 	"github.com/convstream/convstream/internal/hugepages"
 )
 
-// TestTuneMemoryLimitsTheHeap: the soft memory limit is a share of the
-// container's limit, or of the machine's memory outside a container, and
-// GOMEMLIMIT, when set, is left alone.
-func TestTuneMemoryLimitsTheHeap(t *testing.T) {
+// keepMemorySettings puts the process's memory limit and collector target
+// back as they were when t ends, and sets the target to 100 meanwhile.
+func keepMemorySettings(t *testing.T) {
 	prevLimit := debug.SetMemoryLimit(-1)
 	prevGC := debug.SetGCPercent(100)
 	t.Cleanup(func() {
 		debug.SetMemoryLimit(prevLimit)
 		debug.SetGCPercent(prevGC)
 	})
+}
+
+// TestTuneMemoryLimitsTheHeap: the soft memory limit is a share of the
+// container's limit, or of the machine's memory outside a container, and
+// GOMEMLIMIT, when set, is left alone.
+func TestTuneMemoryLimitsTheHeap(t *testing.T) {
+	keepMemorySettings(t)
 	quiet := slog.New(slog.DiscardHandler)
 
 	debug.SetMemoryLimit(math.MaxInt64)
@@ -71,12 +77,7 @@ func TestParseHeapHugePages(t *testing.T) {
 // or with 0, nothing is tried. The log says the heap is on 4 KiB pages
 // unless it is marked or the mode is always.
 func TestTuneMemoryHugePages(t *testing.T) {
-	prevLimit := debug.SetMemoryLimit(-1)
-	prevGC := debug.SetGCPercent(100)
-	t.Cleanup(func() {
-		debug.SetMemoryLimit(prevLimit)
-		debug.SetGCPercent(prevGC)
-	})
+	keepMemorySettings(t)
 	mode := hugepages.Mode()
 	for _, n := range []int64{0, 64 << 20} {
 		var out bytes.Buffer
