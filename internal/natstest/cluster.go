@@ -16,7 +16,8 @@ import (
 
 // StartCluster starts n JetStream servers clustered over loopback on random
 // ports, with the worker's embedded server's max payload, stopped when the
-// test ends, and waits until JetStream answers.
+// test ends, and waits until JetStream answers and its meta leader counts
+// every server as an online, current peer.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	// Cluster ports are picked free by the OS, then given to every server
