@@ -1,8 +1,11 @@
 package streams
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
+	neturl "net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +32,13 @@ type ConnConfig struct {
 	TLSCert, TLSKey, TLSCA string
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
+	// Wait keeps trying, as after a disconnect, when no server can be
+	// reached at first, rather than failing: Connect then returns at once
+	// with a connection that reports nats.RECONNECTING until a server
+	// answers (see WaitConnected). A worker sets it, since Kubernetes
+	// starts it and its NATS servers in any order; a command-line tool
+	// does not, so that a wrong URL fails at once.
+	Wait bool
 }
 
 // Connect opens a NATS connection that reconnects forever (every 250 ms,
@@ -60,6 +70,18 @@ func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 			log.Warn("NATS async error", "subject", subject, "err", err)
 		}),
 	}
+	if cfg.Wait {
+		// The first connect's failures reach ReconnectErrHandler: log one
+		// in every few so that a long wait stays readable.
+		var failures int
+		opts = append(opts, nats.RetryOnFailedConnect(true),
+			nats.ReconnectErrHandler(func(nc *nats.Conn, err error) {
+				failures++
+				if failures == 1 || failures%20 == 0 {
+					log.Warn("NATS not reachable; retrying", "url", RedactURL(url), "attempts", failures, "err", err)
+				}
+			}))
+	}
 	if cfg.Creds != "" {
 		opts = append(opts, nats.UserCredentials(cfg.Creds))
 	}
@@ -84,8 +106,45 @@ func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(url, append(opts, extra...)...)
 	if err != nil {
-		return nil, fmt.Errorf("streams: connect to NATS: %w", err)
+		return nil, fmt.Errorf("streams: connect to NATS at %s: %w", RedactURL(url), err)
 	}
-	log.Info("NATS connected", "server", nc.ConnectedUrlRedacted())
+	if nc.IsConnected() {
+		log.Info("NATS connected", "server", nc.ConnectedUrlRedacted())
+	} else {
+		log.Warn("NATS not reachable yet; waiting for it", "url", RedactURL(url))
+	}
 	return nc, nil
+}
+
+// WaitConnected waits until nc is connected (see ConnConfig.Wait), ctx ends
+// or nc is closed.
+func WaitConnected(ctx context.Context, nc *nats.Conn) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		switch nc.Status() {
+		case nats.CONNECTED:
+			return nil
+		case nats.CLOSED:
+			return fmt.Errorf("streams: waiting for NATS: %w", nats.ErrConnectionClosed)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("streams: waiting for NATS: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// RedactURL drops the user information from each of a comma-separated
+// list of URLs, for logs and errors.
+func RedactURL(urls string) string {
+	parts := strings.Split(urls, ",")
+	for i, p := range parts {
+		if u, err := neturl.Parse(strings.TrimSpace(p)); err == nil && u.User != nil {
+			u.User = nil
+			parts[i] = u.String()
+		}
+	}
+	return strings.Join(parts, ",")
 }

@@ -280,19 +280,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			log.Warn("the embedded NATS server accepts unauthenticated clients beyond this machine", "listen", o.listen)
 		}
 	}
-	o.conn.Name = "convstream-worker"
-	o.conn.Logger = log
-	nc, err := streams.Connect(o.conn, extra...)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-
-	w, err := streams.NewWorker(nc, workerOpts...)
-	if err != nil {
-		return err
-	}
-
+	// The health endpoints serve before NATS is reached, so that
+	// Kubernetes sees a live process that is not ready while it waits.
+	health := newHealthSwitch(natsURL)
 	var httpSrv *http.Server
 	httpAddr := ""
 	if o.httpAddr != "" && o.httpAddr != "off" {
@@ -301,14 +291,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: httpHandler(w.HealthHandler(), subjects, ns), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: httpHandler(health, subjects, ns), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)
 			}
 		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_ = httpSrv.Shutdown(sctx)
+			cancel()
+		}()
 		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr)
 	}
+
+	o.conn.Name = "convstream-worker"
+	o.conn.Logger = log
+	o.conn.Wait = true
+	nc, err := streams.Connect(o.conn, extra...)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if !nc.IsConnected() {
+		if err := streams.WaitConnected(ctx, nc); err != nil {
+			return err
+		}
+		log.Info("NATS connected", "server", nc.ConnectedUrlRedacted())
+	}
+
+	w, err := streams.NewWorker(nc, workerOpts...)
+	if err != nil {
+		return err
+	}
+	health.set(w.HealthHandler())
 
 	if _, err := servePprof(ctx, o.pprofAddr, log); err != nil {
 		return err
@@ -342,11 +358,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		case <-time.After(o.shutdownTimeout):
 			err = errors.New("shutdown timed out; unacknowledged events will be redelivered")
 		}
-	}
-	if httpSrv != nil {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		_ = httpSrv.Shutdown(sctx)
-		cancel()
 	}
 	if dErr := drain(nc, 10*time.Second); dErr != nil {
 		log.Warn("draining the NATS connection", "err", dErr)
