@@ -1,0 +1,343 @@
+package providers_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// fakeProvider is a local stand-in for the providers' APIs. It checks
+// each request against the rules the real APIs enforce on roles, tool
+// pairing, alternation and empty content, answers 400 with the broken
+// rule, and otherwise answers a minimal valid reply.
+func fakeProvider(t testing.TB) *httptest.Server {
+	t.Helper()
+	mux := http.NewServeMux()
+	handle := func(path string, check func(map[string]any) error, reply string) {
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			var req map[string]any
+			err := json.Unmarshal(body, &req)
+			if err == nil {
+				err = check(req)
+			}
+			if err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","message":%q}}`, err.Error())
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, reply)
+		})
+	}
+	handle("POST /v1/chat/completions", checkOpenAIChat,
+		`{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"ok"}}]}`)
+	handle("POST /v1/responses", checkOpenAIResponses,
+		`{"id":"r","object":"response","created_at":1,"status":"completed","model":"m","output":[{"type":"message","id":"m1","role":"assistant","status":"completed","content":[{"type":"output_text","text":"ok","annotations":[]}]}]}`)
+	handle("POST /v1/messages", checkAnthropic,
+		`{"id":"m","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"ok"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)
+	handle("POST /v1beta/models/gemini:generateContent", checkGemini,
+		`{"candidates":[{"content":{"role":"model","parts":[{"text":"ok"}]},"finishReason":"STOP"}]}`)
+	s := httptest.NewServer(mux)
+	t.Cleanup(s.Close)
+	return s
+}
+
+var functionName = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+func list(v any) []any         { l, _ := v.([]any); return l }
+func obj(v any) map[string]any { m, _ := v.(map[string]any); return m }
+func str(v any) string         { s, _ := v.(string); return s }
+func blank(s string) bool      { return strings.TrimSpace(s) == "" }
+func errorf(i int, f string, a ...any) error {
+	return fmt.Errorf("messages[%d]: %s", i, fmt.Sprintf(f, a...))
+}
+
+// checkOpenAIChat: roles the API knows; every assistant's tool calls
+// answered by tool messages right after it, each naming one of them; no
+// tool message anywhere else; content null only beside tool calls.
+func checkOpenAIChat(req map[string]any) error {
+	msgs := list(req["messages"])
+	if len(msgs) == 0 {
+		return fmt.Errorf("messages: must not be empty")
+	}
+	var open map[string]bool // calls of the last assistant not yet answered
+	for i, v := range msgs {
+		m := obj(v)
+		role := str(m["role"])
+		if role != "tool" && len(open) > 0 {
+			return errorf(i, "tool_calls of an earlier assistant message have no response: %v", open)
+		}
+		switch role {
+		case "system", "developer":
+			if _, ok := m["content"].(string); !ok {
+				return errorf(i, "%s content must be a string", role)
+			}
+		case "user":
+			switch c := m["content"].(type) {
+			case string:
+			case []any:
+				for _, p := range c {
+					if typ := str(obj(p)["type"]); typ != "text" && typ != "image_url" {
+						return errorf(i, "unknown part %q", typ)
+					}
+				}
+			default:
+				return errorf(i, "user content must be a string or parts")
+			}
+		case "assistant":
+			calls := list(m["tool_calls"])
+			if _, ok := m["content"].(string); !ok && len(calls) == 0 {
+				return errorf(i, "assistant content must be a string unless tool_calls are given")
+			}
+			open = map[string]bool{}
+			for _, c := range calls {
+				fn := obj(obj(c)["function"])
+				if !functionName.MatchString(str(fn["name"])) {
+					return errorf(i, "function name %q", fn["name"])
+				}
+				if _, ok := fn["arguments"].(string); !ok {
+					return errorf(i, "arguments must be a string")
+				}
+				open[str(obj(c)["id"])] = true
+			}
+		case "tool":
+			id := str(m["tool_call_id"])
+			if !open[id] {
+				return errorf(i, "tool message %q does not respond to a preceding tool_calls message", id)
+			}
+			delete(open, id)
+		default:
+			return errorf(i, "role %q is not one of system, developer, user, assistant, tool", role)
+		}
+	}
+	if len(open) > 0 {
+		return fmt.Errorf("tool_calls have no response: %v", open)
+	}
+	return nil
+}
+
+// checkOpenAIResponses: message items of known roles; every function_call
+// has a function_call_output after it and every output a call before it.
+func checkOpenAIResponses(req map[string]any) error {
+	called, answered := map[string]bool{}, map[string]bool{}
+	for i, v := range list(req["input"]) {
+		it := obj(v)
+		switch str(it["type"]) {
+		case "message":
+			switch str(it["role"]) {
+			case "system", "developer", "user", "assistant":
+			default:
+				return errorf(i, "role %q", it["role"])
+			}
+		case "function_call":
+			if !functionName.MatchString(str(it["name"])) {
+				return errorf(i, "function name %q", it["name"])
+			}
+			called[str(it["call_id"])] = true
+		case "function_call_output":
+			id := str(it["call_id"])
+			if !called[id] {
+				return errorf(i, "no tool call found for function call output with call_id %s", id)
+			}
+			answered[id] = true
+		default:
+			return errorf(i, "item type %q", it["type"])
+		}
+	}
+	for id := range called {
+		if !answered[id] {
+			return fmt.Errorf("no tool output found for function call %s", id)
+		}
+	}
+	return nil
+}
+
+var toolUseID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// checkAnthropic: max_tokens; user first, then strict alternation; no
+// empty or white-space text; every tool_use answered by a tool_result in
+// the next message (results first), every result answering the message
+// before; tools declared for the tool_use names; a final assistant turn
+// without trailing white space.
+func checkAnthropic(req map[string]any) error {
+	if n, _ := req["max_tokens"].(float64); n <= 0 {
+		return fmt.Errorf("max_tokens: required")
+	}
+	declared := map[string]bool{}
+	for _, tl := range list(req["tools"]) {
+		declared[str(obj(tl)["name"])] = true
+	}
+	msgs := list(req["messages"])
+	if len(msgs) == 0 || str(obj(msgs[0])["role"]) != "user" {
+		return fmt.Errorf("messages: first message must use the user role")
+	}
+	var pending map[string]bool
+	for i, v := range msgs {
+		m := obj(v)
+		role := str(m["role"])
+		if role != "user" && role != "assistant" {
+			return errorf(i, "role %q", role)
+		}
+		if i > 0 && str(obj(msgs[i-1])["role"]) == role {
+			return errorf(i, "roles must alternate between user and assistant")
+		}
+		blocks := list(m["content"])
+		if len(blocks) == 0 {
+			return errorf(i, "content must not be empty")
+		}
+		results := true
+		for j, b := range blocks {
+			bl := obj(b)
+			switch typ := str(bl["type"]); typ {
+			case "text":
+				if blank(str(bl["text"])) {
+					return errorf(i, "content[%d]: text content blocks must contain non-whitespace text", j)
+				}
+				results = false
+			case "image":
+				results = false
+			case "tool_use":
+				if role != "assistant" {
+					return errorf(i, "tool_use in a %s message", role)
+				}
+				if !toolUseID.MatchString(str(bl["id"])) || !functionName.MatchString(str(bl["name"])) {
+					return errorf(i, "content[%d]: tool_use id or name", j)
+				}
+				if !declared[str(bl["name"])] {
+					return errorf(i, "requests which include tool_use blocks must define tools (%s)", bl["name"])
+				}
+				if _, ok := bl["input"].(map[string]any); !ok {
+					return errorf(i, "tool_use input must be an object")
+				}
+			case "tool_result":
+				if role != "user" || !results {
+					return errorf(i, "content[%d]: tool_result blocks must come first in a user message", j)
+				}
+				id := str(bl["tool_use_id"])
+				if !pending[id] {
+					return errorf(i, "unexpected tool_use_id %s: no tool_use block in the previous message", id)
+				}
+				delete(pending, id)
+			default:
+				return errorf(i, "content[%d]: block type %q", j, typ)
+			}
+		}
+		if len(pending) > 0 {
+			return errorf(i, "tool_use ids without tool_result blocks immediately after: %v", pending)
+		}
+		pending = map[string]bool{}
+		if role == "assistant" {
+			for _, b := range blocks {
+				if bl := obj(b); str(bl["type"]) == "tool_use" {
+					pending[str(bl["id"])] = true
+				}
+			}
+		}
+		if i == len(msgs)-1 && role == "assistant" {
+			if last := obj(blocks[len(blocks)-1]); str(last["type"]) == "text" && strings.TrimRight(str(last["text"]), " \t\r\n") != str(last["text"]) {
+				return errorf(i, "final assistant content cannot end with trailing whitespace")
+			}
+		}
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("tool_use ids without tool_result blocks: %v", pending)
+	}
+	return nil
+}
+
+// checkGemini: user first, then alternation of user and model; no empty
+// parts or text; every functionCall answered by a functionResponse of the
+// same id in the next content.
+func checkGemini(req map[string]any) error {
+	contents := list(req["contents"])
+	if len(contents) == 0 || str(obj(contents[0])["role"]) != "user" {
+		return fmt.Errorf("contents: the first content must be the user's")
+	}
+	var pending map[string]bool
+	for i, v := range contents {
+		c := obj(v)
+		role := str(c["role"])
+		if role != "user" && role != "model" {
+			return errorf(i, "role %q", role)
+		}
+		if i > 0 && str(obj(contents[i-1])["role"]) == role {
+			return errorf(i, "please ensure that multiturn requests alternate between user and model")
+		}
+		parts := list(c["parts"])
+		if len(parts) == 0 {
+			return errorf(i, "contents.parts must not be empty")
+		}
+		next := map[string]bool{}
+		for j, p := range parts {
+			pm := obj(p)
+			switch {
+			case pm["text"] != nil:
+				if blank(str(pm["text"])) {
+					return errorf(i, "parts[%d]: empty text", j)
+				}
+			case pm["functionCall"] != nil:
+				if role != "model" {
+					return errorf(i, "functionCall in a user content")
+				}
+				next[str(obj(pm["functionCall"])["id"])] = true
+			case pm["functionResponse"] != nil:
+				id := str(obj(pm["functionResponse"])["id"])
+				if !pending[id] {
+					return errorf(i, "parts[%d]: functionResponse %s answers no functionCall of the previous content", j, id)
+				}
+				delete(pending, id)
+			case pm["inlineData"] != nil, pm["fileData"] != nil:
+			default:
+				return errorf(i, "parts[%d]: unknown part", j)
+			}
+		}
+		if len(pending) > 0 {
+			return errorf(i, "functionCalls not answered: %v", pending)
+		}
+		pending = next
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("functionCalls not answered: %v", pending)
+	}
+	return nil
+}
+
+// TestFakeProviderRefusesThePipelinesOutput checks that the fake provider's
+// rules bite: the pipeline's output as it is, sent as Chat Completions
+// messages, is refused for every conversation that holds a compare
+// message (the gap the formats close).
+func TestFakeProviderRefusesThePipelinesOutput(t *testing.T) {
+	refused, withCompare := 0, 0
+	for _, o := range corpus(t) {
+		compare := false
+		for _, m := range o.messages {
+			compare = compare || m["role"] == "compare"
+		}
+		if !compare {
+			continue
+		}
+		withCompare++
+		if checkOpenAIChat(map[string]any{"messages": toAny(o.messages)}) != nil {
+			refused++
+		}
+	}
+	if withCompare == 0 || refused != withCompare {
+		t.Fatalf("refused %d of %d conversations with compare messages", refused, withCompare)
+	}
+	t.Logf("raw pipeline output refused for %d of %d conversations with compare messages", refused, withCompare)
+}
+
+func toAny[T any](l []T) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		b, _ := json.Marshal(v)
+		_ = json.Unmarshal(b, &out[i])
+	}
+	return out
+}

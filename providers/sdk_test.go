@@ -1,0 +1,162 @@
+package providers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	aoption "github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/responses"
+
+	"github.com/convstream/convstream/providers"
+)
+
+// TestProviderSDKsAcceptEveryRequest writes the default pipeline's output
+// for every conversation of the conformance corpus in each format, decodes
+// each body into the official SDK's request type (OpenAI's and
+// Anthropic's; Gemini's documented shape, strictly), checks that the SDK
+// writes back exactly what it read, and sends it through the SDK's client
+// to a local fake provider that enforces each API's rules on roles, tool
+// pairing, alternation and empty content.
+func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
+	outputs := corpus(t)
+	srv := fakeProvider(t)
+	ctx := context.Background()
+	oai := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
+	ant := anthropic.NewClient(aoption.WithBaseURL(srv.URL+"/"), aoption.WithAPIKey("test"), aoption.WithMaxRetries(0))
+
+	send := map[providers.Format]func(body []byte) error{
+		providers.FormatOpenAIChat: func(body []byte) error {
+			var p openai.ChatCompletionNewParams
+			if err := decodeExactly(body, &p); err != nil {
+				return err
+			}
+			_, err := oai.Chat.Completions.New(ctx, p)
+			return err
+		},
+		providers.FormatOpenAIResponses: func(body []byte) error {
+			var p responses.ResponseNewParams
+			if err := decodeExactly(body, &p); err != nil {
+				return err
+			}
+			_, err := oai.Responses.New(ctx, p)
+			return err
+		},
+		providers.FormatAnthropic: func(body []byte) error {
+			var p anthropic.MessageNewParams
+			if err := decodeExactly(body, &p); err != nil {
+				return err
+			}
+			_, err := ant.Messages.New(ctx, p)
+			return err
+		},
+		providers.FormatGemini: func(body []byte) error {
+			var req geminiRequest
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&req); err != nil {
+				return fmt.Errorf("gemini request shape: %w", err)
+			}
+			resp, err := http.Post(srv.URL+"/v1beta/models/gemini:generateContent", "application/json", bytes.NewReader(body))
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				var e struct{ Error struct{ Message string } }
+				_ = json.NewDecoder(resp.Body).Decode(&e)
+				return fmt.Errorf("%s: %s", resp.Status, e.Error.Message)
+			}
+			return nil
+		},
+	}
+	accepted, total := 0, 0
+	for _, f := range []providers.Format{providers.FormatOpenAIChat, providers.FormatOpenAIResponses, providers.FormatAnthropic, providers.FormatGemini} {
+		for _, o := range outputs {
+			total++
+			r, err := providers.Build(o.messages, f)
+			if err != nil {
+				t.Errorf("%s %s: %v", f, o.name, err)
+				continue
+			}
+			body := map[string]any{"model": "m"}
+			for k, v := range r.Body {
+				body[k] = v
+			}
+			b, err := json.Marshal(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := send[f](b); err != nil {
+				t.Errorf("%s %s: %v\n%s", f, o.name, err, b)
+				continue
+			}
+			accepted++
+		}
+	}
+	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats)", accepted, total, len(outputs))
+}
+
+// decodeExactly decodes body into the SDK's params p and checks that the
+// SDK marshals them back to the same JSON: a field the SDK did not take in
+// would be lost there.
+func decodeExactly(body []byte, p json.Marshaler) error {
+	if err := json.Unmarshal(body, p); err != nil {
+		return fmt.Errorf("SDK decode: %w", err)
+	}
+	again, err := p.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("SDK encode: %w", err)
+	}
+	var want, got any
+	_ = json.Unmarshal(body, &want)
+	if err := json.Unmarshal(again, &got); err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Errorf("the SDK's params differ from the request:\nsent %s\nSDK  %s", body, again)
+	}
+	return nil
+}
+
+// geminiRequest is the documented shape of a generateContent request
+// (ai.google.dev/api/generate-content), as far as Build writes it.
+type geminiRequest struct {
+	Model             string          `json:"model"`
+	Contents          []geminiContent `json:"contents"`
+	SystemInstruction *geminiContent  `json:"systemInstruction,omitempty"`
+}
+
+type geminiContent struct {
+	Role  string       `json:"role,omitempty"`
+	Parts []geminiPart `json:"parts"`
+}
+
+type geminiPart struct {
+	Text       *string `json:"text,omitempty"`
+	InlineData *struct {
+		MimeType string `json:"mimeType"`
+		Data     string `json:"data"`
+	} `json:"inlineData,omitempty"`
+	FileData *struct {
+		MimeType string `json:"mimeType,omitempty"`
+		FileURI  string `json:"fileUri"`
+	} `json:"fileData,omitempty"`
+	FunctionCall *struct {
+		ID   string         `json:"id,omitempty"`
+		Name string         `json:"name"`
+		Args map[string]any `json:"args"`
+	} `json:"functionCall,omitempty"`
+	FunctionResponse *struct {
+		ID       string         `json:"id,omitempty"`
+		Name     string         `json:"name"`
+		Response map[string]any `json:"response"`
+	} `json:"functionResponse,omitempty"`
+}
