@@ -18,6 +18,8 @@ type Request struct {
 	// generation settings other than those the API requires; nil for
 	// FormatRaw.
 	Body map[string]any `json:"request,omitempty"`
+	// Usage is what the budget did; nil without WithBudget.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // An Option changes how Build writes a request.
@@ -25,6 +27,13 @@ type Option func(*options)
 
 type options struct {
 	maxTokens int
+	budget    *Budget
+}
+
+// WithBudget drops the oldest turns that do not fit in b (see Budget);
+// not for FormatRaw.
+func WithBudget(b Budget) Option {
+	return func(o *options) { o.budget = &b }
 }
 
 // WithMaxTokens sets an Anthropic request's max_tokens (default
@@ -48,7 +57,18 @@ func Build(msgs []enginecore.Message, f Format, opts ...Option) (*Request, error
 		return &Request{Format: f, Messages: msgs}, nil
 	}
 	turns := normalize(msgs)
-	r := &Request{Format: f, Messages: chatMessages(turns)}
+	var usage *Usage
+	if o.budget != nil {
+		if err := o.budget.Check(); err != nil {
+			return nil, err
+		}
+		fitted, u, err := o.budget.fit(turns)
+		if err != nil {
+			return nil, err
+		}
+		turns, usage = fitted, &u
+	}
+	r := &Request{Format: f, Messages: chatMessages(turns), Usage: usage}
 	switch f {
 	case FormatOpenAIChat:
 		r.Body = map[string]any{"messages": r.Messages}
