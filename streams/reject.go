@@ -69,7 +69,8 @@ func (w *Worker) publishRejection(ctx context.Context, id string, rej EventRejec
 	if err != nil {
 		return err
 	}
-	if err := w.nc.PublishMsg(msg); err != nil {
+	// Stored, so that a client not listening now can read it later.
+	if err := w.storeReport(ctx, msg); err != nil {
 		return fmt.Errorf("streams: publish rejection: %w", err)
 	}
 	w.cfg.logger.InfoContext(ctx, "event rejected", "subject", rej.Subject, "conversation", rej.ConversationID,

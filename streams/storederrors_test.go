@@ -1,0 +1,83 @@
+package streams
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+)
+
+// waitErrors polls Client.Errors until conv has at least n stored reports.
+func waitErrors(t testing.TB, c *Client, conv string, n int, timeout time.Duration) []StoredError {
+	t.Helper()
+	var got []StoredError
+	waitFor(t, timeout, "stored reports of "+conv, func() bool {
+		var err error
+		got, err = c.Errors(context.Background(), conv)
+		if err != nil {
+			t.Logf("errors of %s: %v", conv, err)
+		}
+		return len(got) >= n
+	})
+	return got
+}
+
+// TestStoredErrorsReadLater requires a rejection and a pipeline failure to
+// be kept in the errors stream, readable by a client that was not
+// listening when they were published: a new connection, after the worker
+// that reported them has stopped. Before the errors stream they went out
+// on core NATS only, and Errors found nothing.
+func TestStoredErrorsReadLater(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithPipelines(testPipelines()))
+	c := newClient(t, nc)
+	ctx := context.Background()
+
+	const conv = "stored"
+	if _, err := c.Send(ctx, conv, TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := c.Send(ctx, conv, TypeMessageUpdated, map[string]any{"id": "nope", "content": "x"}, WithEventID("update-missing"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Infer(ctx, InferenceRequest{ConversationID: conv, Pipeline: "failing"}, WithEventID("fail-1")); err != nil {
+		t.Fatal(err)
+	}
+	if none, err := c.Errors(ctx, "quiet"); err != nil || len(none) != 0 {
+		t.Fatalf("errors of a conversation without any: %v, %v", none, err)
+	}
+	waitErrors(t, c, conv, 2, 20*time.Second)
+	r.stop(t)
+
+	// A client that was never subscribed, on a connection of its own.
+	later := newClient(t, connect(t, ns))
+	got, err := later.Errors(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 {
+		t.Fatalf("%d stored reports, want 2: %+v", len(got), got)
+	}
+	rej := got[0].Event
+	if rej.Type() != TypeEventRejected {
+		t.Fatalf("first report %s, want %s", rej.Type(), TypeEventRejected)
+	}
+	checkEvent(t, rej)
+	var data EventRejected
+	if err := json.Unmarshal(rej.Data(), &data); err != nil {
+		t.Fatal(err)
+	}
+	if data.Code != CodeNotFound || data.Sequence != bad.Sequence || data.EventID == nil || *data.EventID != "update-missing" || data.ConversationID != conv {
+		t.Errorf("rejection %+v, want not_found of update-missing at %d", data, bad.Sequence)
+	}
+	fail := got[1].Event
+	if fail.Type() != TypePipelineFailed || fail.ID() != "failed:fail-1" {
+		t.Fatalf("second report %s %s, want %s failed:fail-1", fail.Type(), fail.ID(), TypePipelineFailed)
+	}
+	checkEvent(t, fail)
+	if got[0].Sequence >= got[1].Sequence || got[0].Stored.IsZero() {
+		t.Errorf("reports not in stream order or without a time: %+v", got)
+	}
+}
