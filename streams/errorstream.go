@@ -164,15 +164,13 @@ func errorsWriterPermissions(s Subjects) []string {
 }
 
 // errorsReaderPermissions are the subjects a client needs to read the
-// errors stream (Client.Errors): an ordered consumer filtered on one
-// conversation's errors subject, and the stream's info.
+// errors stream (Client.Errors): its info, and gets of its messages by
+// subject (direct, or through the leader).
 func errorsReaderPermissions(s Subjects) []string {
 	stream := s.ErrorsStream()
 	return []string{
 		"$JS.API.STREAM.INFO." + stream,
-		"$JS.API.CONSUMER.*." + stream,
-		"$JS.API.CONSUMER.*." + stream + ".>",
-		"$JS.API.CONSUMER.MSG.NEXT." + stream + ".>",
-		"$JS.FC." + stream + ".>",
+		"$JS.API.DIRECT.GET." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
 	}
 }

@@ -21,15 +21,13 @@ type StoredError struct {
 	Event  *event.Event
 }
 
-// errorsFetchBatch is how many reports one fetch asks for.
-const errorsFetchBatch = 256
-
 // Errors returns the reports the errors stream keeps for a conversation
 // (UnknownConversation: those of events naming no usable conversation),
 // oldest first, as far as its retention limits keep them; none, without
-// an error, when there are none. It reads them with an ordered consumer
-// filtered on the conversation's errors subject, so it needs no durable
-// state on the server.
+// an error, when there are none. It reads them one direct get each (the
+// stream's next message on the conversation's errors subject), which
+// leaves nothing behind on the server: at most the stream's
+// per-conversation limit of them (DefaultErrorsMaxPerConversation).
 func (c *Client) Errors(ctx context.Context, conversationID string) ([]StoredError, error) {
 	if conversationID != UnknownConversation && !ValidConversationID(conversationID) {
 		return nil, fmt.Errorf("%w: conversation id %q", ErrInvalidConfig, conversationID)
@@ -39,50 +37,20 @@ func (c *Client) Errors(ctx context.Context, conversationID string) ([]StoredErr
 	if err != nil {
 		return nil, fmt.Errorf("streams: errors stream %s: %w", name, err)
 	}
-	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return nil, fmt.Errorf("streams: errors stream %s: %w", name, err)
-	}
-	count := info.State.Subjects[subject]
-	if count == 0 {
-		return nil, nil
-	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subject},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("streams: read %s: %w", subject, err)
-	}
-	out := make([]StoredError, 0, count)
-	for {
-		batch, err := cons.FetchNoWait(errorsFetchBatch)
+	var out []StoredError
+	for seq := uint64(1); ; {
+		m, err := stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return out, nil
+		}
 		if err != nil {
 			return out, fmt.Errorf("streams: read %s: %w", subject, err)
 		}
-		var pending uint64
-		got := 0
-		for m := range batch.Messages() {
-			got++
-			meta, err := m.Metadata()
-			if err != nil {
-				return out, fmt.Errorf("streams: read %s: %w", subject, err)
-			}
-			pending = meta.NumPending
-			ev, err := DecodeEvent(m.Headers(), m.Data())
-			if err != nil {
-				// Not the worker's: someone published on the subject by hand.
-				continue
-			}
-			out = append(out, StoredError{Sequence: meta.Sequence.Stream, Stored: meta.Timestamp, Event: ev})
+		seq = m.Sequence + 1
+		ev, err := DecodeEvent(m.Header, m.Data)
+		if err != nil {
+			continue // not the worker's: published on the subject by hand
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return out, fmt.Errorf("streams: read %s: %w", subject, err)
-		}
-		// Done when the last report read was the last stored, or when
-		// none came (the limits dropped what was counted).
-		if got == 0 || pending == 0 {
-			return out, nil
-		}
+		out = append(out, StoredError{Sequence: m.Sequence, Stored: m.Time, Event: ev})
 	}
 }

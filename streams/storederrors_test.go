@@ -5,21 +5,24 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 )
 
 // waitErrors polls Client.Errors until conv has at least n stored reports.
 func waitErrors(t testing.TB, c *Client, conv string, n int, timeout time.Duration) []StoredError {
 	t.Helper()
-	var got []StoredError
-	waitFor(t, timeout, "stored reports of "+conv, func() bool {
-		var err error
-		got, err = c.Errors(context.Background(), conv)
-		if err != nil {
-			t.Logf("errors of %s: %v", conv, err)
+	deadline := time.Now().Add(timeout)
+	for {
+		got, err := c.Errors(context.Background(), conv)
+		if err == nil && len(got) >= n {
+			return got
 		}
-		return len(got) >= n
-	})
-	return got
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %d stored reports of %s: %d, %v", n, conv, len(got), err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // TestStoredErrorsReadLater requires a rejection and a pipeline failure to
@@ -79,5 +82,44 @@ func TestStoredErrorsReadLater(t *testing.T) {
 	checkEvent(t, fail)
 	if got[0].Sequence >= got[1].Sequence || got[0].Stored.IsZero() {
 		t.Errorf("reports not in stream order or without a time: %+v", got)
+	}
+}
+
+// TestStoredErrorsWithPermissions runs a worker and a client as a NATS user
+// holding WorkerPermissions of its prefix: the worker creates its errors
+// stream and listens for dead letters, a rejection is stored, and the
+// client reads it back, with no permission violation on the way.
+func TestStoredErrorsWithPermissions(t *testing.T) {
+	ns, err := StartEmbedded(EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(),
+		ConfigFile: writeConfig(t, permissionsConfig(map[string]string{"a": "tenanta"}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	violations := make(chan error, 16)
+	nc, err := Connect(ConnConfig{URL: ns.ClientURL(), User: "a", Password: "a-pw"},
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violations <- err }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	s, _ := NewSubjects("tenanta")
+	startWorker(t, nc, WithSubjects(s))
+	c := newClient(t, nc, WithClientSubjects(s))
+	ctx := context.Background()
+	if _, err := c.Send(ctx, "chat", TypeMessageDeleted, map[string]any{"id": "ghost"}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitErrors(t, c, "chat", 1, 20*time.Second)
+	if got[0].Event.Type() != TypeEventRejected {
+		t.Fatalf("stored %s, want %s", got[0].Event.Type(), TypeEventRejected)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-violations:
+		t.Fatalf("permission violation: %v", err)
+	default:
 	}
 }
