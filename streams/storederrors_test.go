@@ -3,10 +3,13 @@ package streams
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // waitErrors polls Client.Errors until conv has at least n stored reports.
@@ -121,5 +124,48 @@ func TestStoredErrorsWithPermissions(t *testing.T) {
 	case err := <-violations:
 		t.Fatalf("permission violation: %v", err)
 	default:
+	}
+}
+
+// TestErrorsStreamLimits requires the errors stream to be created with the
+// default limits, brought in line with a worker's WithErrorRetention when
+// it exists, and to keep only the newest records of a conversation past
+// its per-conversation limit.
+func TestErrorsStreamLimits(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	config := func() jetstream.StreamConfig {
+		t.Helper()
+		st, err := c.js.Stream(ctx, c.subjects.ErrorsStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.CachedInfo().Config
+	}
+	r := startWorker(t, nc)
+	if cfg := config(); cfg.MaxAge != DefaultErrorsMaxAge || cfg.MaxBytes != DefaultErrorsMaxBytes ||
+		cfg.MaxMsgsPerSubject != DefaultErrorsMaxPerConversation || cfg.Subjects[0] != "convstream.errors.>" {
+		t.Errorf("default errors stream: %+v", cfg)
+	}
+	r.stop(t)
+
+	startWorker(t, nc, WithErrorRetention(ErrorRetention{MaxAge: time.Hour, MaxBytes: -1, MaxPerConversation: 2}))
+	if cfg := config(); cfg.MaxAge != time.Hour || cfg.MaxBytes != -1 || cfg.MaxMsgsPerSubject != 2 {
+		t.Errorf("errors stream after WithErrorRetention: %+v", cfg)
+	}
+	for i := range 3 {
+		if _, err := c.Send(ctx, "noisy", TypeMessageDeleted, map[string]any{"id": fmt.Sprintf("ghost-%d", i)}, WithEventID(fmt.Sprintf("ghost-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 20*time.Second, "the third rejection", func() bool {
+		got, err := c.Errors(ctx, "noisy")
+		return err == nil && len(got) == 2 && got[1].Event.ID() != "" && strings.Contains(string(got[1].Event.Data()), "ghost-2")
+	})
+	got, _ := c.Errors(ctx, "noisy")
+	if !strings.Contains(string(got[0].Event.Data()), "ghost-1") {
+		t.Errorf("kept %s, want ghost-1 and ghost-2", got[0].Event.Data())
 	}
 }
