@@ -54,7 +54,8 @@ func (w *Worker) rejection(next handlerFunc) handlerFunc {
 }
 
 // publishRejection publishes rej on the errors subject of its conversation
-// (or of UnknownConversation).
+// (or of UnknownConversation) and waits until the errors stream has
+// stored it.
 func (w *Worker) publishRejection(ctx context.Context, id string, rej EventRejected) error {
 	conv := rej.ConversationID
 	if conv == "" {

@@ -129,7 +129,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	// Before any pull: JetStream gives up on an event when a worker asks
 	// for more, and announces it then.
-	deadLetters, err := w.watchDeadLetters(ctx)
+	// Records are still written while the worker drains.
+	deadLetters, err := w.watchDeadLetters(context.WithoutCancel(ctx))
 	if err != nil {
 		return err
 	}
