@@ -64,6 +64,14 @@ soak:
 	SOAK_EVENTS=$(SOAK_EVENTS) SOAK_CONVERSATIONS=$(SOAK_CONVERSATIONS) SOAK_KILLS=$(SOAK_KILLS) \
 		$(GO) test -tags soak -count=1 -timeout 60m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
 
+# soak-ci: the same soak, small enough for CI (5 kills, 20,000 events over
+# 100 conversations); its timeout leaves the test's own deadline (a minute
+# before it) to report what did not converge.
+.PHONY: soak-ci
+soak-ci:
+	SOAK_EVENTS=20000 SOAK_CONVERSATIONS=100 SOAK_KILLS=5 \
+		$(GO) test -tags soak -count=1 -timeout 15m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
+
 # scale: 1, 2 and 3 workers on a 3-node embedded JetStream cluster (R3, 6
 # partitions), flat out and at 1,000 events/s; prints a table (issue 5).
 .PHONY: scale

@@ -12,7 +12,8 @@ func TestCompileAll(t *testing.T) {
 	want := []string{Envelope,
 		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
 		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.snapshot.delta.v1", "convstream.inference.requested.v1",
-		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1"}
+		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1",
+		"convstream.event.deadlettered.v1"}
 	for _, n := range want {
 		if _, ok := s.byName[n]; !ok {
 			t.Errorf("no schema %s", n)
@@ -50,6 +51,10 @@ func TestValidateExamples(t *testing.T) {
 		{"convstream.inference.requested.v1", `{"leafId":"m2"}`, false},
 		{"convstream.event.rejected.v1", `{"eventId":null,"subject":"convstream.events.a.b","reason":"bad","code":"bad_subject"}`, true},
 		{"convstream.event.rejected.v1", `{"eventId":"e","subject":"s","reason":"r","code":"nope"}`, false},
+		{"convstream.event.deadlettered.v1", `{"eventId":"e","subject":"convstream.events.c1","type":"convstream.message.appended.v1","conversationId":"c1","sequence":7,"deliveries":100,"consumer":"convstream-worker","reason":"nats: timeout"}`, true},
+		{"convstream.event.deadlettered.v1", `{"eventId":null,"subject":"","sequence":7,"deliveries":1,"consumer":"w","reason":"unsettled"}`, true},
+		{"convstream.event.deadlettered.v1", `{"eventId":"e","subject":"s","sequence":0,"deliveries":1,"consumer":"w","reason":"r"}`, false},
+		{"convstream.event.deadlettered.v1", `{"eventId":"e","subject":"s","sequence":7,"deliveries":1,"consumer":"w"}`, false},
 		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, true},
 		{Envelope, `{"specversion":"1.0","id":"1","source":"s","type":"convstream.message.deleted.v1","conversationid":"c"}`, true},
 		{Envelope, `{"specversion":"0.3","id":"1","source":"s","type":"convstream.message.deleted.v1"}`, false},

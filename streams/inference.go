@@ -165,6 +165,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
 			"processor", failed.Processor, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
+		w.storeFailure(ctx, "failed:"+requestID, failed)
 		return
 	}
 	out := InferenceContext{

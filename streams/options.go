@@ -45,6 +45,10 @@ type config struct {
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
 	// the constant checkpointsWaiting, lower in tests.
 	checkpointsWaiting int
+
+	// The errors stream and dead letters (errorstream.go, deadletter.go).
+	errorRetention ErrorRetention
+	maxDeliver     int
 }
 
 func defaultConfig() config {
@@ -76,6 +80,9 @@ func defaultConfig() config {
 		storeStall:         DefaultStoreStallLimit,
 		checkpoints:        true,
 		checkpointsWaiting: checkpointsWaiting,
+
+		errorRetention: DefaultErrorRetention(),
+		maxDeliver:     DefaultMaxDeliver,
 	}
 }
 
@@ -119,6 +126,9 @@ func (c *config) validate() error {
 	c.snapshotMax = min(c.snapshotMax, c.ackWait/2)
 	if err := c.storage.validate(); err != nil {
 		return err
+	}
+	if c.maxDeliver <= 0 {
+		return fmt.Errorf("%w: max deliver %d: want at least 1", ErrInvalidConfig, c.maxDeliver)
 	}
 	if c.consumer == "" || c.source == "" {
 		return fmt.Errorf("%w: empty consumer name or source", ErrInvalidConfig)

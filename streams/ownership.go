@@ -63,7 +63,7 @@ func (w *Worker) partitionConsumerConfig(p int) jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.ackWait,
-		MaxDeliver:    -1,
+		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
 		// As in Run: a dead owner's pending acks must not stall its
 		// successor.
 		MaxAckPending:  w.maxAckPending(partitionWindow),

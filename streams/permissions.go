@@ -24,7 +24,7 @@ func WorkerPermissions(s Subjects) Permissions {
 	members := s.MembersBucket() // partitioned mode's live workers
 	checkpoints := s.CheckpointBucket()
 	cpStream := "KV_" + checkpoints
-	return Permissions{
+	perms := Permissions{
 		Publish: []string{
 			"$JS.API.STREAM.*.KV_" + members,
 			"$JS.API.STREAM.MSG.*.KV_" + members,
@@ -70,4 +70,11 @@ func WorkerPermissions(s Subjects) Permissions {
 			"$SRV.>",
 		},
 	}
+	// The errors stream (errorstream.go): the worker creates it and reads
+	// the max-deliveries advisories of its consumers (deadletter.go);
+	// clients read it (Client.Errors).
+	perms.Publish = append(perms.Publish, errorsWriterPermissions(s)...)
+	perms.Publish = append(perms.Publish, errorsReaderPermissions(s)...)
+	perms.Subscribe = append(perms.Subscribe, maxDeliveriesSubject(stream))
+	return perms
 }

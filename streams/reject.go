@@ -54,7 +54,8 @@ func (w *Worker) rejection(next handlerFunc) handlerFunc {
 }
 
 // publishRejection publishes rej on the errors subject of its conversation
-// (or of UnknownConversation).
+// (or of UnknownConversation) and waits until the errors stream has
+// stored it.
 func (w *Worker) publishRejection(ctx context.Context, id string, rej EventRejected) error {
 	conv := rej.ConversationID
 	if conv == "" {
@@ -69,7 +70,8 @@ func (w *Worker) publishRejection(ctx context.Context, id string, rej EventRejec
 	if err != nil {
 		return err
 	}
-	if err := w.nc.PublishMsg(msg); err != nil {
+	// Stored, so that a client not listening now can read it later.
+	if err := w.storeReport(ctx, msg); err != nil {
 		return fmt.Errorf("streams: publish rejection: %w", err)
 	}
 	w.cfg.logger.InfoContext(ctx, "event rejected", "subject", rej.Subject, "conversation", rej.ConversationID,

@@ -31,6 +31,8 @@ const (
 	TypePipelineFailed = "convstream.pipeline.failed.v1"
 	// TypeEventRejected carries an EventRejected.
 	TypeEventRejected = "convstream.event.rejected.v1"
+	// TypeEventDeadLettered carries an EventDeadLettered.
+	TypeEventDeadLettered = "convstream.event.deadlettered.v1"
 )
 
 // EventTypes lists the types accepted on the events stream.

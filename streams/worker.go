@@ -57,6 +57,10 @@ type Worker struct {
 	heads headReader
 
 	infer inferenceServer
+
+	// failures keeps the last failure of events being redelivered, for
+	// their dead letters (deadletter.go).
+	failures failureNotes
 }
 
 // NewWorker returns a worker that talks to NATS over nc. It creates
@@ -117,6 +121,20 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
+	err = w.untilAvailable(ctx, "errors stream", func() error {
+		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), log)
+	})
+	if err != nil {
+		return err
+	}
+	// Before any pull: JetStream gives up on an event when a worker asks
+	// for more, and announces it then.
+	// Records are still written while the worker drains.
+	deadLetters, err := w.watchDeadLetters(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = deadLetters.Unsubscribe() }()
 	w.heads.start(ctx, kv)
 	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {
@@ -183,7 +201,7 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       w.cfg.ackWait,
-		MaxDeliver:    -1,
+		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
 		// Far above what one worker holds (the fetch window, the lane
 		// queues and the events awaiting a store): events a crashed worker
 		// left unacknowledged keep their slots until AckWait, and must not
@@ -294,6 +312,16 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 		if d.conversationID != "" && d.state != nil {
 			d.lane.cache.drop(d.conversationID)
 		}
+		if w.lastDelivery(d) {
+			// Not redelivered again: kept as a dead letter with its reason.
+			dlErr := w.deadLetterFailed(ctx, d, err)
+			if dlErr == nil {
+				ackErr = d.msg.Term()
+				break
+			}
+			w.cfg.logger.ErrorContext(ctx, "dead letter not stored; JetStream's announcement of it will be", "seq", d.seq, "err", dlErr)
+		}
+		w.failures.note(d.seq, err.Error())
 		delivered := max(d.delivered, 1)
 		delay := backoff(delivered)
 		w.cfg.logger.WarnContext(ctx, "event failed; will be redelivered", "subject", d.subject, "seq", d.seq,

@@ -26,6 +26,7 @@ func commands() map[string]command {
 		"send":     {summary: "publish message events (append, update, delete, groups) to a conversation over NATS", run: runSend},
 		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
+		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
 		"load":     {summary: "drive many conversations through a worker and measure events/s and snapshot latency against raw JetStream", run: runLoad},
 	}
 }

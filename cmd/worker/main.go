@@ -75,6 +75,10 @@ type options struct {
 	idleGC                    time.Duration
 	memoryLimitRatio          float64
 	heapHugePages             int64 // bytes; autoHeapHugePages: by the memory limit
+
+	// The errors stream and dead letters.
+	errorRetention streams.ErrorRetention
+	maxDeliver     int
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -154,6 +158,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("memory-limit-ratio", "CONVSTREAM_MEMORY_LIMIT_RATIO")
 	var heapHuge string
 	str(&heapHuge, "heap-huge-pages", "CONVSTREAM_HEAP_HUGE_PAGES", "auto", `where the machine's transparent huge pages are "madvise": heap address space to mark for them at start, e.g. 2GiB, so that the heap grows into 2 MiB pages rather than taking a page fault for each 4 KiB (docs/operations.md, "Huge pages"); "auto": half the soft memory limit, at most 4GiB; "off" or 0: none`)
+	// The errors stream and dead letters (docs/operations.md, "Errors stream and dead letters").
+	o.errorRetention = streams.DefaultErrorRetention()
+	dur(&o.errorRetention.MaxAge, "errors-max-age", "CONVSTREAM_ERRORS_MAX_AGE", streams.DefaultErrorsMaxAge, "oldest rejection, pipeline failure or dead letter the errors stream keeps (negative: no limit)")
+	fs.Var((*byteSize)(&o.errorRetention.MaxBytes), "errors-max-bytes", "largest size of the errors stream, e.g. 1GiB; the oldest records go beyond it (default 256MiB)")
+	ef.bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
+	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", streams.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
+	ef.bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")
+	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", streams.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
 	fs.Usage = func() {
@@ -243,6 +255,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithHeadsConfirmedFrom(o.headsFrom),
 		streams.WithStoreStallLimit(o.storeStall),
 		streams.WithCheckpoints(o.checkpoints),
+		streams.WithErrorRetention(o.errorRetention),
+		streams.WithMaxDeliver(o.maxDeliver),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
 		streams.WithInferenceWait(o.inferenceWait),
 		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),

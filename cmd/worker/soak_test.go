@@ -5,13 +5,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -156,8 +156,10 @@ func TestCrashLoopSoak(t *testing.T) {
 		return cmd
 	}
 
-	// Publish everything as fast as JetStream takes it, in order.
-	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2048))
+	// Publish everything as fast as JetStream takes it, in order, with
+	// backpressure (see soakPublisher).
+	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(2*soakWindow),
+		jetstream.WithPublishAsyncTimeout(soakAckWait))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,47 +171,19 @@ func TestCrashLoopSoak(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	lastSeq := make(map[string]uint64, convs)
-	var mu sync.Mutex
 	began := time.Now()
-	pubDone := make(chan time.Duration, 1)
+	type published struct {
+		took    time.Duration
+		lastSeq map[string]uint64
+		err     error
+	}
+	pubDone := make(chan published, 1)
 	go func() {
-		var futures []jetstream.PubAckFuture
-		var owners []string
-		for i, e := range plan {
-			ev := event.New()
-			ev.SetID(fmt.Sprintf("soak-%d", i))
-			ev.SetSource("urn:soak")
-			ev.SetType(e.typ)
-			ev.SetExtension(streams.ExtConversationID, e.conv)
-			if err := ev.SetData(streams.ContentTypeJSON, e.data); err != nil {
-				t.Error(err)
-				return
-			}
-			m, err := streams.EncodeEvent("convstream.events."+e.conv, &ev, streams.Structured)
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			f, err := js.PublishMsgAsync(m)
-			if err != nil {
-				t.Errorf("publish %d: %v", i, err)
-				return
-			}
-			futures = append(futures, f)
-			owners = append(owners, e.conv)
-		}
-		for i, f := range futures {
-			select {
-			case ack := <-f.Ok():
-				mu.Lock()
-				lastSeq[owners[i]] = max(lastSeq[owners[i]], ack.Sequence)
-				mu.Unlock()
-			case err := <-f.Err():
-				t.Errorf("publish %d: %v", i, err)
-			}
-		}
-		pubDone <- time.Since(began)
+		p := &soakPublisher{js: js, lastSeq: make(map[string]uint64, convs)}
+		err := p.publishAll(plan)
+		// Always answered, so that a failed publish ends the test at once
+		// rather than leaving it waiting for its timeout.
+		pubDone <- published{took: time.Since(began), lastSeq: p.lastSeq, err: err}
 	}()
 
 	for k := range kills {
@@ -230,15 +204,24 @@ func TestCrashLoopSoak(t *testing.T) {
 		_ = cmd.Wait()
 		stopped.Stop()
 	}()
-	pubTime := <-pubDone
-	t.Logf("published %d events in %v (%.0f/s)", len(plan), pubTime.Round(time.Millisecond), float64(len(plan))/pubTime.Seconds())
+	pub := <-pubDone
+	if pub.err != nil {
+		t.Fatalf("publishing: %v", pub.err)
+	}
+	lastSeq := pub.lastSeq
+	t.Logf("published %d events in %v (%.0f/s)", len(plan), pub.took.Round(time.Millisecond), float64(len(plan))/pub.took.Seconds())
 
 	c, err := streams.NewClient(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// Fail with what is missing a minute before the test's own timeout,
+	// rather than be killed by it.
 	deadline := time.Now().Add(30 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-time.Minute)
+	}
 	for conv := range want {
 		for {
 			s, err := c.Snapshot(ctx, conv)
@@ -292,4 +275,122 @@ func TestCrashLoopSoak(t *testing.T) {
 	}
 	t.Logf("%d kills; converged %v after the first publish (%.0f events/s end to end); %d/%d conversations equal Parse, stream holds %d events",
 		kills, took.Round(time.Millisecond), float64(len(plan))/took.Seconds(), len(want)-bad, len(want), info.State.Msgs)
+}
+
+// soakWindow bounds the events published and not yet acknowledged by
+// JetStream; soakAckWait is how long one acknowledgement may take before
+// the event is published again (the same Nats-Msg-Id: JetStream stores it
+// once). Without a bound the publisher ran ahead of a server slowed by a
+// loaded machine until PublishMsgAsync failed with "stalled with too many
+// outstanding async published messages", after which the test waited for
+// its 60-minute timeout (issue 35, SOAK_SEED=475438211).
+const (
+	soakWindow    = 512
+	soakAckWait   = 10 * time.Second
+	soakTries     = 6 // of one publish, a stall or a lost acknowledgement each
+	soakStallWait = 5 * time.Second
+)
+
+// soakPublisher publishes the soak's events in plan order with at most
+// soakWindow awaiting their acknowledgement, and records the last stream
+// sequence of each conversation.
+type soakPublisher struct {
+	js       jetstream.JetStream
+	lastSeq  map[string]uint64
+	inflight []soakInflight
+}
+
+type soakInflight struct {
+	i   int
+	e   soakEvent
+	msg *nats.Msg
+	f   jetstream.PubAckFuture
+}
+
+func (p *soakPublisher) publishAll(plan []soakEvent) error {
+	for i, e := range plan {
+		m, err := soakMessage(i, e)
+		if err != nil {
+			return err
+		}
+		for len(p.inflight) >= soakWindow {
+			if err := p.settleOldest(); err != nil {
+				return err
+			}
+		}
+		f, err := p.publishAsync(i, m)
+		if err != nil {
+			return err
+		}
+		p.inflight = append(p.inflight, soakInflight{i: i, e: e, msg: m, f: f})
+	}
+	for len(p.inflight) > 0 {
+		if err := p.settleOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// publishAsync publishes m, and when the client's own buffer of
+// unacknowledged publishes is full (a stall), waits for it to drain and
+// tries again, soakTries times.
+func (p *soakPublisher) publishAsync(i int, m *nats.Msg) (jetstream.PubAckFuture, error) {
+	for try := 1; ; try++ {
+		f, err := p.js.PublishMsgAsync(m)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, jetstream.ErrTooManyStalledMsgs) || try == soakTries {
+			return nil, fmt.Errorf("publish event %d (try %d): %w", i, try, err)
+		}
+		select {
+		case <-p.js.PublishAsyncComplete():
+		case <-time.After(soakStallWait):
+		}
+	}
+}
+
+// settleOldest waits for the acknowledgement of the oldest event in
+// flight. One that fails or times out is published again, synchronously,
+// with the same id: a duplicate means the first copy was stored, in its
+// place. A copy stored only on the retry came after later events of its
+// conversation, which breaks the order the test checks, so it is an error.
+func (p *soakPublisher) settleOldest() error {
+	in := p.inflight[0]
+	p.inflight = p.inflight[1:]
+	var ack *jetstream.PubAck
+	var err error
+	select {
+	case ack = <-in.f.Ok():
+	case err = <-in.f.Err():
+	case <-time.After(soakAckWait + time.Second):
+		err = errors.New("no acknowledgement")
+	}
+	for try := 2; err != nil; try++ {
+		if try > soakTries {
+			return fmt.Errorf("publish event %d: %w", in.i, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), soakAckWait)
+		ack, err = p.js.PublishMsg(ctx, in.msg)
+		cancel()
+		if err == nil && !ack.Duplicate {
+			return fmt.Errorf("event %d was stored only when published again (try %d), after later events of %s", in.i, try, in.e.conv)
+		}
+	}
+	p.lastSeq[in.e.conv] = max(p.lastSeq[in.e.conv], ack.Sequence)
+	return nil
+}
+
+// soakMessage is event i of the plan as a structured CloudEvent.
+func soakMessage(i int, e soakEvent) (*nats.Msg, error) {
+	ev := event.New()
+	ev.SetID(fmt.Sprintf("soak-%d", i))
+	ev.SetSource("urn:soak")
+	ev.SetType(e.typ)
+	ev.SetExtension(streams.ExtConversationID, e.conv)
+	if err := ev.SetData(streams.ContentTypeJSON, e.data); err != nil {
+		return nil, err
+	}
+	return streams.EncodeEvent("convstream.events."+e.conv, &ev, streams.Structured)
 }
