@@ -50,7 +50,10 @@ func TestValidateExamples(t *testing.T) {
 		{"convstream.inference.requested.v1", `{"leafId":"m2"}`, false},
 		{"convstream.event.rejected.v1", `{"eventId":null,"subject":"convstream.events.a.b","reason":"bad","code":"bad_subject"}`, true},
 		{"convstream.event.rejected.v1", `{"eventId":"e","subject":"s","reason":"r","code":"nope"}`, false},
-		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","code":"processor_error","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"","code":"too_large","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, false},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","code":"oops","message":"m","cause":"c"}`, false},
 		{Envelope, `{"specversion":"1.0","id":"1","source":"s","type":"convstream.message.deleted.v1","conversationid":"c"}`, true},
 		{Envelope, `{"specversion":"0.3","id":"1","source":"s","type":"convstream.message.deleted.v1"}`, false},
 	}
