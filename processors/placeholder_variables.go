@@ -141,7 +141,7 @@ func (p *PlaceholderVariables) render(ctx context.Context, budget *enginecore.Bu
 	values := make(map[string]string)
 	for round := range p.depth {
 		if err := ctx.Err(); err != nil {
-			return text, fmt.Errorf("placeholder expansion stopped in round %d: %w", round+1, err)
+			return text, fmt.Errorf("placeholder expansion stopped: %w", err)
 		}
 		clear(values)
 		size, found, failed := 0, false, false
@@ -154,7 +154,7 @@ func (p *PlaceholderVariables) render(ctx context.Context, budget *enginecore.Bu
 					continue
 				}
 				if err := ctx.Err(); err != nil {
-					return text, fmt.Errorf("placeholder expansion stopped in round %d: %w", round+1, err)
+					return text, fmt.Errorf("placeholder expansion stopped: %w", err)
 				}
 				var err error
 				v, err = gen()
