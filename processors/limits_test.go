@@ -184,7 +184,8 @@ func TestLoopsHonourCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	configs := map[string]map[string]any{processors.NameInputTemplate: {"inputTemplate": "> {{text}}"}}
-	for _, name := range []string{processors.NameMessageCleanup, processors.NameInputTemplate, processors.NameTaskMessage, processors.NamePlaceholderVariables} {
+	for _, name := range []string{processors.NameMessageCleanup, processors.NameInputTemplate, processors.NameTaskMessage, processors.NamePlaceholderVariables,
+		processors.NameAgentCouncilFlatten, processors.NameGroupMessageFlatten, processors.NameTasksFlatten, processors.NameToolCall} {
 		p := build(t, name, configs[name])
 		if _, err := p.Process(ctx, &enginecore.PipelineContext{Messages: msgs, Metadata: map[string]any{}}); !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: %v", name, err)
@@ -282,5 +283,32 @@ func TestSpecLimits(t *testing.T) {
 		if (want == "" && err != nil) || (want != "" && (err == nil || err.Error() != want || !errors.Is(err, processors.ErrInvalidSpec))) {
 			t.Errorf("%s: %v, want %q", doc, err, want)
 		}
+	}
+}
+
+// BenchmarkPlaceholderDoublingRefused is the processor's part of the
+// request of issue 35 (BenchmarkInferenceDoublingRefused in cmd/worker is
+// the whole request): the depth-24 doubling variables refused by the depth
+// limit (default limits) or, with the depth allowed, by the expansion
+// bytes limit after the rounds that fit in 4 MiB.
+func BenchmarkPlaceholderDoublingRefused(b *testing.B) {
+	p, err := processors.Default().New(processors.NamePlaceholderVariables, doublingVariables(24))
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := []enginecore.Message{{"id": "1", "role": "user", "content": "{{v24}}"}}
+	for _, bc := range []struct {
+		name   string
+		limits enginecore.Limits
+	}{{"default-limits", enginecore.Limits{}}, {"depth-30", enginecore.Limits{MaxExpansionDepth: 30}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			eng := enginecore.New(enginecore.WithProcessors(p), enginecore.WithLimits(bc.limits))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := eng.Process(context.Background(), msgs); !errors.Is(err, enginecore.ErrLimitExceeded) {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

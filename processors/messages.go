@@ -31,10 +31,8 @@ func expandMessages(ctx context.Context, msgs []enginecore.Message, f func(m eng
 	var out []enginecore.Message
 	changed := 0
 	for i, m := range msgs {
-		if i%checkEvery == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, 0, stopped(i, len(msgs), err)
-			}
+		if err := interrupted(ctx, i, len(msgs)); err != nil {
+			return nil, 0, err
 		}
 		n, ok, err := f(m)
 		if err != nil {
@@ -59,9 +57,17 @@ func expandMessages(ctx context.Context, msgs []enginecore.Message, f func(m eng
 	return out, changed, nil
 }
 
-// stopped is the error of a loop over messages that ctx ended.
-func stopped(at, of int, err error) error {
-	return fmt.Errorf("stopped at message %d of %d: %w", at+1, of, err)
+// interrupted returns, at message i of a loop over n, the error that
+// stops the loop when ctx has ended; it looks at ctx every checkEvery
+// messages.
+func interrupted(ctx context.Context, i, n int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stopped at message %d of %d: %w", i+1, n, err)
+	}
+	return nil
 }
 
 // copyField copies src[key] into dst when src has the key. Fields read
