@@ -21,6 +21,8 @@ var ErrNoValue = errors.New("placeholder variable has no value")
 // VariableFunc produces the value of a placeholder variable. Returning
 // ErrNoValue leaves the placeholder in place; any other error stops the
 // substitution in the text being processed, keeping what was done so far.
+// It is called once a round for each variable a text names, however often
+// the text names it.
 type VariableFunc func() (string, error)
 
 // PlaceholderVariablesConfig configures PlaceholderVariables.
@@ -209,13 +211,23 @@ func placeholders(text string) iter.Seq[placeholderToken] {
 				return
 			}
 			end += start + 2
-			if !yield(placeholderToken{start: start, end: end + 2, key: trimJS(text[start+2 : end])}) {
+			key := text[start+2 : end]
+			if key != "" && (mayBeSpace(key[0]) || mayBeSpace(key[len(key)-1])) {
+				key = trimJS(key)
+			}
+			if !yield(placeholderToken{start: start, end: end + 2, key: key}) {
 				return
 			}
 			i = end + 2
 		}
 	}
 }
+
+// mayBeSpace reports whether b may begin or end a JavaScript white space
+// character: ASCII space and controls, or any byte of a multi-byte
+// character. Keys are trimmed only then, which spares the scan of a
+// large text (BenchmarkPlaceholderDoublingRefused) a call per token.
+func mayBeSpace(b byte) bool { return b <= ' ' || b >= 0x80 }
 
 // replacePlaceholders writes text with the tokens that have values
 // replaced; size is the length of the result.
