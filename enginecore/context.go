@@ -22,6 +22,10 @@ type PipelineContext struct {
 	IsAborted bool
 	// AbortReason says why the pipeline was aborted.
 	AbortReason string
+	// Budget is what the run may still spend of its limits; the engine
+	// sets a fresh one for every run and processors that expand text draw
+	// on it. Nil means the default limits (see Budget).
+	Budget *Budget
 }
 
 // Clone returns a copy of pc with its own Messages slice and Metadata map.

@@ -11,6 +11,12 @@
 // a message copies it first and builds a new slice, so the caller's input is
 // never modified.
 //
+// Every run is bounded by the engine's [Limits] ([WithLimits]): the run's
+// [Budget] (PipelineContext.Budget) is what processors that expand text
+// draw on, and one that would exceed a limit fails with a [*LimitError].
+// Processors look at their context as they loop, so a deadline stops a
+// long processor, not only the next one.
+//
 // The package knows nothing of transport or telemetry; an [Observer] passed
 // with [WithObserver] sees every processor start and finish, which is where
 // tracing is attached from outside.

@@ -15,6 +15,7 @@ type Engine struct {
 
 	observer Observer
 	logger   *slog.Logger
+	limits   Limits // as set; unset fields are the defaults
 }
 
 // Option configures an Engine.
@@ -81,8 +82,8 @@ func (e *Engine) Processors() []Processor {
 	return slices.Clone(e.snapshot())
 }
 
-// Clone returns an independent engine with the same processors, observer
-// and logger. Processors themselves are shared.
+// Clone returns an independent engine with the same processors, observer,
+// logger and limits. Processors themselves are shared.
 func (e *Engine) Clone() *Engine {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
@@ -90,7 +91,13 @@ func (e *Engine) Clone() *Engine {
 		processors: slices.Clone(e.processors),
 		observer:   e.observer,
 		logger:     e.logger,
+		limits:     e.limits,
 	}
+}
+
+// Limits returns the limits every run of e enforces.
+func (e *Engine) Limits() Limits {
+	return e.limits.withDefaults()
 }
 
 // snapshot returns the current list. The slice is never written in place

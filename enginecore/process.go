@@ -14,7 +14,10 @@ import (
 //
 // A processor failure is returned as a *PipelineError. Cancellation of ctx
 // is checked before each processor; it stops the run with an error wrapping
-// ctx.Err().
+// ctx.Err(). Processors that loop over messages or expand text check ctx
+// too, so a deadline also stops a long processor (its PipelineError wraps
+// ctx.Err()). The run is bounded by the engine's limits (WithLimits): a
+// processor that would exceed one fails with a *LimitError.
 func (e *Engine) Process(ctx context.Context, messages []Message) (*PipelineResult, error) {
 	return e.ProcessContext(ctx, &PipelineContext{
 		Messages:     messages,
@@ -25,7 +28,8 @@ func (e *Engine) Process(ctx context.Context, messages []Message) (*PipelineResu
 // ProcessContext runs the pipeline starting from pc, which carries the
 // input messages together with metadata, initial state and abort flag.
 // pc itself is not modified. A nil InitialState becomes
-// {"messages": pc.Messages}.
+// {"messages": pc.Messages}. The run gets a fresh Budget of the engine's
+// limits, whatever pc.Budget holds.
 func (e *Engine) ProcessContext(ctx context.Context, pc *PipelineContext) (*PipelineResult, error) {
 	start := time.Now()
 	procs := e.snapshot()
@@ -34,6 +38,7 @@ func (e *Engine) ProcessContext(ctx context.Context, pc *PipelineContext) (*Pipe
 		pc = &PipelineContext{}
 	}
 	cur := pc.Clone()
+	cur.Budget = NewBudget(e.limits)
 	if cur.InitialState == nil {
 		cur.InitialState = map[string]any{"messages": pc.Messages}
 	}

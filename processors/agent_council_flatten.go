@@ -23,11 +23,14 @@ func NewAgentCouncilFlatten() *AgentCouncilFlatten { return &AgentCouncilFlatten
 func (*AgentCouncilFlatten) Name() string { return NameAgentCouncilFlatten }
 
 // Process flattens the councils.
-func (*AgentCouncilFlatten) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*AgentCouncilFlatten) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var out []enginecore.Message
 	councils, assistants, tools := 0, 0, 0
 	for i, m := range pc.Messages {
+		if err := interrupted(ctx, i, len(pc.Messages)); err != nil {
+			return nil, err
+		}
 		members, isArray := m["members"].([]any)
 		if m["role"] != "agentCouncil" || !isArray {
 			if out != nil {

@@ -23,10 +23,11 @@ func NewCompressedGroupRoleTransform() *CompressedGroupRoleTransform {
 func (*CompressedGroupRoleTransform) Name() string { return NameCompressedGroupRoleTransform }
 
 // Process transforms the compressed groups.
-func (*CompressedGroupRoleTransform) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*CompressedGroupRoleTransform) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		if m["role"] != "compressedGroup" {
 			return m, false
 		}
@@ -39,6 +40,9 @@ func (*CompressedGroupRoleTransform) Process(_ context.Context, pc *enginecore.P
 		out["role"] = "user"
 		return out, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["compressedGroupRoleTransformProcessed"] = float64(n)
 	return next, nil
 }

@@ -36,14 +36,15 @@ func NewDisabledToolCallFilter(cfg DisabledToolCallFilterConfig) *DisabledToolCa
 func (*DisabledToolCallFilter) Name() string { return NameDisabledToolCallFilter }
 
 // Process filters the disabled tool calls.
-func (p *DisabledToolCallFilter) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (p *DisabledToolCallFilter) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	if len(p.disabled) == 0 {
 		return pc, nil
 	}
 	next := pc.Derive()
 	removedCalls := 0
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		if m["role"] != "assistant" {
 			return m, false
 		}
@@ -51,6 +52,9 @@ func (p *DisabledToolCallFilter) Process(_ context.Context, pc *enginecore.Pipel
 		removedCalls += removed
 		return out, changed
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["disabledToolCallFilter"] = map[string]any{
 		"filteredAssistantMessages": float64(n),
 		"filteredToolCalls":         float64(removedCalls),

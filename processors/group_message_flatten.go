@@ -24,11 +24,14 @@ func NewGroupMessageFlatten() *GroupMessageFlatten { return &GroupMessageFlatten
 func (*GroupMessageFlatten) Name() string { return NameGroupMessageFlatten }
 
 // Process flattens the groups.
-func (*GroupMessageFlatten) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*GroupMessageFlatten) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var out []enginecore.Message
 	groups, assistants, tools := 0, 0, 0
 	for i, m := range pc.Messages {
+		if err := interrupted(ctx, i, len(pc.Messages)); err != nil {
+			return nil, err
+		}
 		role := m["role"]
 		children, isArray := m["children"].([]any)
 		if (role != "assistantGroup" && role != "supervisor") || !isArray {

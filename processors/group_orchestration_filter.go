@@ -62,7 +62,7 @@ func NewGroupOrchestrationFilter(cfg GroupOrchestrationFilterConfig) *GroupOrche
 func (*GroupOrchestrationFilter) Name() string { return NameGroupOrchestrationFilter }
 
 // Process removes the coordination messages.
-func (p *GroupOrchestrationFilter) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (p *GroupOrchestrationFilter) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	if (p.cfg.Enabled != nil && !*p.cfg.Enabled) || p.cfg.AgentMap == nil {
 		return next, nil
@@ -73,7 +73,10 @@ func (p *GroupOrchestrationFilter) Process(_ context.Context, pc *enginecore.Pip
 
 	assistants, tools := 0, 0
 	out := make([]enginecore.Message, 0, len(pc.Messages))
-	for _, m := range pc.Messages {
+	for i, m := range pc.Messages {
+		if err := interrupted(ctx, i, len(pc.Messages)); err != nil {
+			return nil, err
+		}
 		if p.isSupervisor(m) {
 			if m["role"] == "assistant" && slices.ContainsFunc(arr(m["tools"]), p.isOrchestration) {
 				assistants++

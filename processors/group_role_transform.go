@@ -52,13 +52,14 @@ func NewGroupRoleTransform(cfg GroupRoleTransformConfig) *GroupRoleTransform {
 func (*GroupRoleTransform) Name() string { return NameGroupRoleTransform }
 
 // Process transforms the other agents' messages.
-func (p *GroupRoleTransform) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (p *GroupRoleTransform) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	if p.cfg.CurrentAgentID == "" || p.cfg.AgentMap == nil {
 		return pc.Derive(), nil
 	}
 	next := pc.Derive()
 	assistants, tools := 0, 0
-	next.Messages, _ = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, _, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		role := m["role"]
 		if (role != "assistant" && role != "tool") || !truthy(m["agentId"]) {
 			return m, false
@@ -95,6 +96,9 @@ func (p *GroupRoleTransform) Process(_ context.Context, pc *enginecore.PipelineC
 		tools++
 		return out, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["groupRoleTransformProcessed"] = map[string]any{
 		"assistantTransformed": float64(assistants),
 		"toolTransformed":      float64(tools),

@@ -27,6 +27,7 @@ type InputTemplateConfig struct {
 // Metadata: inputTemplateProcessed (absent when no template is set).
 type InputTemplate struct {
 	parts       []string // literal text around the {{text}} slots
+	literal     int      // the length of the parts together
 	unsupported bool
 	enabled     bool
 }
@@ -39,37 +40,56 @@ func NewInputTemplate(cfg InputTemplateConfig) *InputTemplate {
 		return p
 	}
 	p.parts = splitTextSlots(cfg.InputTemplate)
+	for _, part := range p.parts {
+		p.literal += len(part)
+	}
 	return p
 }
 
 // Name returns "InputTemplateProcessor".
 func (*InputTemplate) Name() string { return NameInputTemplate }
 
-// Process applies the template to the user messages.
-func (p *InputTemplate) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+// Process applies the template to the user messages. What the template
+// adds to a message (its literal text, and the message's text once more
+// for every {{text}} slot after the first) is drawn from the run's budget
+// (pc.Budget) before the message is built: a template of many slots cannot
+// multiply a conversation past the run's limit
+// (TestInputTemplateBounded).
+func (p *InputTemplate) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	if !p.enabled {
 		return next, nil
 	}
 	n := 0
 	if !p.unsupported {
-		next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+		var err error
+		next.Messages, n, err = expandMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool, error) {
 			if m["role"] != "user" {
-				return m, false
+				return m, false, nil
 			}
 			original, present := m["content"]
 			text := ""
 			if present && original != nil {
 				text = jsString(original)
 			}
+			added := int64(p.literal) + int64(len(p.parts)-2)*int64(len(text))
+			if added > pc.Budget.Room() {
+				return m, false, pc.Budget.TooMuch(added)
+			}
 			rendered := strings.Join(p.parts, text)
 			if s, ok := original.(string); ok && s == rendered {
-				return m, false
+				return m, false, nil
+			}
+			if err := pc.Budget.Add(added); err != nil {
+				return m, false, err
 			}
 			out := maps.Clone(m)
 			out["content"] = rendered
-			return out, true
+			return out, true, nil
 		})
+		if err != nil {
+			return nil, err
+		}
 	}
 	next.Metadata["inputTemplateProcessed"] = float64(n)
 	return next, nil

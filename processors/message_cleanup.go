@@ -22,10 +22,14 @@ func NewMessageCleanup() *MessageCleanup { return &MessageCleanup{} }
 func (*MessageCleanup) Name() string { return NameMessageCleanup }
 
 // Process cleans the messages.
-func (*MessageCleanup) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*MessageCleanup) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, cleanMessage)
+	var err error
+	next.Messages, n, err = mapMessages(ctx, pc.Messages, cleanMessage)
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["messageCleanup"] = map[string]any{
 		"cleanedCount":  float64(n),
 		"totalMessages": float64(len(next.Messages)),

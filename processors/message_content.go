@@ -88,7 +88,8 @@ func (p *MessageContent) Process(ctx context.Context, pc *enginecore.PipelineCon
 	}
 	next := pc.Derive()
 	users, assistants := 0, 0
-	next.Messages, _ = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, _, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		var out enginecore.Message
 		var changed, ok bool
 		switch m["role"] {
@@ -107,6 +108,9 @@ func (p *MessageContent) Process(ctx context.Context, pc *enginecore.PipelineCon
 		}
 		return out, changed
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["messageContentProcessed"] = float64(users + assistants)
 	next.Metadata["userMessagesProcessed"] = float64(users)
 	next.Metadata["assistantMessagesProcessed"] = float64(assistants)

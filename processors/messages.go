@@ -1,18 +1,43 @@
 package processors
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/convstream/convstream/enginecore"
 )
+
+// checkEvery is how many messages a loop handles between two looks at its
+// context: often enough that a deadline stops a long run within
+// milliseconds (TestPlaceholderHonoursDeadline), rarely enough to cost
+// nothing.
+const checkEvery = 64
 
 // mapMessages applies f to every message. f returns the message to keep
 // and whether it differs from the input. The input slice is returned
 // as-is when nothing changed; otherwise a new slice is built. The second
-// result counts the changed messages.
-func mapMessages(msgs []enginecore.Message, f func(m enginecore.Message) (enginecore.Message, bool)) ([]enginecore.Message, int) {
+// result counts the changed messages. It stops with an error wrapping
+// ctx.Err() when ctx ends.
+func mapMessages(ctx context.Context, msgs []enginecore.Message, f func(m enginecore.Message) (enginecore.Message, bool)) ([]enginecore.Message, int, error) {
+	return expandMessages(ctx, msgs, func(m enginecore.Message) (enginecore.Message, bool, error) {
+		n, ok := f(m)
+		return n, ok, nil
+	})
+}
+
+// expandMessages is mapMessages for an f that may fail, such as an
+// expansion that would exceed the run's limits: the first error stops it.
+func expandMessages(ctx context.Context, msgs []enginecore.Message, f func(m enginecore.Message) (enginecore.Message, bool, error)) ([]enginecore.Message, int, error) {
 	var out []enginecore.Message
 	changed := 0
 	for i, m := range msgs {
-		n, ok := f(m)
+		if err := interrupted(ctx, i, len(msgs)); err != nil {
+			return nil, 0, err
+		}
+		n, ok, err := f(m)
+		if err != nil {
+			return nil, 0, err
+		}
 		if !ok {
 			if out != nil {
 				out[i] = m
@@ -27,9 +52,22 @@ func mapMessages(msgs []enginecore.Message, f func(m enginecore.Message) (engine
 		changed++
 	}
 	if out == nil {
-		return msgs, 0
+		return msgs, 0, nil
 	}
-	return out, changed
+	return out, changed, nil
+}
+
+// interrupted returns, at message i of a loop over n, the error that
+// stops the loop when ctx has ended; it looks at ctx every checkEvery
+// messages.
+func interrupted(ctx context.Context, i, n int) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("stopped at message %d of %d: %w", i+1, n, err)
+	}
+	return nil
 }
 
 // copyField copies src[key] into dst when src has the key. Fields read

@@ -53,9 +53,17 @@ func (v *jsonValue) set(key string, val jsonValue) {
 	v.items = append(v.items, val)
 }
 
+// maxPartialJSONDepth bounds the nesting the parser follows, as
+// encoding/json's scanner does for complete JSON: deeper input is
+// malformed. Each level is a recursive call; without a bound a tool call's
+// arguments of a megabyte of "[" overflowed the goroutine's stack, a fatal
+// error no recover catches (TestSanitizeToolArgumentsDeep).
+const maxPartialJSONDepth = 10_000
+
 type partialParser struct {
-	s string
-	i int
+	s     string
+	i     int
+	depth int // arrays and objects open at the cursor
 }
 
 // parsePartialJSON parses s, completing what a truncation cut off. It fails
@@ -102,10 +110,8 @@ func (p *partialParser) any() (jsonValue, error) {
 	case '"':
 		s, err := p.str()
 		return jsonValue{kind: jsonString, text: s}, err
-	case '{':
-		return p.object()
-	case '[':
-		return p.array()
+	case '{', '[':
+		return p.nested()
 	}
 	switch {
 	case p.literal("null"):
@@ -119,6 +125,19 @@ func (p *partialParser) any() (jsonValue, error) {
 		return jsonValue{kind: jsonNull}, nil
 	}
 	return p.num()
+}
+
+// nested parses the object or array at the cursor, one level deeper.
+func (p *partialParser) nested() (jsonValue, error) {
+	if p.depth == maxPartialJSONDepth {
+		return jsonValue{}, errMalformedJSON
+	}
+	p.depth++
+	defer func() { p.depth-- }()
+	if p.s[p.i] == '{' {
+		return p.object()
+	}
+	return p.array()
 }
 
 func (p *partialParser) str() (string, error) {

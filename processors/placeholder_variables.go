@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"iter"
 	"maps"
 	"slices"
 	"strings"
@@ -19,6 +21,8 @@ var ErrNoValue = errors.New("placeholder variable has no value")
 // VariableFunc produces the value of a placeholder variable. Returning
 // ErrNoValue leaves the placeholder in place; any other error stops the
 // substitution in the text being processed, keeping what was done so far.
+// It is called once a round for each variable a text names, however often
+// the text names it.
 type VariableFunc func() (string, error)
 
 // PlaceholderVariablesConfig configures PlaceholderVariables.
@@ -64,20 +68,24 @@ func NewPlaceholderVariables(cfg PlaceholderVariablesConfig) (*PlaceholderVariab
 // Name returns "PlaceholderVariablesProcessor".
 func (*PlaceholderVariables) Name() string { return NamePlaceholderVariables }
 
-// Process substitutes the placeholders.
-func (p *PlaceholderVariables) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+// Process substitutes the placeholders, within the run's budget
+// (pc.Budget): an expansion that would add more than its bytes, or take
+// more rounds than its depth, fails with a *enginecore.LimitError before
+// its text is built; ctx is checked as messages and rounds go by.
+func (p *PlaceholderVariables) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = expandMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool, error) {
 		switch content := m["content"].(type) {
 		case string:
-			text := p.Render(content)
-			if text == content {
-				return m, false
+			text, err := p.render(ctx, pc.Budget, content)
+			if err != nil || text == content {
+				return m, false, err
 			}
 			out := maps.Clone(m)
 			out["content"] = text
-			return out, true
+			return out, true, nil
 		case []any:
 			var parts []any
 			for i, item := range content {
@@ -86,7 +94,10 @@ func (p *PlaceholderVariables) Process(_ context.Context, pc *enginecore.Pipelin
 				if part["type"] != "text" || !ok {
 					continue
 				}
-				rendered := p.Render(text)
+				rendered, err := p.render(ctx, pc.Budget, text)
+				if err != nil {
+					return m, false, err
+				}
 				if rendered == text {
 					continue
 				}
@@ -98,53 +109,87 @@ func (p *PlaceholderVariables) Process(_ context.Context, pc *enginecore.Pipelin
 				parts[i] = np
 			}
 			if parts == nil {
-				return m, false
+				return m, false, nil
 			}
 			out := maps.Clone(m)
 			out["content"] = parts
-			return out, true
+			return out, true, nil
 		}
-		return m, false
+		return m, false, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["placeholderVariablesProcessed"] = float64(n)
 	return next, nil
 }
 
-// Render substitutes the placeholders of text.
-func (p *PlaceholderVariables) Render(text string) string {
+// Render substitutes the placeholders of text within the default limits
+// (enginecore.DefaultLimits); it fails as Process does.
+func (p *PlaceholderVariables) Render(ctx context.Context, text string) (string, error) {
+	return p.render(ctx, nil, text)
+}
+
+// render substitutes the placeholders of text, one round after another
+// while a round still finds values, up to the configured depth. Each round
+// first measures what it would write and fails if that adds more than the
+// budget's room to text (TestPlaceholderDoublingRefused: values that
+// double at every level) or if the round is past the depth limit; only
+// then is the text built. What the rendering added is recorded in budget.
+func (p *PlaceholderVariables) render(ctx context.Context, budget *enginecore.Budget, text string) (string, error) {
+	room := budget.Room()
+	maxDepth := budget.Limits().MaxExpansionDepth
 	result := text
-	for range p.depth {
-		tokens := placeholderTokens(result)
-		if len(tokens) == 0 {
+	values := make(map[string]string)
+	for round := range p.depth {
+		if err := ctx.Err(); err != nil {
+			return text, fmt.Errorf("placeholder expansion stopped: %w", err)
+		}
+		clear(values)
+		size, found, failed := 0, false, false
+		for t := range placeholders(result) {
+			found = true
+			v, known := values[t.key]
+			if !known {
+				gen, ok := p.vars[t.key]
+				if !ok {
+					continue
+				}
+				if err := ctx.Err(); err != nil {
+					return text, fmt.Errorf("placeholder expansion stopped: %w", err)
+				}
+				var err error
+				v, err = gen()
+				if errors.Is(err, ErrNoValue) {
+					continue
+				}
+				if err != nil {
+					failed = true
+					break
+				}
+				values[t.key] = v
+			}
+			size += len(v) - (t.end - t.start)
+		}
+		if !found || failed || len(values) == 0 {
 			break
 		}
-		values := make(map[string]string, len(tokens))
-		failed := false
-		for _, t := range tokens {
-			gen, ok := p.vars[t.key]
-			if !ok {
-				continue
-			}
-			v, err := gen()
-			if errors.Is(err, ErrNoValue) {
-				continue
-			}
-			if err != nil {
-				failed = true
-				break
-			}
-			values[t.key] = v
+		if round >= maxDepth {
+			return text, budget.TooDeep(p.depth)
 		}
-		if failed || len(values) == 0 {
-			break
+		if added := int64(len(result) + size - len(text)); added > room {
+			return text, budget.TooMuch(added)
 		}
-		replaced := replacePlaceholders(result, tokens, values)
+		replaced := replacePlaceholders(result, len(result)+size, values)
 		if replaced == result {
 			break
 		}
 		result = replaced
 	}
-	return result
+	if err := budget.Add(int64(len(result) - len(text))); err != nil {
+		return text, err
+	}
+	return result, nil
 }
 
 type placeholderToken struct {
@@ -152,29 +197,45 @@ type placeholderToken struct {
 	key        string
 }
 
-func placeholderTokens(text string) []placeholderToken {
-	var tokens []placeholderToken
-	for i := 0; i < len(text); {
-		start := strings.Index(text[i:], "{{")
-		if start < 0 {
-			break
+// placeholders yields the {{key}} tokens of text in order.
+func placeholders(text string) iter.Seq[placeholderToken] {
+	return func(yield func(placeholderToken) bool) {
+		for i := 0; i < len(text); {
+			start := strings.Index(text[i:], "{{")
+			if start < 0 {
+				return
+			}
+			start += i
+			end := strings.Index(text[start+2:], "}}")
+			if end < 0 {
+				return
+			}
+			end += start + 2
+			key := text[start+2 : end]
+			if key != "" && (mayBeSpace(key[0]) || mayBeSpace(key[len(key)-1])) {
+				key = trimJS(key)
+			}
+			if !yield(placeholderToken{start: start, end: end + 2, key: key}) {
+				return
+			}
+			i = end + 2
 		}
-		start += i
-		end := strings.Index(text[start+2:], "}}")
-		if end < 0 {
-			break
-		}
-		end += start + 2
-		tokens = append(tokens, placeholderToken{start: start, end: end + 2, key: trimJS(text[start+2 : end])})
-		i = end + 2
 	}
-	return tokens
 }
 
-func replacePlaceholders(text string, tokens []placeholderToken, values map[string]string) string {
+// mayBeSpace reports whether b may begin or end a JavaScript white space
+// character: ASCII space and controls, or any byte of a multi-byte
+// character. Keys are trimmed only then, which spares the scan of a
+// large text (BenchmarkPlaceholderDoublingRefused) a call per token.
+func mayBeSpace(b byte) bool { return b <= ' ' || b >= 0x80 }
+
+// replacePlaceholders writes text with the tokens that have values
+// replaced; size is the length of the result.
+func replacePlaceholders(text string, size int, values map[string]string) string {
 	var b strings.Builder
+	b.Grow(size)
 	cursor := 0
-	for _, t := range tokens {
+	for t := range placeholders(text) {
 		b.WriteString(text[cursor:t.start])
 		if v, ok := values[t.key]; ok {
 			b.WriteString(v)

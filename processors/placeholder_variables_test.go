@@ -1,6 +1,7 @@
 package processors_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -39,13 +40,13 @@ func TestPlaceholderVariablesRender(t *testing.T) {
 		"\u00a0{{\u00a0date\u00a0}}\u00a0": "\u00a02023-12-25\u00a0",
 	}
 	for in, want := range cases {
-		if got := p.Render(in); got != want {
+		if got, err := p.Render(context.Background(), in); err != nil || got != want {
 			t.Errorf("Render(%q) = %q, want %q", in, got, want)
 		}
 	}
 	depth1 := 1
 	shallow := newPlaceholders(t, processors.PlaceholderVariablesConfig{Generators: gens, Depth: &depth1})
-	if got := shallow.Render("Nested: {{nested}}"); got != "Nested: Value with {{date}} inside" {
+	if got, _ := shallow.Render(context.Background(), "Nested: {{nested}}"); got != "Nested: Value with {{date}} inside" {
 		t.Errorf("depth 1: %q", got)
 	}
 	negative := -1
@@ -74,7 +75,7 @@ func TestPlaceholderVariablesMessages(t *testing.T) {
 	assertJSON(t, out.Metadata, `{"placeholderVariablesProcessed":2}`)
 
 	pp := p.(*processors.PlaceholderVariables)
-	if got := pp.Render("{{list}} {{obj}}"); got != `a, 2 {"k":"<v>"}` {
+	if got, _ := pp.Render(context.Background(), "{{list}} {{obj}}"); got != `a, 2 {"k":"<v>"}` {
 		t.Errorf("static values: %q", got)
 	}
 	if strings.Contains(js(msgs), "Ann") {

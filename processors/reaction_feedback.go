@@ -33,14 +33,15 @@ func NewReactionFeedback(cfg ReactionFeedbackConfig) *ReactionFeedback {
 func (*ReactionFeedback) Name() string { return NameReactionFeedback }
 
 // Process injects the feedback.
-func (p *ReactionFeedback) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (p *ReactionFeedback) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	if !p.cfg.Enabled {
 		return pc, nil
 	}
 	next := pc.Derive()
 	var pending []string
 	injected := 0
-	next.Messages, _ = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, _, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		switch m["role"] {
 		case "assistant":
 			for _, r := range arr(dig(m, "metadata", "reactions")) {
@@ -65,6 +66,9 @@ func (p *ReactionFeedback) Process(_ context.Context, pc *enginecore.PipelineCon
 		}
 		return m, false
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["reactionFeedbackProcessed"] = float64(injected)
 	return next, nil
 }

@@ -28,6 +28,9 @@ var ErrInvalidSpec = errors.New("invalid pipeline spec")
 //	      enableHistoryCount: true
 //	      historyCount: 20
 //	  - MessageCleanupProcessor   # shorthand for an entry without config
+//	limits:                       # optional: tighten the engine's limits
+//	  maxExpansionBytes: 1048576
+//	  maxExpansionDepth: 4
 type Spec struct {
 	// Name identifies the spec in logs and errors.
 	Name string `json:"name,omitempty"`
@@ -35,6 +38,10 @@ type Spec struct {
 	Description string `json:"description,omitempty"`
 	// Processors are the steps, in order.
 	Processors []ProcessorSpec `json:"processors"`
+	// Limits bound every run of the pipeline (see enginecore.Limits). They
+	// only tighten what the engine is given otherwise (the worker's
+	// settings): the smaller value wins. Zero fields leave it as it is.
+	Limits enginecore.Limits `json:"limits,omitzero"`
 }
 
 // ProcessorSpec is one step of a Spec.
@@ -139,6 +146,10 @@ func specFromDoc(doc any) (*Spec, error) {
 				}
 				s.Processors = append(s.Processors, ps)
 			}
+		case "limits":
+			if err := limitsFromDoc(v, &s.Limits); err != nil {
+				errs = append(errs, err)
+			}
 		default:
 			errs = append(errs, &SpecError{Path: k, Err: errors.New("unknown field")})
 		}
@@ -150,6 +161,44 @@ func specFromDoc(doc any) (*Spec, error) {
 		return nil, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// limitsFromDoc reads a spec's limits: positive integers.
+func limitsFromDoc(v any, dst *enginecore.Limits) error {
+	if v == nil {
+		return nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return &SpecError{Path: "limits", Err: fmt.Errorf("must be an object, got %s", kindOf(v))}
+	}
+	var errs []error
+	if err := decodeConfig(m, dst); err != nil {
+		for _, e := range unjoin(err) {
+			var fe *FieldError
+			if errors.As(e, &fe) {
+				e = &SpecError{Path: joinPath("limits", fe.Path), Err: &FieldError{Problem: fe.Problem}}
+			}
+			errs = append(errs, e)
+		}
+	}
+	for _, l := range []struct {
+		name string
+		n    int64
+	}{{enginecore.LimitMaxExpansionBytes, dst.MaxExpansionBytes}, {enginecore.LimitMaxExpansionDepth, int64(dst.MaxExpansionDepth)}} {
+		if _, set := m[l.name]; set && l.n <= 0 && len(errs) == 0 {
+			errs = append(errs, &SpecError{Path: "limits." + l.name, Err: errors.New("must be a positive integer")})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unjoin returns the errors err joins, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
 
 func processorFromDoc(item any, path string) (ProcessorSpec, error) {
@@ -272,7 +321,8 @@ func (s *Spec) Configure(name string, config map[string]any) error {
 // Every problem is reported, each located by its path in the spec
 // (processors[i].name, processors[i].config.FIELD); the engine is also
 // validated (no empty pipeline, no duplicate names). opts configure the
-// engine, for example with an observer.
+// engine, for example with an observer or limits (which combine with the
+// spec's: the smaller wins).
 func (r *Registry) Build(spec *Spec, opts ...enginecore.Option) (*enginecore.Engine, error) {
 	if spec == nil {
 		return nil, &SpecError{Path: "spec", Err: errors.New("nil spec")}
@@ -291,7 +341,7 @@ func (r *Registry) Build(spec *Spec, opts ...enginecore.Option) (*enginecore.Eng
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	e := enginecore.New(append([]enginecore.Option{enginecore.WithProcessors(procs...)}, opts...)...)
+	e := enginecore.New(append([]enginecore.Option{enginecore.WithProcessors(procs...), enginecore.WithLimits(spec.Limits)}, opts...)...)
 	if err := e.Validate(); err != nil {
 		return nil, &SpecError{Path: "processors", Err: err}
 	}

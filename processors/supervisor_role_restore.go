@@ -20,10 +20,11 @@ func NewSupervisorRoleRestore() *SupervisorRoleRestore { return &SupervisorRoleR
 func (*SupervisorRoleRestore) Name() string { return NameSupervisorRoleRestore }
 
 // Process restores the assistant role.
-func (*SupervisorRoleRestore) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*SupervisorRoleRestore) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		if m["role"] != "supervisor" {
 			return m, false
 		}
@@ -31,6 +32,9 @@ func (*SupervisorRoleRestore) Process(_ context.Context, pc *enginecore.Pipeline
 		out["role"] = "assistant"
 		return out, true
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["supervisorRoleRestoreProcessed"] = float64(n)
 	return next, nil
 }

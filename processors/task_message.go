@@ -39,13 +39,19 @@ func NewTaskMessage(cfg TaskMessageConfig) *TaskMessage {
 // Name returns "TaskMessageProcessor".
 func (*TaskMessage) Name() string { return NameTaskMessage }
 
-// Process converts the task messages.
-func (p *TaskMessage) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+// Process converts the task messages. A template is filled within the
+// run's budget (pc.Budget): what it adds beyond the message's own texts
+// (content, instruction, agent name) is drawn from it, and a filling that
+// would exceed it stops before it is built (TestTaskMessageBounded: a
+// template of many slots with "$`" patterns in the content grows with the
+// square of their sizes).
+func (p *TaskMessage) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = expandMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool, error) {
 		if m["role"] != "task" {
-			return m, false
+			return m, false, nil
 		}
 		content := or(m["content"], "")
 		out := maps.Clone(m)
@@ -53,23 +59,39 @@ func (p *TaskMessage) Process(_ context.Context, pc *enginecore.PipelineContext)
 		instruction := dig(m, "metadata", "instruction")
 		if !truthy(instruction) {
 			out["content"] = content
-			return out, true
+			return out, true, nil
 		}
-		agentName := or(or(m["agentName"], dig(m, "meta", "avatar")), "Sub Agent")
-		text := jsReplaceAll(p.template, "{{agentName}}", jsString(agentName))
-		text = jsReplaceAll(text, "{{instruction}}", jsString(instruction))
-		out["content"] = jsReplaceAll(text, "{{content}}", jsString(content))
-		return out, true
+		agentName := jsString(or(or(m["agentName"], dig(m, "meta", "avatar")), "Sub Agent"))
+		instructionText, contentText := jsString(instruction), jsString(content)
+		own := len(agentName) + len(instructionText) + len(contentText)
+		limit := int64(own) + pc.Budget.Room()
+		text := p.template
+		for _, slot := range [...][2]string{{"{{agentName}}", agentName}, {"{{instruction}}", instructionText}, {"{{content}}", contentText}} {
+			var ok bool
+			if text, ok = jsReplaceAll(text, slot[0], slot[1], limit); !ok {
+				return m, false, pc.Budget.TooMuch(limit - int64(own) + 1)
+			}
+		}
+		if err := pc.Budget.Add(int64(len(text) - own)); err != nil {
+			return m, false, err
+		}
+		out["content"] = text
+		return out, true, nil
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["taskMessagesProcessed"] = float64(n)
 	return next, nil
 }
 
 // jsReplaceAll is JavaScript's s.replaceAll(pattern, replacement) for a
 // string pattern, including the $$, $&, $` and $' replacement patterns.
-func jsReplaceAll(s, pattern, replacement string) string {
+// It gives up, returning false, as soon as the result grows past limit
+// bytes.
+func jsReplaceAll(s, pattern, replacement string, limit int64) (string, bool) {
 	if pattern == "" || !strings.Contains(s, pattern) {
-		return s
+		return s, int64(len(s)) <= limit
 	}
 	plain := !strings.Contains(replacement, "$")
 	var b strings.Builder
@@ -83,16 +105,19 @@ func jsReplaceAll(s, pattern, replacement string) string {
 		b.WriteString(s[rest:pos])
 		if plain {
 			b.WriteString(replacement)
-		} else {
-			expandReplacement(&b, replacement, s, pos, pattern)
+		} else if !expandReplacement(&b, replacement, s, pos, pattern, limit) {
+			return "", false
+		}
+		if int64(b.Len()) > limit {
+			return "", false
 		}
 		rest = pos + len(pattern)
 	}
 	b.WriteString(s[rest:])
-	return b.String()
+	return b.String(), int64(b.Len()) <= limit
 }
 
-func expandReplacement(b *strings.Builder, repl, s string, pos int, match string) {
+func expandReplacement(b *strings.Builder, repl, s string, pos int, match string, limit int64) bool {
 	for i := 0; i < len(repl); i++ {
 		c := repl[i]
 		if c != '$' || i+1 >= len(repl) {
@@ -112,8 +137,12 @@ func expandReplacement(b *strings.Builder, repl, s string, pos int, match string
 			b.WriteByte('$')
 			continue
 		}
+		if int64(b.Len()) > limit {
+			return false
+		}
 		i++
 	}
+	return true
 }
 
 func (d deps) taskMessage(raw map[string]any) (enginecore.Processor, error) {

@@ -24,11 +24,14 @@ func NewTasksFlatten() *TasksFlatten { return &TasksFlatten{} }
 func (*TasksFlatten) Name() string { return NameTasksFlatten }
 
 // Process flattens the task bundles.
-func (*TasksFlatten) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (*TasksFlatten) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	next := pc.Derive()
 	var out []enginecore.Message
 	bundles, created := 0, 0
 	for i, m := range pc.Messages {
+		if err := interrupted(ctx, i, len(pc.Messages)); err != nil {
+			return nil, err
+		}
 		role := m["role"]
 		tasks, isArray := m["tasks"].([]any)
 		if (role != "tasks" && role != "groupTasks") || !truthy(m["tasks"]) {

@@ -41,12 +41,13 @@ func NewToolCall(cfg ToolCallConfig) *ToolCall {
 func (*ToolCall) Name() string { return NameToolCall }
 
 // Process converts the tool calls.
-func (p *ToolCall) Process(_ context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
+func (p *ToolCall) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
 	support := p.cfg.CanUseFunctionCalling == nil || p.cfg.CanUseFunctionCalling(p.cfg.Model, p.cfg.Provider)
 	next := pc.Derive()
 	calls, results := 0, 0
 	var n int
-	next.Messages, n = mapMessages(pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
+	var err error
+	next.Messages, n, err = mapMessages(ctx, pc.Messages, func(m enginecore.Message) (enginecore.Message, bool) {
 		switch m["role"] {
 		case "assistant":
 			out, changed := p.assistant(m, support)
@@ -60,6 +61,9 @@ func (p *ToolCall) Process(_ context.Context, pc *enginecore.PipelineContext) (*
 		}
 		return m, false
 	})
+	if err != nil {
+		return nil, err
+	}
 	next.Metadata["toolCallProcessed"] = float64(n)
 	next.Metadata["toolCallsConverted"] = float64(calls)
 	next.Metadata["toolMessagesConverted"] = float64(results)

@@ -55,7 +55,10 @@ func TestValidateExamples(t *testing.T) {
 		{"convstream.event.deadlettered.v1", `{"eventId":null,"subject":"","sequence":7,"deliveries":1,"consumer":"w","reason":"unsettled"}`, true},
 		{"convstream.event.deadlettered.v1", `{"eventId":"e","subject":"s","sequence":0,"deliveries":1,"consumer":"w","reason":"r"}`, false},
 		{"convstream.event.deadlettered.v1", `{"eventId":"e","subject":"s","sequence":7,"deliveries":1,"consumer":"w"}`, false},
-		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","code":"processor_error","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"","code":"too_large","message":"m","cause":"c"}`, true},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","message":"m","cause":"c"}`, false},
+		{"convstream.pipeline.failed.v1", `{"requestId":"r","conversationId":"c","processor":"p","code":"oops","message":"m","cause":"c"}`, false},
 		{Envelope, `{"specversion":"1.0","id":"1","source":"s","type":"convstream.message.deleted.v1","conversationid":"c"}`, true},
 		{Envelope, `{"specversion":"0.3","id":"1","source":"s","type":"convstream.message.deleted.v1"}`, false},
 	}

@@ -130,7 +130,8 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		var err error
 		eng, err = w.cfg.pipelines.Pipeline(ctx, req.Pipeline, req.Params,
 			enginecore.WithObserver(processorObserver{tracer: w.tracer, ins: w.metrics}),
-			enginecore.WithLogger(w.cfg.logger))
+			enginecore.WithLogger(w.cfg.logger),
+			enginecore.WithLimits(w.cfg.inferenceLimits))
 		switch {
 		case errors.Is(err, ErrUnknownPipeline):
 			rej = rejectErr(CodeUnknownPipeline, err)
@@ -154,16 +155,9 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		outcome = "failed"
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
-		failed := PipelineFailed{RequestID: requestID, ConversationID: conv, Message: err.Error(), Cause: err.Error(), Pipeline: req.Pipeline}
-		var pe *enginecore.PipelineError
-		if errors.As(err, &pe) {
-			failed.Processor = pe.Processor
-			if pe.Cause != nil {
-				failed.Cause = pe.Cause.Error()
-			}
-		}
+		failed := pipelineFailure(requestID, conv, req.Pipeline, err)
 		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
-			"processor", failed.Processor, "err", err)
+			"processor", failed.Processor, "code", failed.Code, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
 		w.storeFailure(ctx, "failed:"+requestID, failed)
 		return
@@ -186,7 +180,25 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	if out.Metadata == nil {
 		out.Metadata = map[string]any{}
 	}
-	w.respond(ctx, r, conv, "context:"+requestID, TypeInferenceContext, out, "", "")
+	msg := w.encodeReply(ctx, r, conv, "context:"+requestID, TypeInferenceContext, out)
+	if msg == nil {
+		outcome = "failed"
+		return
+	}
+	// A context the server would refuse must still be answered: nats.go
+	// refuses the reply before it is sent, and micro hands that back as a
+	// respond error, so without this check the requester heard nothing
+	// (TestInferenceTooLarge).
+	if size, limit := replySize(msg, "", ""), int(w.nc.MaxPayload()); size > limit {
+		outcome = "failed"
+		failed := tooLargeFailure(out, size, limit)
+		span.SetStatus(codes.Error, failed.Message)
+		w.cfg.logger.WarnContext(ctx, "inference context too large for a reply", "conversation", conv, "pipeline", req.Pipeline,
+			"bytes", size, "max_payload", limit)
+		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
+		return
+	}
+	w.respondMsg(ctx, r, msg, "", "")
 }
 
 // inferenceRequest checks a request against the contract.
@@ -369,19 +381,33 @@ func (w *Worker) rejectInference(ctx context.Context, r micro.Request, conv, req
 
 // respond replies with an event and publishes it on the results subject.
 func (w *Worker) respond(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
-	msg := w.reply(ctx, r, conv, id, typ, data, errCode, errText)
-	if msg == nil {
+	if msg := w.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
+		w.respondMsg(ctx, r, msg, errCode, errText)
+	}
+}
+
+// respondMsg replies with msg and publishes it on the results subject.
+func (w *Worker) respondMsg(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) {
+	if !w.send(ctx, r, msg, errCode, errText) {
 		return
 	}
-	msg.Subject = w.cfg.subjects.Results(conv)
 	if err := w.nc.PublishMsg(msg); err != nil {
 		w.cfg.logger.WarnContext(ctx, "inference result not published", "subject", msg.Subject, "err", err)
 	}
 }
 
 // reply sends the event as the reply, marked as a service error when
-// errCode is set, and returns the encoded message (nil on failure).
-func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) *nats.Msg {
+// errCode is set.
+func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
+	if msg := w.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
+		w.send(ctx, r, msg, errCode, errText)
+	}
+}
+
+// encodeReply encodes the event of a reply, addressed to the results
+// subject. On failure it answers r with a bare service error and returns
+// nil.
+func (w *Worker) encodeReply(ctx context.Context, r micro.Request, conv, id, typ string, data any) *nats.Msg {
 	ev, err := newEvent(id, typ, w.cfg.source, conv, data)
 	if err == nil {
 		w.inject(ctx, ev)
@@ -395,14 +421,30 @@ func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ strin
 		_ = r.Error("500", "reply not encoded", nil)
 		return nil
 	}
+	return msg
+}
+
+// send replies with msg, marked as a service error when errCode is set.
+// A reply larger than the server takes is answered with a bare service
+// error instead, and send returns false: msg cannot be published either.
+func (w *Worker) send(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) bool {
+	if size, limit := replySize(msg, errCode, errText), int(w.nc.MaxPayload()); size > limit {
+		w.cfg.logger.ErrorContext(ctx, "inference reply too large", "bytes", size, "max_payload", limit)
+		_ = r.Error("500", fmt.Sprintf("reply of %d bytes over the max payload of %d", size, limit), nil)
+		return false
+	}
 	headers := micro.WithHeaders(micro.Headers(msg.Header))
+	var err error
 	if errCode != "" {
 		err = r.Error(errCode, errText, msg.Data, headers)
 	} else {
 		err = r.Respond(msg.Data, headers)
 	}
-	if err != nil && !errors.Is(err, micro.ErrRespond) {
+	if err != nil {
+		// micro wraps a failed Respond in ErrRespond; either way the
+		// requester did not get this reply (a request without a reply
+		// subject, a closing connection), but the results subject may.
 		w.cfg.logger.WarnContext(ctx, "inference reply not sent", "err", err)
 	}
-	return msg
+	return true
 }

@@ -10,6 +10,8 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/convstream/convstream/enginecore"
 )
 
 // Option configures a Worker.
@@ -36,6 +38,7 @@ type config struct {
 	inferenceTimeout time.Duration
 	inferenceWait    time.Duration
 	inferenceWorkers int
+	inferenceLimits  enginecore.Limits
 	pinnedTTL        time.Duration
 	snapshotInterval time.Duration
 	snapshotMax      time.Duration
@@ -111,6 +114,9 @@ func (c *config) validate() error {
 	}
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.loads <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, loads, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", ErrInvalidConfig)
+	}
+	if err := c.inferenceLimits.Validate(); err != nil {
+		return fmt.Errorf("%w: inference limits: %w", ErrInvalidConfig, err)
 	}
 	if c.headsFrom < 0 {
 		return fmt.Errorf("%w: negative size %d for confirmed heads", ErrInvalidConfig, c.headsFrom)
@@ -271,6 +277,13 @@ func WithInferenceWait(d time.Duration) Option { return func(c *config) { c.infe
 
 // WithInferenceWorkers bounds how many inference requests run at once.
 func WithInferenceWorkers(n int) Option { return func(c *config) { c.inferenceWorkers = n } }
+
+// WithInferenceLimits bounds every pipeline run (see enginecore.Limits):
+// they are given to the engines the Pipelines build, and a spec may only
+// tighten them. Zero fields keep the defaults.
+func WithInferenceLimits(l enginecore.Limits) Option {
+	return func(c *config) { c.inferenceLimits = l }
+}
 
 // WithPinnedTTL sets, on a partitioned stream, how long a worker keeps a
 // partition without asking for events (so, how long a dead worker's

@@ -134,9 +134,11 @@ type PipelineFailed struct {
 	// Processor names the failing processor ("" when the pipeline failed
 	// outside any processor, for example on a timeout).
 	Processor string `json:"processor"`
-	Message   string `json:"message"`
-	Cause     string `json:"cause"`
-	Pipeline  string `json:"pipeline"`
+	// Code says what failed, machine-readable (the Failed constants).
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Cause    string `json:"cause"`
+	Pipeline string `json:"pipeline"`
 }
 
 // EventRejected is the data of TypeEventRejected.

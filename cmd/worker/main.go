@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 )
@@ -63,6 +64,7 @@ type options struct {
 	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
 	inferenceWait             time.Duration
+	inferenceLimits           enginecore.Limits
 	shutdownTimeout           time.Duration
 	pinnedTTL                 time.Duration
 	snapshotInterval          time.Duration
@@ -142,6 +144,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
+	o.inferenceLimits.MaxExpansionBytes = enginecore.DefaultMaxExpansionBytes
+	fs.Var((*byteSize)(&o.inferenceLimits.MaxExpansionBytes), "inference-max-expansion-bytes", "most bytes a pipeline run's expansions (placeholder variables, templates) may add to its messages, e.g. 8MiB; a run that would add more fails with code limit_exceeded (default 4MiB; a pipeline spec's limits may lower it)")
+	ef.bind("inference-max-expansion-bytes", "CONVSTREAM_INFERENCE_MAX_EXPANSION_BYTES")
+	num(&o.inferenceLimits.MaxExpansionDepth, "inference-max-expansion-depth", "CONVSTREAM_INFERENCE_MAX_EXPANSION_DEPTH", enginecore.DefaultMaxExpansionDepth, "most rounds a recursive expansion (a variable whose value holds placeholders) may take in a pipeline run; one that needs more fails with code limit_exceeded (a pipeline spec's limits may lower it)")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
@@ -187,6 +193,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o.heapHugePages = hh
 	if o.memoryLimitRatio < 0 || o.memoryLimitRatio > 1 {
 		return nil, fmt.Errorf("--memory-limit-ratio %v: want 0 to 1", o.memoryLimitRatio)
+	}
+	if o.inferenceLimits.MaxExpansionBytes <= 0 || o.inferenceLimits.MaxExpansionDepth <= 0 {
+		return nil, fmt.Errorf("--inference-max-expansion-bytes %d, --inference-max-expansion-depth %d: want positive values",
+			o.inferenceLimits.MaxExpansionBytes, o.inferenceLimits.MaxExpansionDepth)
 	}
 	if o.maxPayload <= 0 || o.maxPayload > 64<<20 {
 		return nil, fmt.Errorf("--max-payload %d: want 1 to %d bytes (NATS's limit)", o.maxPayload, 64<<20)
@@ -259,6 +269,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		streams.WithMaxDeliver(o.maxDeliver),
 		streams.WithInferenceTimeout(o.inferenceTimeout),
 		streams.WithInferenceWait(o.inferenceWait),
+		streams.WithInferenceLimits(o.inferenceLimits),
 		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
 		streams.WithLogger(log),
 		streams.WithTracerProvider(tel.tracer),
