@@ -162,10 +162,24 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		w.storeFailure(ctx, "failed:"+requestID, failed)
 		return
 	}
+	built, err := w.modelRequest(res.Messages, req)
+	if err != nil {
+		outcome = "failed"
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		failed := formatFailure(requestID, conv, req.Pipeline, err)
+		w.cfg.logger.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
+		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
+		w.storeFailure(ctx, "failed:"+requestID, failed)
+		return
+	}
 	out := InferenceContext{
 		RequestID:      requestID,
 		ConversationID: conv,
-		Messages:       res.Messages,
+		Messages:       built.Messages,
+		Format:         string(built.Format),
+		Request:        built.Body,
+		Usage:          built.Usage,
 		Metadata:       res.Metadata,
 		Stats:          res.Stats,
 		IsAborted:      res.IsAborted,
@@ -240,6 +254,9 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 		if req.Params, ok = v.(map[string]any); !ok {
 			return req, reject(CodeBadData, "data.params must be an object")
 		}
+	}
+	if rej := decodeFormat(data, &req); rej != nil {
+		return req, rej
 	}
 	if req.Pipeline == "" {
 		req.Pipeline = DefaultPipeline

@@ -73,7 +73,9 @@ func TestInferenceTooLarge(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	ev, err := c.Infer(ctx, InferenceRequest{ConversationID: "big", Params: map[string]any{"bloat": map[string]any{"bytes": 100_000.0}}})
+	// raw: the default format carries the context twice (messages and
+	// the provider's request), which 100 KB would not fit in.
+	ev, err := c.Infer(ctx, InferenceRequest{ConversationID: "big", Format: "raw", Params: map[string]any{"bloat": map[string]any{"bytes": 100_000.0}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/jsondiff"
+	"github.com/convstream/convstream/providers"
 )
 
 // errQuota is what the failing pipeline's processor returns.
@@ -124,7 +125,9 @@ func TestInference(t *testing.T) {
 		stored := waitCaughtUp(t, c, conv, 20*time.Second)
 
 		// The active path.
-		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv}, WithEventID(conv+"-active"))
+		// raw: the pipeline's output as it is, compared with the pipeline
+		// run here.
+		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv, Format: "raw"}, WithEventID(conv+"-active"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,12 +140,13 @@ func TestInference(t *testing.T) {
 			t.Errorf("%s: metadata differs: %s", conv, d)
 		}
 		if got.RequestID != conv+"-active" || got.ConversationID != conv || got.Version != stored.Version ||
-			got.Stats.ProcessedCount != 3 || got.IsAborted || got.Pipeline != DefaultPipeline {
+			got.Stats.ProcessedCount != 3 || got.IsAborted || got.Pipeline != DefaultPipeline || got.Format != "raw" || got.Request != nil {
 			t.Errorf("%s: context = %+v", conv, got)
 		}
 		t.Logf("%s (%s): %d messages → %d in the context, %v", conv, cc.Name, len(cc.msgs), len(got.Messages), got.Stats.TotalDuration)
 
-		// The path to a leaf in the middle, with params, in binary mode.
+		// The path to a leaf in the middle, with params, in binary mode, in
+		// the default format: the pipeline's output as providers write it.
 		leaf := cc.msgs[len(cc.msgs)/2].ID()
 		live := conversation.NewConversation()
 		for _, m := range cc.msgs {
@@ -159,10 +163,17 @@ func TestInference(t *testing.T) {
 		}
 		got = inferData[InferenceContext](t, ev, TypeInferenceContext)
 		want = expectedContext(t, path, cc.groups, params)
-		if d := jsondiff.Diff(decoded(t, want.Messages), decoded(t, got.Messages)); d != "" {
+		built, err := providers.Build(want.Messages, providers.FormatOpenAIChat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := jsondiff.Diff(decoded(t, built.Messages), decoded(t, got.Messages)); d != "" {
 			t.Errorf("%s leaf %s: messages differ: %s", conv, leaf, d)
 		}
-		if got.LeafID != leaf || got.Messages[0]["content"] != "Be brief." {
+		if d := jsondiff.Diff(decoded(t, built.Body), decoded(t, got.Request)); d != "" {
+			t.Errorf("%s leaf %s: request differs: %s", conv, leaf, d)
+		}
+		if got.LeafID != leaf || got.Messages[0]["content"] != "Be brief." || got.Format != "openai.chat" {
 			t.Errorf("%s leaf %s: context = %+v", conv, leaf, got)
 		}
 	}
@@ -225,7 +236,7 @@ func TestInference(t *testing.T) {
 		"id": "fresh", "role": "user", "content": "just now", "parentId": cases[1].msgs[len(cases[1].msgs)-1].ID()}); err != nil {
 		t.Fatal(err)
 	}
-	ev, err = c.Infer(ctx, InferenceRequest{ConversationID: caseID(1), LeafID: "fresh"})
+	ev, err = c.Infer(ctx, InferenceRequest{ConversationID: caseID(1), LeafID: "fresh", Format: "raw"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -202,7 +202,7 @@ func TestInferenceLoadsForRead(t *testing.T) {
 	r := startWorker(t, nc, WithPipelines(testPipelines()), WithLanes(1))
 	for i, cc := range cases {
 		conv := caseID(i)
-		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv})
+		ev, err := c.Infer(ctx, InferenceRequest{ConversationID: conv, Format: "raw"})
 		if err != nil {
 			t.Fatal(err)
 		}

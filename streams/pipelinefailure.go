@@ -15,12 +15,13 @@ import (
 // Codes of a pipeline failure (PipelineFailed.Code), machine-readable
 // companions of its message.
 const (
-	FailedProcessor = "processor_error" // a processor returned an error
-	FailedInternal  = "internal"        // a bug: a processor panicked or returned nothing
-	FailedTimeout   = "timeout"         // the run exceeded the inference timeout
-	FailedCanceled  = "canceled"        // the worker stopped during the run
-	FailedLimit     = "limit_exceeded"  // a processor would have exceeded the run's limits
-	FailedTooLarge  = "too_large"       // the context is larger than a reply can carry
+	FailedProcessor  = "processor_error" // a processor returned an error
+	FailedInternal   = "internal"        // a bug: a processor panicked or returned nothing
+	FailedTimeout    = "timeout"         // the run exceeded the inference timeout
+	FailedCanceled   = "canceled"        // the worker stopped during the run
+	FailedLimit      = "limit_exceeded"  // a processor would have exceeded the run's limits
+	FailedTooLarge   = "too_large"       // the context is larger than a reply can carry
+	FailedOverBudget = "over_budget"     // what the token budget must keep does not fit in it
 )
 
 // pipelineFailure describes the failed run of pipeline for a request.

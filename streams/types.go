@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/providers"
 )
 
 // Event types of the contract. Every type has a JSON Schema of its data in
@@ -108,6 +109,27 @@ type InferenceRequest struct {
 	// Params configure the pipeline: an object of processor name →
 	// configuration merged over the spec's.
 	Params map[string]any `json:"params,omitempty"`
+	// Format names the shape of the reply's request: openai.chat (the
+	// default), openai.responses, anthropic.messages, gemini, or raw (the
+	// pipeline's output unchanged). See package providers.
+	Format string `json:"format,omitempty"`
+	// Budget bounds the context by tokens; not for raw.
+	Budget *TokenBudget `json:"budget,omitempty"`
+}
+
+// TokenBudget is an inference request's token budget (providers.Budget).
+type TokenBudget struct {
+	// MaxTokens is the model's context window.
+	MaxTokens int `json:"maxTokens"`
+	// Reserve is kept free for the reply; it is also an Anthropic
+	// request's max_tokens.
+	Reserve int `json:"reserve,omitempty"`
+	// KeepTurns is how many of the last turns are kept whatever they cost
+	// (default 1).
+	KeepTurns int `json:"keepTurns,omitempty"`
+	// Encoding counts tokens exactly with an OpenAI encoding (o200k_base,
+	// cl100k_base); empty means the estimate (providers.Estimator).
+	Encoding string `json:"encoding,omitempty"`
 }
 
 // InferenceContext is the data of TypeInferenceContext: the pipeline's
@@ -115,8 +137,18 @@ type InferenceRequest struct {
 type InferenceContext struct {
 	RequestID      string               `json:"requestId"`
 	ConversationID string               `json:"conversationId"`
-	Messages       []enginecore.Message `json:"messages"`
-	Metadata       map[string]any       `json:"metadata"`
+	// Messages are the context as OpenAI Chat Completions messages, or for
+	// Format raw the pipeline's output unchanged.
+	Messages []enginecore.Message `json:"messages"`
+	// Format is the format of Request.
+	Format string `json:"format"`
+	// Request is the provider's request body without model or
+	// credentials; absent for raw.
+	Request map[string]any `json:"request,omitempty"`
+	// Usage is what the token budget counted and dropped; absent without
+	// one.
+	Usage    *providers.Usage `json:"usage,omitempty"`
+	Metadata map[string]any   `json:"metadata"`
 	Stats          enginecore.Stats     `json:"stats"`
 	IsAborted      bool                 `json:"isAborted"`
 	AbortReason    string               `json:"abortReason"`

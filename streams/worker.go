@@ -57,6 +57,8 @@ type Worker struct {
 	heads headReader
 
 	infer inferenceServer
+	// tokens holds the exact token counters inference budgets asked for.
+	tokens tokenCounters
 
 	// failures keeps the last failure of events being redelivered, for
 	// their dead letters (deadletter.go).
