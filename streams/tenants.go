@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nkeys"
 )
 
 // Tenant is one tenant of a NATS server shared by several: its subject
@@ -136,7 +137,7 @@ func CheckTenants(tenants []Tenant) error {
 			case u.NKey != "" && (u.User != "" || u.Password != ""):
 				return fmt.Errorf("%w: %s: a user and password, or an nkey, not both", ErrInvalidConfig, uat)
 			case u.NKey != "":
-				if !strings.HasPrefix(u.NKey, "U") {
+				if !nkeys.IsValidPublicUserKey(u.NKey) {
 					return fmt.Errorf("%w: %s.nkey: want a public user nkey (U...)", ErrInvalidConfig, uat)
 				}
 				id = u.NKey
