@@ -14,7 +14,9 @@ import (
 // error naming its place; a good list becomes accounts nats-server reads,
 // each with JetStream, and LoadTenants refuses unknown fields.
 func TestCheckTenants(t *testing.T) {
-	user := func(name string, role Role) TenantUser { return TenantUser{User: name, Password: name + "-pw", Role: role} }
+	user := func(name string, role Role) TenantUser {
+		return TenantUser{User: name, Password: name + "-pw", Role: role}
+	}
 	good := func() []Tenant {
 		return []Tenant{
 			{Prefix: "acme", Users: []TenantUser{user("a-w", RoleWorker), user("a-u", RoleUI)}},
