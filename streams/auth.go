@@ -43,12 +43,18 @@ func (a EmbeddedAuth) apply(o *server.Options) error {
 	if a.User != "" && a.Token != "" {
 		return fmt.Errorf("%w: embedded server authentication: a user and password, or a token, not both", ErrInvalidConfig)
 	}
-	if o.Username != "" || o.Authorization != "" || len(o.Users) > 0 || len(o.Nkeys) > 0 ||
-		len(o.TrustedOperators) > 0 || len(o.Accounts) > 0 {
+	if declaresAuth(o) {
 		return fmt.Errorf("%w: the embedded server's configuration file declares authentication already", ErrInvalidConfig)
 	}
 	o.Username, o.Password, o.Authorization = a.User, a.Password, a.Token
 	return nil
+}
+
+// declaresAuth reports whether o (read from a configuration file)
+// declares authentication or accounts.
+func declaresAuth(o *server.Options) bool {
+	return o.Username != "" || o.Authorization != "" || len(o.Users) > 0 || len(o.Nkeys) > 0 ||
+		len(o.TrustedOperators) > 0 || len(o.Accounts) > 0
 }
 
 // baseOptions returns the options of a nats-server configuration file, or

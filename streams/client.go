@@ -210,8 +210,11 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *Snap
 	}
 	out := make(chan *Snapshot)
 	go func() {
-		defer close(out)
+		// The channel closes before the watcher stops: stopping deletes
+		// the watch's consumer, which a client without the right to
+		// (UIClientPermissions) waits for until the JetStream API times out.
 		defer func() { _ = w.Stop() }()
+		defer close(out)
 		for {
 			select {
 			case <-ctx.Done():

@@ -30,6 +30,10 @@ type ConnConfig struct {
 	Token string
 	// TLSCert and TLSKey are a client certificate; TLSCA verifies the server.
 	TLSCert, TLSKey, TLSCA string
+	// InboxPrefix replaces "_INBOX" as the prefix of every reply subject
+	// of the connection: requests, JetStream API calls, KV reads and
+	// watches, consumer deliveries (see inbox.go). Empty: "_INBOX".
+	InboxPrefix string
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 	// Wait keeps trying, as after a disconnect, when no server can be
@@ -103,6 +107,12 @@ func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	}
 	if cfg.TLSCA != "" {
 		opts = append(opts, nats.RootCAs(cfg.TLSCA))
+	}
+	if cfg.InboxPrefix != "" {
+		if err := ValidInboxPrefix(cfg.InboxPrefix); err != nil {
+			return nil, err
+		}
+		opts = append(opts, nats.CustomInboxPrefix(cfg.InboxPrefix))
 	}
 	nc, err := nats.Connect(url, append(opts, extra...)...)
 	if err != nil {

@@ -35,6 +35,11 @@ type EmbeddedConfig struct {
 	// Auth makes clients authenticate with a user and password or a
 	// token (see auth.go); the zero value lets any client in.
 	Auth EmbeddedAuth
+	// Tenants declares an account per tenant (or accounts shared by
+	// tenants with inbox prefixes of their own), each with JetStream, and
+	// their users with the permissions of their roles (see tenants.go).
+	// It excludes Auth and a ConfigFile declaring authentication.
+	Tenants []Tenant
 	// ConfigFile is a nats-server configuration file read first: accounts,
 	// users with permissions, nkeys, operator mode, TLS. The fields above
 	// override its listen address, store directory and max payload.
@@ -73,6 +78,9 @@ func StartEmbedded(cfg EmbeddedConfig) (*server.Server, error) {
 	opts.Host, opts.Port = host, port
 	opts.JetStream, opts.StoreDir = true, cfg.StoreDir
 	opts.MaxPayload, opts.NoSigs = maxPayload, true
+	if err := applyTenants(opts, cfg.Tenants, cfg.Auth); err != nil {
+		return nil, err
+	}
 	if err := cfg.Auth.apply(opts); err != nil {
 		return nil, err
 	}

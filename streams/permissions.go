@@ -1,23 +1,108 @@
 package streams
 
-// Permissions are the NATS subjects a worker of one subject prefix needs,
-// and nothing more: with them a worker of prefix "acme" cannot read or
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// Permissions are the NATS subjects one role of one subject prefix needs,
+// and nothing more: with them a user of prefix "acme" cannot read or
 // write another prefix's events, snapshots, errors or inference, nor its
 // stream or bucket through the JetStream API. Put them in a nats-server
-// user's permissions (see docs/operations.md):
+// user's permissions (MarshalJSON prints that block; see
+// docs/operations.md, "Isolated tenants"):
 //
 //	permissions: { publish: { allow: [...Publish] }, subscribe: { allow: [...Subscribe] },
 //	               allow_responses: true }
 //
-// allow_responses lets the worker reply to inference requests (in the
-// requester's inbox) without a right to publish into every inbox.
+// Replies come to the user's inbox prefix (see WithInboxPrefix): where
+// tenants share a NATS account, each must have its own, or a user allowed
+// "_INBOX.>" reads every reply of the account (TestTenantIsolation).
 type Permissions struct {
 	Publish, Subscribe []string
+	// AllowResponses lets the user reply to requests it received (the
+	// worker's inference replies) without a right to publish into every
+	// inbox.
+	AllowResponses bool
 }
 
-// WorkerPermissions returns the permissions of a worker (and of the
-// clients of its deployment: convctl needs a subset) for the subjects s.
-func WorkerPermissions(s Subjects) Permissions {
+// Role names one of the permission sets: RoleWorker, RoleUI, RoleOrchestrator.
+type Role string
+
+// The roles, by what a user holding them does.
+const (
+	// RoleWorker runs the worker: it provisions and administers its
+	// prefix's stream and buckets, consumes events, stores snapshots and
+	// answers inference.
+	RoleWorker Role = "worker"
+	// RoleUI is a viewer such as the ui package's page: it reads and
+	// watches its prefix's snapshots, follows deltas and errors, publishes
+	// events and requests inference. It administers nothing.
+	RoleUI Role = "ui"
+	// RoleOrchestrator is a backend that drives a conversation: it
+	// publishes events, requests inference and reads snapshots, deltas,
+	// errors and inference results. It administers nothing.
+	RoleOrchestrator Role = "orchestrator"
+)
+
+// Roles lists every role.
+var Roles = []Role{RoleWorker, RoleUI, RoleOrchestrator}
+
+// ParseRole returns the role named s.
+func ParseRole(s string) (Role, error) {
+	for _, r := range Roles {
+		if string(r) == s {
+			return r, nil
+		}
+	}
+	return "", fmt.Errorf("%w: role %q: want worker, ui or orchestrator", ErrInvalidConfig, s)
+}
+
+// PermissionOption configures the permissions a role is given.
+type PermissionOption func(*permissionOptions)
+
+type permissionOptions struct{ inbox string }
+
+// WithInboxPrefix names the inbox prefix the user's connections use
+// (ConnConfig.InboxPrefix, nats.CustomInboxPrefix); the user may
+// subscribe to replies under it only. The default, DefaultInboxPrefix, is
+// right only where a tenant has a NATS account of its own.
+func WithInboxPrefix(prefix string) PermissionOption {
+	return func(o *permissionOptions) {
+		if prefix != "" {
+			o.inbox = prefix
+		}
+	}
+}
+
+func permissionOpts(opts []PermissionOption) permissionOptions {
+	o := permissionOptions{inbox: DefaultInboxPrefix}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// PermissionsFor returns the permissions of role for the subjects s.
+func PermissionsFor(role Role, s Subjects, opts ...PermissionOption) (Permissions, error) {
+	switch role {
+	case RoleWorker:
+		return WorkerPermissions(s, opts...), nil
+	case RoleUI:
+		return UIClientPermissions(s, opts...), nil
+	case RoleOrchestrator:
+		return OrchestratorPermissions(s, opts...), nil
+	}
+	_, err := ParseRole(string(role))
+	return Permissions{}, err
+}
+
+// WorkerPermissions returns the permissions of a worker for the subjects
+// s. Give clients UIClientPermissions or OrchestratorPermissions: these
+// let their holder purge and delete the stream and bucket.
+func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
+	o := permissionOpts(opts)
 	p := s.Prefix()
 	stream, bucket := s.EventsStream(), s.SnapshotBucket()
 	kvStream := "KV_" + bucket
@@ -33,8 +118,8 @@ func WorkerPermissions(s Subjects) Permissions {
 			"$JS.API.CONSUMER.*.KV_" + members,
 			"$JS.FC.KV_" + members + ".>",
 			"$KV." + members + ".>",
-			p + ".>", // events (clients), snapshots, results, errors, inference requests
-			"$JS.API.INFO",
+			p + ".>",                     // events (clients), snapshots, results, errors, inference requests
+			"$JS.API.INFO",               // creating a bucket reads the account's limits
 			"$JS.API.STREAM.*." + stream, // create, update, info, delete
 			"$JS.API.STREAM.*." + kvStream,
 			"$JS.API.STREAM.MSG.*." + stream, // get, delete
@@ -54,7 +139,6 @@ func WorkerPermissions(s Subjects) Permissions {
 			"$JS.FC." + stream + ".>",
 			"$JS.FC." + kvStream + ".>",
 			"$KV." + bucket + ".>",
-			"$SRV.>", // the inference micro service's discovery replies
 			// The checkpoint bucket (see WithCheckpoints): create, get, put.
 			"$JS.API.STREAM.*." + cpStream,
 			"$JS.API.STREAM.MSG.*." + cpStream,
@@ -64,11 +148,13 @@ func WorkerPermissions(s Subjects) Permissions {
 		},
 		Subscribe: []string{
 			p + ".>",
-			"_INBOX.>",
+			o.inbox + ".>",
 			"$KV." + bucket + ".>",
 			"$KV." + members + ".>",
-			"$SRV.>",
+			"$SRV.>", // discovery requests to the inference micro service
 		},
+		// Inference and discovery replies go to the requester's inbox.
+		AllowResponses: true,
 	}
 	// The errors stream (errorstream.go): the worker creates it and reads
 	// the max-deliveries advisories of its consumers (deadletter.go);
@@ -77,4 +163,111 @@ func WorkerPermissions(s Subjects) Permissions {
 	perms.Publish = append(perms.Publish, errorsReaderPermissions(s)...)
 	perms.Subscribe = append(perms.Subscribe, maxDeliveriesSubject(stream))
 	return perms
+}
+
+// snapshotReads are the JetStream API subjects that read the snapshot
+// bucket and nothing else: its stream's info (binding the bucket), a key
+// by direct get (the bucket allows it) or by the stream's message get.
+func snapshotReads(s Subjects) []string {
+	kvStream := "KV_" + s.SnapshotBucket()
+	return []string{
+		"$JS.API.STREAM.INFO." + kvStream,
+		"$JS.API.DIRECT.GET." + kvStream,
+		"$JS.API.DIRECT.GET." + kvStream + ".>",
+		"$JS.API.STREAM.MSG.GET." + kvStream,
+	}
+}
+
+// UIClientPermissions returns the permissions of a viewer of the subjects
+// s: publish events and inference requests; read a snapshot (KV get) and
+// the stored errors, and watch the bucket; follow deltas and errors. Watching takes an ordered
+// consumer on the snapshot bucket's stream, so it may create consumers
+// there — and only there: not on the events stream, and it may delete or
+// change no stream, consumer or bucket, nor write a snapshot. A consumer
+// it leaves behind is removed by the server once idle (an ordered
+// consumer's inactive threshold).
+func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
+	o := permissionOpts(opts)
+	p := s.Prefix()
+	kvStream := "KV_" + s.SnapshotBucket()
+	return Permissions{
+		Publish: append([]string{
+			p + ".events.>",
+			p + ".inference.*",
+			"$JS.API.CONSUMER.CREATE." + kvStream,
+			"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
+			"$JS.FC." + kvStream + ".>", // the watch's flow control
+		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
+		Subscribe: []string{
+			o.inbox + ".>",
+			p + ".snapshots.>",
+			p + ".errors.>",
+		},
+	}
+}
+
+// OrchestratorPermissions returns the permissions of a backend driving
+// conversations of the subjects s: publish events and inference requests;
+// read a snapshot (KV get) and the stored errors; follow deltas, errors and
+// inference results. It creates no consumer: it reads, it does not watch.
+func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
+	o := permissionOpts(opts)
+	p := s.Prefix()
+	return Permissions{
+		Publish: append([]string{
+			p + ".events.>",
+			p + ".inference.*",
+		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
+		Subscribe: []string{
+			o.inbox + ".>",
+			p + ".snapshots.>",
+			p + ".errors.>",
+			p + ".results.>",
+		},
+	}
+}
+
+// serverPermissions is the permissions block of a nats-server
+// configuration file.
+type serverPermissions struct {
+	Publish        subjectList `json:"publish"`
+	Subscribe      subjectList `json:"subscribe"`
+	AllowResponses bool        `json:"allow_responses,omitempty"`
+}
+
+type subjectList struct {
+	Allow []string `json:"allow"`
+}
+
+// MarshalJSON writes p as a nats-server user's permissions block:
+// {"publish":{"allow":[...]},"subscribe":{"allow":[...]},"allow_responses":true}.
+// nats-server configuration files accept JSON, so it can be pasted in —
+// written by an encoder that leaves ">" as it is (ConfigJSON): the
+// server's parser knows no \u escapes.
+func (p Permissions) MarshalJSON() ([]byte, error) {
+	return ConfigJSON(serverPermissions{
+		Publish:        subjectList{Allow: nonNil(p.Publish)},
+		Subscribe:      subjectList{Allow: nonNil(p.Subscribe)},
+		AllowResponses: p.AllowResponses,
+	})
+}
+
+// ConfigJSON encodes v as JSON that a nats-server configuration file
+// accepts: without HTML escapes (json.Marshal writes ">" as \u003e, which
+// the server's parser refuses) and without a trailing newline.
+func ConfigJSON(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}
+
+func nonNil(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
 }

@@ -34,6 +34,10 @@ type Config struct {
 	Prefix string `json:"prefix"`
 	// Bucket is the snapshot bucket (streams.Subjects.SnapshotBucket).
 	Bucket string `json:"bucket"`
+	// InboxPrefix is the prefix of the page's reply subjects (nats.ws's
+	// inboxPrefix); empty means _INBOX. Where tenants share a NATS
+	// account, the tenant's own (streams.TenantInboxPrefix).
+	InboxPrefix string `json:"inboxPrefix,omitempty"`
 }
 
 // contentSecurityPolicy keeps the page to its own files; it may open

@@ -40,6 +40,7 @@ func (n *natsFlags) register(fs *flag.FlagSet) {
 	str(&n.conn.TLSCert, "nats-tls-cert", "CONVSTREAM_NATS_TLS_CERT", "", "client certificate file for NATS TLS")
 	str(&n.conn.TLSKey, "nats-tls-key", "CONVSTREAM_NATS_TLS_KEY", "", "client key file for NATS TLS")
 	str(&n.conn.TLSCA, "nats-tls-ca", "CONVSTREAM_NATS_TLS_CA", "", "CA file to verify the NATS server")
+	str(&n.conn.InboxPrefix, "nats-inbox-prefix", "CONVSTREAM_NATS_INBOX_PREFIX", "", "prefix of this connection's reply subjects (default _INBOX); where tenants share a NATS account, the tenant's own (see convctl permissions)")
 	str(&n.prefix, "subject-prefix", "CONVSTREAM_SUBJECT_PREFIX", streams.DefaultPrefix, "subject prefix of the deployment")
 	fs.DurationVar(&n.timeout, "timeout", 10*time.Second, "how long to wait for NATS and for replies")
 }

@@ -289,7 +289,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			Listen: o.listen, StoreDir: o.dataDir, MaxPayload: int32(o.maxPayload), Logger: log,
 			WebSocket: o.websocket, WebSocketOrigins: websocketOrigins(o),
 		}
-		o.embedded.apply(&ecfg, &o.conn)
+		if err := o.embedded.apply(&ecfg, &o.conn, subjects); err != nil {
+			return err
+		}
 		ns, err = streams.StartEmbedded(ecfg)
 		if err != nil {
 			return err
@@ -316,7 +318,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: httpHandler(health, subjects, ns), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: httpHandler(health, subjects, o.conn.InboxPrefix, ns), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)

@@ -40,9 +40,10 @@ func websocketOrigins(o *options) []string {
 	return out
 }
 
-// httpHandler serves the health endpoints and the viewer at /ui/.
-func httpHandler(health http.Handler, subjects streams.Subjects, ns *server.Server) http.Handler {
-	cfg := ui.Config{Prefix: subjects.Prefix(), Bucket: subjects.SnapshotBucket()}
+// httpHandler serves the health endpoints and the viewer at /ui/, whose
+// connection takes the worker's inbox prefix (its tenant's).
+func httpHandler(health http.Handler, subjects streams.Subjects, inboxPrefix string, ns *server.Server) http.Handler {
+	cfg := ui.Config{Prefix: subjects.Prefix(), Bucket: subjects.SnapshotBucket(), InboxPrefix: inboxPrefix}
 	if ns != nil {
 		if u, err := url.Parse(ns.WebsocketURL()); err == nil {
 			cfg.WebSocketPort, _ = strconv.Atoi(u.Port())

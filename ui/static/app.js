@@ -198,7 +198,11 @@ async function main() {
     const config = await (await fetch("config.json")).json();
     const url = websocketURL(config);
     setStatus("busy", `connecting to ${url}`);
-    const nc = await connect({ servers: url, name: "convstream-ui" });
+    const options = { servers: url, name: "convstream-ui" };
+    // Replies (KV reads, the watch, inference) come under the tenant's
+    // own inbox prefix where tenants share a NATS account.
+    if (config.inboxPrefix) options.inboxPrefix = config.inboxPrefix;
+    const nc = await connect(options);
     const viewer = new Viewer(nc, config, id);
     $("infer").addEventListener("click", () => viewer.infer());
     await viewer.start();
