@@ -1,6 +1,10 @@
 package streams
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/convstream/convstream/conversation"
+)
 
 // Default limits.
 const (
@@ -8,6 +12,10 @@ const (
 	DefaultMaxEventBytes = 1 << 20
 	// DefaultMaxMessages bounds the messages of one conversation.
 	DefaultMaxMessages = 10_000
+	// DefaultMaxBranchDepth bounds how deeply branch points may nest in a
+	// conversation's context tree: that of conversation.Parse, which keeps
+	// the tree's JSON within what common decoders accept.
+	DefaultMaxBranchDepth = conversation.DefaultMaxBranchDepth
 )
 
 // Limits bounds what the worker accepts. An event over a limit is rejected;
@@ -22,16 +30,43 @@ type Limits struct {
 	// store; 0 means the NATS server's max payload. An event whose snapshot
 	// would be larger is rejected.
 	MaxSnapshotBytes int
+	// MaxBranchDepth is the most branch points that may nest in a
+	// conversation's context tree (a branch inside a branch inside ...).
+	// An event that would nest them deeper is rejected (CodeTooDeep).
+	MaxBranchDepth int
 }
 
 // DefaultLimits returns the limits used unless told otherwise.
 func DefaultLimits() Limits {
-	return Limits{MaxEventBytes: DefaultMaxEventBytes, MaxMessages: DefaultMaxMessages}
+	return Limits{MaxEventBytes: DefaultMaxEventBytes, MaxMessages: DefaultMaxMessages, MaxBranchDepth: DefaultMaxBranchDepth}
 }
 
+// maxLimit bounds every limit: the worker keeps sizes in 32 bits
+// (convState), and no NATS server accepts a message of a GiB.
+const maxLimit = 1 << 30
+
 func (l Limits) validate() error {
-	if l.MaxEventBytes <= 0 || l.MaxMessages <= 0 || l.MaxSnapshotBytes < 0 {
+	if l.MaxEventBytes <= 0 || l.MaxMessages <= 0 || l.MaxSnapshotBytes < 0 || l.MaxBranchDepth < 0 {
 		return fmt.Errorf("%w: limits must be positive: %+v", ErrInvalidConfig, l)
 	}
+	if l.MaxSnapshotBytes > maxLimit || l.MaxBranchDepth > maxLimit {
+		return fmt.Errorf("%w: limits must be at most %d: %+v", ErrInvalidConfig, maxLimit, l)
+	}
 	return nil
+}
+
+// branchDepth is the nesting limit given to conversations: MaxBranchDepth,
+// or the default when it is 0 (a Limits literal written before the field
+// existed).
+func (l Limits) branchDepth() int {
+	if l.MaxBranchDepth == 0 {
+		return DefaultMaxBranchDepth
+	}
+	return l.MaxBranchDepth
+}
+
+// conversationOptions are the options of every conversation the worker
+// builds, so that a rebuild refuses what apply refuses.
+func (l Limits) conversationOptions() []conversation.Option {
+	return []conversation.Option{conversation.WithMaxMessages(l.MaxMessages), conversation.WithMaxBranchDepth(l.branchDepth())}
 }

@@ -38,6 +38,8 @@ type Worker struct {
 	writers *writers     // the goroutines that run them
 	// stores follows whether snapshot writes succeed, for Ready.
 	stores storeHealth
+	// degraded holds the conversations held at a limit (degraded.go).
+	degraded degradedSet
 	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
@@ -88,6 +90,9 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		heads:   headReader{from: cfg.headsFrom},
 	}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	if err := w.observeDegraded(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
