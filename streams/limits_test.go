@@ -143,7 +143,7 @@ func TestDeepConversationDoesNotStallWorker(t *testing.T) {
 		deep.send(t, c, map[string]any{"id": fmt.Sprintf("m%d", i+1), "parentId": fmt.Sprintf("m%d", i), "role": "user", "content": "next"}, true)
 		// The branch points above l<i>: the m<j> of j < i that kept their
 		// l<j> (all of those below the limit).
-		over := min(i, depth) + 1 > depth
+		over := min(i, depth)+1 > depth
 		sent := deep.send(t, c, map[string]any{"id": fmt.Sprintf("l%d", i), "parentId": fmt.Sprintf("m%d", i), "role": "assistant", "content": "leaf"}, !over)
 		if over {
 			refused[sent.Sequence] = true
@@ -321,7 +321,7 @@ func TestSnapshotNearMaxPayload(t *testing.T) {
 		under int
 		keep  bool
 	}{
-		{"near", 30, false},  // value fits max_payload, the write does not
+		{"near", 30, false},   // value fits max_payload, the write does not
 		{"roomy", 1000, true}, // room for the headers and the subject, and for the next message
 	} {
 		lc := &limitsConv{id: tc.id}

@@ -54,7 +54,8 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	}
 
 	st.flatJSON.replaceFrom(flat, delta.from, delta.tail) // with no flat list before, delta.from is 0
-	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, int32(flatBytes) // within the limit, checked above
+	// flatBytes is within the snapshot limit, checked above: an int32.
+	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, int32(flatBytes)
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size
