@@ -74,11 +74,12 @@ func (s *degradedSet) mark(id string, seq uint64, re *RejectError) {
 	e.Code, e.Reason, e.Sequence, e.Last = re.Code, re.Reason, seq, time.Now()
 }
 
-// refused records that a snapshot of conversation id up to sequence seq
-// could not be stored for reason re, and makes its events up to seq
-// measured when applied again. again reports whether they were measured
-// already (the conversation was strict up to seq).
-func (s *degradedSet) refused(id string, seq uint64, re *RejectError) (again bool) {
+// refused records that a snapshot of conversation id covering its events
+// up to sequence seq could not be stored for reason re, and makes its
+// events up to upTo (seq or later: those applied since) measured when
+// applied again. again reports whether those up to seq were measured
+// already: then nothing is to be gained by applying them again.
+func (s *degradedSet) refused(id string, seq, upTo uint64, re *RejectError) (again bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.entry(id)
@@ -87,7 +88,7 @@ func (s *degradedSet) refused(id string, seq uint64, re *RejectError) (again boo
 	}
 	again = e.strictUntil >= seq
 	e.Code, e.Reason, e.Sequence, e.Last = re.Code, re.Reason, seq, time.Now()
-	e.strictUntil = max(e.strictUntil, seq)
+	e.strictUntil = max(e.strictUntil, upTo)
 	return again
 }
 

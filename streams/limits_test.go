@@ -382,3 +382,84 @@ func lastSeqOrZero(c *Client) uint64 {
 	}
 	return info.State.LastSeq
 }
+
+// TestStoreRefusedBySize: a snapshot write the server refuses for its
+// size (here the bucket's maximum message size, lowered while the worker
+// runs) was retried for ever, its events never acknowledged. Now the
+// worker learns the limit from the refusal: the events are applied again,
+// measured against it, and those that would take the snapshot past it are
+// rejected snapshot_too_large; the bucket holds the rest, and other
+// conversations carry on.
+func TestStoreRefusedBySize(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	capped := &limitsConv{id: "capped"}
+	errs := record(t, nc, r.w.cfg.subjects.Errors(capped.id))
+	var sent []*Sent
+	msg := func(i int) map[string]any {
+		data := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": strings.Repeat("x", 100)}
+		if i > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", i-1)
+		}
+		return data
+	}
+	for i := range 3 {
+		sent = append(sent, capped.send(t, c, msg(i), true))
+	}
+	snap := capped.check(t, c, r.w, 10*time.Second)
+	raw, err := json.Marshal(snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The bucket now takes about three messages more than it holds.
+	stream, err := r.w.js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	cfg.MaxMsgSize = int32(len(raw) + 900)
+	if _, err := r.w.js.UpdateStream(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	all := []map[string]any{msg(0), msg(1), msg(2)}
+	for i := 3; i < 10; i++ {
+		all = append(all, msg(i))
+		sent = append(sent, capped.send(t, c, msg(i), false))
+	}
+	other := &limitsConv{id: "other"}
+	other.send(t, c, map[string]any{"id": "o", "role": "user", "content": "hi"}, true)
+
+	waitAcknowledged(t, r.w, 60*time.Second)
+	rejected := rejections(t, errs)
+	capped.kept = nil
+	for i, s := range sent {
+		if code, ok := rejected[s.Sequence]; ok {
+			if code != CodeSnapshotTooLarge {
+				t.Errorf("event %d rejected %q, want %q", s.Sequence, code, CodeSnapshotTooLarge)
+			}
+			continue
+		}
+		m, err := conversation.NewMessage(all[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		capped.kept = append(capped.kept, m)
+	}
+	if len(rejected) == 0 || len(capped.kept) < 4 {
+		t.Errorf("%d events rejected, %d kept: want the limit crossed midway", len(rejected), len(capped.kept))
+	}
+	capped.check(t, c, r.w, 10*time.Second)
+	other.check(t, c, r.w, 10*time.Second)
+	if n := sumWhere(collect(t, reader), MetricSnapshotWrites, "outcome", "too_large"); n == 0 {
+		t.Error("no write counted too_large")
+	}
+	if got := r.w.Degraded(); len(got) != 1 || got[0].ConversationID != capped.id {
+		t.Errorf("degraded: %+v", got)
+	}
+	t.Logf("%d of %d events kept; degraded: %+v", len(capped.kept), len(sent), r.w.Degraded())
+}

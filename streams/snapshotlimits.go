@@ -1,8 +1,12 @@
 package streams
 
 import (
+	"context"
 	"errors"
 	"math"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -54,16 +58,60 @@ const kvHeaderAllowance = 128
 
 // snapshotLimit is the largest snapshot of conversation id that can be
 // stored: Limits.MaxSnapshotBytes when set, and in any case what the
-// server's max payload leaves of a write once its subject ($KV.<bucket>.
-// <id>) and headers are counted. (The server counts headers and payload
-// against max_payload; counting the subject too costs a few bytes and
-// holds wherever a server counts it.)
+// server's max payload, and the bucket's maximum message size when it has
+// one, leave of a write once its subject ($KV.<bucket>.<id>) and headers
+// are counted (the server counts headers and payload against both;
+// counting the subject too costs a few bytes and holds wherever a server
+// counts it), and below any snapshot the server refused for its size
+// (storeCap).
 func (w *Worker) snapshotLimit(id string) int {
-	server := int(w.nc.MaxPayload()) - (len("$KV..") + len(w.cfg.subjects.SnapshotBucket()) + len(id) + kvHeaderAllowance)
-	if l := w.cfg.limits.MaxSnapshotBytes; l > 0 && l < server {
-		return l
+	overhead := len("$KV..") + len(w.cfg.subjects.SnapshotBucket()) + len(id) + kvHeaderAllowance
+	limit := int(w.nc.MaxPayload()) - overhead
+	if m := int(w.storeCap.bucket.Load()); m > 0 {
+		limit = min(limit, m-overhead)
 	}
-	return server
+	if c := int(w.storeCap.refused.Load()); c > 0 {
+		limit = min(limit, c)
+	}
+	if l := w.cfg.limits.MaxSnapshotBytes; l > 0 {
+		limit = min(limit, l)
+	}
+	return limit
+}
+
+// storeCap is what the server lets the worker store besides its max
+// payload: the snapshot bucket's maximum message size (0: none), read when
+// the worker starts, and below the smallest snapshot it refused for its
+// size since (0: none), should an operator have lowered the bucket's limit
+// meanwhile (TestStoreRefusedBySize).
+type storeCap struct {
+	bucket, refused atomic.Int64
+}
+
+// readBucket reads the bucket's maximum message size.
+func (c *storeCap) readBucket(ctx context.Context, kv jetstream.KeyValue) error {
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if s, ok := status.(*jetstream.KeyValueBucketStatus); ok {
+		c.bucket.Store(int64(max(s.StreamInfo().Config.MaxMsgSize, 0)))
+	}
+	return nil
+}
+
+// refusedAt records that the server refused a snapshot of size bytes for
+// its size.
+func (c *storeCap) refusedAt(size int) {
+	for {
+		old := c.refused.Load()
+		if old != 0 && old < int64(size) {
+			return
+		}
+		if c.refused.CompareAndSwap(old, int64(size-1)) {
+			return
+		}
+	}
 }
 
 // checkSnapshotLimits checks that the snapshot of st, which d has just

@@ -45,7 +45,6 @@ const jsMessageTooLarge = 10054
 // away, a timeout, a conflict).
 func storeRefusal(err error) *RejectError {
 	var re *RejectError
-	var api *jetstream.APIError
 	switch {
 	case err == nil:
 		return nil
@@ -55,12 +54,17 @@ func storeRefusal(err error) *RejectError {
 		return rejectErr(CodeTooDeep, err)
 	case errors.Is(err, errUnbuildable), errors.Is(err, errUnencodable):
 		return rejectErr(CodeInvalidData, err)
-	case errors.Is(err, nats.ErrMaxPayload):
-		return rejectErr(CodeSnapshotTooLarge, err)
-	case errors.As(err, &api) && api.ErrorCode == jsMessageTooLarge:
+	case serverTooLarge(err):
 		return rejectErr(CodeSnapshotTooLarge, err)
 	}
 	return nil
+}
+
+// serverTooLarge reports whether err is the server's (or nats.go's, on
+// its behalf) refusal of a message for its size.
+func serverTooLarge(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrMaxPayload) || errors.As(err, &api) && api.ErrorCode == jsMessageTooLarge
 }
 
 // refuseStore settles a write of st that no retry stores (see above): the
@@ -70,7 +74,18 @@ func storeRefusal(err error) *RejectError {
 // stored.
 func (w *Worker) refuseStore(ctx context.Context, l *lane, st *convState, b *storeBatch) {
 	re := storeRefusal(b.err)
-	again := w.degraded.refused(st.id, st.seq, re)
+	if serverTooLarge(b.err) {
+		// The bucket's limit is lower than the worker knew (an operator
+		// lowered it): later events are measured against it as it is now,
+		// and in any case against what was refused.
+		w.storeCap.refusedAt(int(st.snapshotBytes))
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		if err := w.storeCap.readBucket(sctx, w.kv); err != nil {
+			w.cfg.logger.WarnContext(ctx, "snapshot bucket status not read", "err", err)
+		}
+		cancel()
+	}
+	again := w.degraded.refused(st.id, b.seq, st.seq, re)
 	log := w.cfg.logger
 	if !again {
 		log.ErrorContext(ctx, "snapshot cannot be stored; its events will be applied again, each measured against the limits",

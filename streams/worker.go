@@ -40,6 +40,8 @@ type Worker struct {
 	stores storeHealth
 	// degraded holds the conversations held at a limit (degraded.go).
 	degraded degradedSet
+	// storeCap is what the server lets the worker store (snapshotlimits.go).
+	storeCap storeCap
 	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
@@ -122,6 +124,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream, w.kv = stream, kv
+	if err := w.storeCap.readBucket(ctx, kv); err != nil {
+		log.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
+	}
 	w.heads.start(ctx, kv)
 	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {
