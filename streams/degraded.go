@@ -47,10 +47,11 @@ const maxDegraded = 10_000
 // safe for concurrent use: the lanes mark and clear, Ready and the gauge
 // read.
 type degradedSet struct {
-	// n is len(byID), read without the lock: nearly always 0, which spares
-	// every event the lock.
-	n  atomic.Int64
-	mu sync.Mutex
+	// n is len(byID), and strictN how many of them have strictUntil set,
+	// read without the lock: strictN is nearly always 0, which spares
+	// every event the lock, even while conversations are listed.
+	n, strictN atomic.Int64
+	mu         sync.Mutex
 	// byID holds each degraded conversation; strictUntil, when not 0,
 	// makes every event of the conversation up to that sequence measured
 	// (see refuseStore).
@@ -88,6 +89,9 @@ func (s *degradedSet) refused(id string, seq, upTo uint64, re *RejectError) (aga
 	}
 	again = e.strictUntil >= seq
 	e.Code, e.Reason, e.Sequence, e.Last = re.Code, re.Reason, seq, time.Now()
+	if e.strictUntil == 0 && upTo > 0 {
+		s.strictN.Add(1)
+	}
 	e.strictUntil = max(e.strictUntil, upTo)
 	return again
 }
@@ -116,7 +120,7 @@ func (s *degradedSet) entry(id string) *degradedEntry {
 // strict reports whether the event of conversation id at sequence seq is
 // to be measured whatever the bounds say (see refuseStore).
 func (s *degradedSet) strict(id string, seq uint64) bool {
-	if s.n.Load() == 0 {
+	if s.strictN.Load() == 0 {
 		return false
 	}
 	s.mu.Lock()
@@ -128,13 +132,14 @@ func (s *degradedSet) strict(id string, seq uint64) bool {
 // stored ends the measuring of conversation id's events once a snapshot
 // up to sequence seq is stored past them.
 func (s *degradedSet) stored(id string, seq uint64) {
-	if s.n.Load() == 0 {
+	if s.strictN.Load() == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if e := s.byID[id]; e != nil && seq >= e.strictUntil {
+	if e := s.byID[id]; e != nil && e.strictUntil != 0 && seq >= e.strictUntil {
 		e.strictUntil = 0
+		s.strictN.Add(-1)
 	}
 }
 

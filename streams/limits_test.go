@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
@@ -464,4 +465,53 @@ func TestStoreRefusedBySize(t *testing.T) {
 		t.Errorf("degraded: %+v", got)
 	}
 	t.Logf("%d of %d events kept; degraded: %+v", len(capped.kept), len(sent), r.w.Degraded())
+}
+
+// TestAckSequence: the sequence terminateAll reads from an event's ack
+// subject is the one JetStream gives in its metadata.
+func TestAckSequence(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	w := provisionedWorker(t, nc)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := c.Send(ctx, "acks", TypeMessageAppended, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cons, err := w.stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "acks", AckPolicy: jetstream.AckExplicitPolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(3, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for m := range batch.Messages() {
+		n++
+		meta, err := m.Metadata()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seq, ok := ackSequence(pendingAckOf(m)); !ok || seq != meta.Sequence.Stream {
+			t.Errorf("ackSequence(%q) = %d, %v; want %d", m.Reply(), seq, ok, meta.Sequence.Stream)
+		}
+	}
+	if n != 3 {
+		t.Fatalf("fetched %d events, want 3: %v", n, batch.Error())
+	}
+	for _, reply := range []string{
+		"$JS.ACK.S.C.1.42.7.1700000000000000000.0",
+		"$JS.ACK.domain.hash.S.C.1.42.7.1700000000000000000.0",
+		"$JS.ACK.domain.hash.S.C.1.42.7.1700000000000000000.0.token",
+	} {
+		if seq, ok := ackSequence(pendingAck(reply)); !ok || seq != 42 {
+			t.Errorf("ackSequence(%q) = %d, %v; want 42", reply, seq, ok)
+		}
+	}
+	if _, ok := ackSequence(pendingAck("_INBOX.x")); ok {
+		t.Error("a subject that is not an ack subject gave a sequence")
+	}
 }
