@@ -27,12 +27,16 @@ type Limits struct {
 	// MaxMessages is the most messages a conversation may hold.
 	MaxMessages int
 	// MaxSnapshotBytes is the largest snapshot the worker will publish and
-	// store; 0 means the NATS server's max payload. An event whose snapshot
-	// would be larger is rejected.
+	// store; 0 means what can be stored: the NATS server's max payload (and
+	// the snapshot bucket's maximum message size, when it has one) less
+	// the write's subject and headers. An event whose snapshot would be
+	// larger, or than what can be stored in any case, is rejected
+	// (CodeSnapshotTooLarge) before it takes effect.
 	MaxSnapshotBytes int
 	// MaxBranchDepth is the most branch points that may nest in a
 	// conversation's context tree (a branch inside a branch inside ...).
-	// An event that would nest them deeper is rejected (CodeTooDeep).
+	// An event that would nest them deeper is rejected (CodeTooDeep). 0
+	// means DefaultMaxBranchDepth.
 	MaxBranchDepth int
 }
 
