@@ -17,10 +17,11 @@ import (
 // conversation's context tree cannot be built, its JSON cannot be written,
 // it is over what can be stored) is refused: retried, it held its events
 // unacknowledged for ever, and once they filled the consumer's
-// MaxAckPending no other conversation was served
-// (TestDeepConversationDoesNotStallWorker). The events are normally
-// refused before that, when applied (snapshotlimits.go); a refused store
-// means their bounds let one through. Its events are then asked for again
+// MaxAckPending no other conversation was served. The events are normally
+// refused before that, when applied (snapshotlimits.go,
+// TestDeepConversationDoesNotStallWorker); a refused store means their
+// bounds let one through, or the server's limit is lower than the worker
+// knew (TestStoreRefusedBySize). Its events are then asked for again
 // and applied measured, each against the limits, so that the one that
 // breaks a limit is rejected as it would have been; should the store be
 // refused again all the same, they are terminated, each with a rejection
