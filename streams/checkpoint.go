@@ -305,7 +305,7 @@ func (w *Worker) resume(ctx context.Context, r *replay) {
 		w.cfg.logger.WarnContext(ctx, "checkpoint not read; replaying every event", "conversation", r.id, "err", err)
 		return
 	}
-	cp, conv, err := decodeCheckpoint(entry.Value(), conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
+	cp, conv, err := decodeCheckpoint(entry.Value(), w.cfg.limits.conversationOptions()...)
 	if err != nil {
 		w.cfg.logger.WarnContext(ctx, "checkpoint not usable; replaying every event", "conversation", r.id, "err", err)
 		return

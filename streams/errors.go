@@ -68,3 +68,7 @@ func reject(code, format string, args ...any) *RejectError {
 func rejectErr(code string, err error) *RejectError {
 	return &RejectError{Code: code, Reason: err.Error(), Err: err}
 }
+
+// CodeTooDeep is the code of an event that would nest the conversation's
+// branch points deeper than Limits.MaxBranchDepth.
+const CodeTooDeep = "too_deep"

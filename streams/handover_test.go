@@ -124,9 +124,9 @@ func TestHandOffWaitsForStores(t *testing.T) {
 	checkAppliedOnce(t, 2*convs, recA, recB)
 }
 
-// refuseSnapshots lowers the message size limit of w's snapshot bucket
-// to 16 bytes, so that every write fails as it does while the bucket is
-// away, until the returned accept restores the limit.
+// refuseSnapshots lowers the byte limit of w's snapshot bucket to 1 byte,
+// so that every write fails as it does while the bucket is away, until
+// the returned accept restores the limit.
 func refuseSnapshots(t testing.TB, w *Worker) (accept func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -135,15 +135,18 @@ func refuseSnapshots(t testing.TB, w *Worker) (accept func()) {
 		t.Fatal(err)
 	}
 	cfg := kvStream.CachedInfo().Config
-	limit := cfg.MaxMsgSize
-	set := func(n int32) {
+	limit := cfg.MaxBytes
+	set := func(n int64) {
 		t.Helper()
-		cfg.MaxMsgSize = n
+		cfg.MaxBytes = n
 		if _, err := w.js.UpdateStream(ctx, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
-	set(16)
+	// A full bucket, not a message size limit: the worker takes a message
+	// too large for the bucket as a refusal no retry changes
+	// (storerefusal.go), a full one as the server's trouble.
+	set(1)
 	return func() { set(limit) }
 }
 

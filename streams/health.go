@@ -60,6 +60,9 @@ func (w *Worker) HealthHandler() http.Handler {
 			return
 		}
 		fmt.Fprintln(rw, "ready")
+		// Conversations held at a limit are a reason to look, not to stop
+		// sending this worker work: it serves the others.
+		fmt.Fprint(rw, w.degradedReport())
 	})
 	return mux
 }

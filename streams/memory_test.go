@@ -251,7 +251,7 @@ func heldState(t testing.TB, conv *conversation.Conversation, flat []*conversati
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &convState{conv: conv, flat: flat, flatBytes: d.size()}
+	st := &convState{conv: conv, flat: flat, flatBytes: int32(d.size())}
 	st.flatJSON.replaceFrom(flat, 0, d.tail)
 	return st
 }

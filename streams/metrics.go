@@ -107,7 +107,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		ins.checkpoints = c
 	}
 	if c, err := m.Int64Counter(MetricSnapshotWrites, metric.WithUnit("{write}"),
-		metric.WithDescription("Snapshot writes to the bucket, by outcome: stored, failed (retried, or its events redelivered), conflict (another worker wrote the key), too_large.")); err != nil {
+		metric.WithDescription("Snapshot writes to the bucket, by outcome: stored, failed (retried, or its events redelivered), conflict (another worker wrote the key), too_large and refused (no retry stores it: its events applied again, measured, or terminated).")); err != nil {
 		errs = append(errs, err)
 	} else {
 		ins.snapshotWrites = c
@@ -210,11 +210,12 @@ const (
 	writeFailed
 	writeConflict
 	writeTooLarge
+	writeRefused  // a failure no retry changes, other than the size (storerefusal.go)
 	writeOutcomes // the number of outcomes
 )
 
 func (o writeOutcome) String() string {
-	return [...]string{"stored", "failed", "conflict", "too_large"}[o]
+	return [...]string{"stored", "failed", "conflict", "too_large", "refused"}[o]
 }
 
 // snapshotWritten counts a snapshot write by outcome, and when stored, its

@@ -32,15 +32,15 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	if err != nil {
 		return fmt.Errorf("streams: encode snapshot delta: %w", err)
 	}
-	flatBytes := st.flatBytes
+	flatBytes := int(st.flatBytes)
 	if st.flat != nil {
 		for raw := range st.flatJSON.entries(st.flat, delta.from) {
 			flatBytes -= len(raw) + 1
 		}
 	}
 	flatBytes += delta.size()
-	if limit := w.maxSnapshotBytes(); flatBytes > limit {
-		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
+	if err := w.checkSnapshotLimits(st, d, flatBytes); err != nil {
+		return err
 	}
 
 	version := d.seq // see convState.version
@@ -54,7 +54,8 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	}
 
 	st.flatJSON.replaceFrom(flat, delta.from, delta.tail) // with no flat list before, delta.from is 0
-	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, flatBytes
+	// flatBytes is within the snapshot limit, checked above: an int32.
+	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, int32(flatBytes)
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size
@@ -69,12 +70,4 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		w.observeLag(lag)
 	}
 	return nil
-}
-
-// maxSnapshotBytes is the configured limit, or the server's max payload.
-func (w *Worker) maxSnapshotBytes() int {
-	if l := w.cfg.limits.MaxSnapshotBytes; l > 0 {
-		return l
-	}
-	return int(w.nc.MaxPayload())
 }

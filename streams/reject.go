@@ -43,6 +43,9 @@ func (w *Worker) rejection(next handlerFunc) handlerFunc {
 		if err := w.publishRejection(ctx, "rejected:"+strconv.FormatUint(d.seq, 10), rej); err != nil {
 			return err
 		}
+		if limitCode(re.Code) && d.conversationID != "" {
+			w.degraded.mark(d.conversationID, d.seq, re)
+		}
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		if err := w.stream.DeleteMsg(dctx, d.seq); err != nil {
 			w.cfg.logger.WarnContext(ctx, "rejected event not removed from the stream", "seq", d.seq, "err", err)

@@ -50,7 +50,7 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64, stored b
 // newReplay returns a rebuild of conversation id up to sequence before,
 // not yet begun, into an empty conversation.
 func (w *Worker) newReplay(id string, before uint64) *replay {
-	conv := conversation.NewConversation(conversation.WithMaxMessages(w.cfg.limits.MaxMessages))
+	conv := conversation.NewConversation(w.cfg.limits.conversationOptions()...)
 	return &replay{w: w, id: id, before: before, conv: conv}
 }
 

@@ -25,9 +25,14 @@ type convState struct {
 	flat    []*conversation.Message
 	// flatJSON has the JSON of flat's entries, so that a store does not
 	// encode the flatList again; flatBytes is their total size (with
-	// commas).
+	// commas), at most the snapshot limit (see publish).
 	flatJSON  flatJSON
-	flatBytes int
+	flatBytes int32
+	// treeBound bounds what the snapshot holds besides its flatList (the
+	// context tree, its frame): measured by the last check, grown by an
+	// allowance for each event since (see snapshotlimits.go); 0 when not
+	// known since the state was loaded.
+	treeBound int32
 	// The stored snapshot: its version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
 	// store holds the events waiting for a store and the write in flight,
@@ -64,6 +69,10 @@ type convState struct {
 	// away, a timeout); the next try waits longer each time. It stops
 	// counting at its maximum, past every bound it is compared with.
 	failures uint8
+	// depthLeft is how many events may be applied before the context
+	// tree's branch depth is measured again (see snapshotlimits.go); 0:
+	// at the next one.
+	depthLeft int16
 	// phase places the state's stores within a stretched interval (see
 	// storeDue), drawn at random when the state is made.
 	phase uint32

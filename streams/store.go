@@ -172,7 +172,7 @@ func (w *Worker) storeDue(st *convState) time.Time {
 	}
 	size := int(st.snapshotBytes)
 	if size == 0 {
-		size = 2 * st.flatBytes // the flat list and the context tree
+		size = 2 * int(st.flatBytes) // the flat list and the context tree
 	}
 	last := time.Unix(0, st.lastStore)
 	if w.partitions() == 0 && time.Since(last) < w.cfg.snapshotMax {
@@ -277,14 +277,14 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	st.unstoredBytes, st.retryAt = 0, 0
 	tree, err := st.conv.ContextTree()
 	if err != nil {
-		return b, nil, fmt.Errorf("streams: snapshot: %w", err)
+		return b, nil, fmt.Errorf("%w: %w", errUnbuildable, err)
 	}
 	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
 	if err != nil {
-		return b, nil, fmt.Errorf("streams: encode snapshot: %w", err)
+		return b, nil, fmt.Errorf("%w: %w", errUnencodable, err)
 	}
 	st.snapshotBytes = clamp32(len(value))
-	if limit := w.maxSnapshotBytes(); len(value) > limit {
+	if limit := w.snapshotLimit(st.id); len(value) > limit {
 		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
 	if w.busyCheckpointDue(st) {
@@ -336,15 +336,15 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now().UnixNano()
 		st.failures = 0
 		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
+		w.degraded.stored(st.id, b.seq)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
 		}
-	case o == writeTooLarge:
-		// The events took effect and their deltas are out; the bucket keeps
-		// the last snapshot that fitted.
-		w.cfg.logger.ErrorContext(ctx, "snapshot not stored", "conversation", st.id, "version", b.version, "err", b.err)
-		st.storedVersion, st.storedSeq, st.lastStore = b.version, b.seq, time.Now().UnixNano()
-		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
+	case o == writeTooLarge || o == writeRefused:
+		// No retry stores this snapshot: its events are applied again,
+		// measured, or terminated (storerefusal.go).
+		w.refuseStore(ctx, l, st, b)
+		return
 	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
@@ -402,6 +402,8 @@ func writeOutcomeOf(err error) writeOutcome {
 		return writeStored
 	case tooLarge(err):
 		return writeTooLarge
+	case storeRefusal(err) != nil:
+		return writeRefused
 	case errors.Is(err, errConflict):
 		return writeConflict
 	}
@@ -550,8 +552,8 @@ func (w *Worker) storeAll(ctx context.Context) {
 // tooLarge reports whether a store failed because the snapshot is over the
 // size limit, which no retry changes.
 func tooLarge(err error) bool {
-	var re *RejectError
-	return errors.As(err, &re) && re.Code == CodeSnapshotTooLarge
+	re := storeRefusal(err)
+	return re != nil && re.Code == CodeSnapshotTooLarge
 }
 
 // behind reports whether the stored snapshot that made a write of st fail

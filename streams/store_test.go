@@ -312,7 +312,7 @@ func TestNextSlot(t *testing.T) {
 }
 
 // TestStoreManyStopsWhileBucketAway has storeMany store 150 conversations
-// while the bucket refuses every write (its message size limit lowered):
+// while the bucket refuses every write (its byte limit lowered):
 // once a whole wave of storeWave writes has failed it tries no more, so
 // that a bucket that is away does not hold the lane for wave after wave of
 // timeouts. Every conversation keeps its events unstored.

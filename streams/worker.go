@@ -38,6 +38,10 @@ type Worker struct {
 	writers *writers     // the goroutines that run them
 	// stores follows whether snapshot writes succeed, for Ready.
 	stores storeHealth
+	// degraded holds the conversations held at a limit (degraded.go).
+	degraded degradedSet
+	// storeCap is what the server lets the worker store (snapshotlimits.go).
+	storeCap storeCap
 	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
@@ -96,6 +100,9 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
+	if err := w.observeDegraded(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
 	// decode runs before the chain (it cannot fail); then
 	// validate → apply → publish, wrapped outermost first.
 	w.handler = chain([]stage{w.validate, w.apply, w.publish},
@@ -137,6 +144,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = deadLetters.Unsubscribe() }()
+	if err := w.storeCap.readBucket(ctx, kv); err != nil {
+		log.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
+	}
 	w.heads.start(ctx, kv)
 	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {

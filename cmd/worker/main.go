@@ -141,6 +141,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
 	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
+	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", streams.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
