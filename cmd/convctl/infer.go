@@ -22,10 +22,13 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	pipeline := fs.String("pipeline", "", "pipeline spec to run (default: default)")
 	params := fs.String("params", "", `per-processor configuration as JSON, or @FILE: {"ProcessorName": {...}}`)
 	full := fs.Bool("event", false, "print the whole reply CloudEvent, not only its data")
+	var ff formatFlags
+	ff.register(fs, "", "(default: the worker's, openai.chat)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl infer [flags] CONV")
 		fmt.Fprintln(stderr, "Asks the worker for the model-ready context of conversation CONV and prints it:")
-		fmt.Fprintln(stderr, `{"messages","metadata","stats",...}. A pipeline failure or a refused request is`)
+		fmt.Fprintln(stderr, `{"messages","format","request","metadata","stats",...}: request is the body a`)
+		fmt.Fprintln(stderr, "provider's API takes (--format), without model. A pipeline failure or a refused request is")
 		fmt.Fprintln(stderr, "printed as well, with exit status 1.")
 		fs.PrintDefaults()
 	}
@@ -37,7 +40,7 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fs.Usage()
 		return 2
 	}
-	req := streams.InferenceRequest{ConversationID: arg(pos, 0), LeafID: *leaf, Pipeline: *pipeline}
+	req := streams.InferenceRequest{ConversationID: arg(pos, 0), LeafID: *leaf, Pipeline: *pipeline, Format: ff.format, Budget: ff.budget()}
 	if !streams.ValidConversationID(req.ConversationID) {
 		fmt.Fprintf(stderr, "convctl infer: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", req.ConversationID)
 		return 2

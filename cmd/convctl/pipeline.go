@@ -13,7 +13,33 @@ import (
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/providers"
+	"github.com/convstream/convstream/providers/bpe"
 )
+
+// buildRequest writes msgs in the format and budget the flags ask for.
+func buildRequest(msgs []enginecore.Message, ff formatFlags) (*providers.Request, error) {
+	f, err := providers.ParseFormat(ff.format)
+	if err != nil {
+		return nil, err
+	}
+	var opts []providers.Option
+	if b := ff.budget(); b != nil {
+		budget := providers.Budget{MaxTokens: b.MaxTokens, Reserve: b.Reserve, KeepTurns: b.KeepTurns}
+		if b.Encoding != "" {
+			c, err := bpe.New(b.Encoding)
+			if err != nil {
+				return nil, err
+			}
+			budget.Counter = c
+		}
+		opts = append(opts, providers.WithBudget(budget))
+		if b.Reserve > 0 {
+			opts = append(opts, providers.WithMaxTokens(b.Reserve))
+		}
+	}
+	return providers.Build(msgs, f, opts...)
+}
 
 // runPipeline implements `convctl pipeline [--spec FILE] [FILE]`.
 func runPipeline(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -26,11 +52,14 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 	fs.SetOutput(stderr)
 	specPath := fs.String("spec", "", "pipeline spec, YAML or JSON (default: the built-in default spec)")
 	maxMessages := fs.Int("max-messages", conversation.DefaultMaxMessages, "refuse conversations with more messages (0: no limit)")
+	var ff formatFlags
+	ff.register(fs, "raw", "(default raw: the pipeline's output)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl pipeline [--spec FILE] [FILE]")
 		fmt.Fprintln(stderr, "Reads {\"messages\":[...],\"messageGroups\":[...]} or a bare array (stdin when no FILE),")
 		fmt.Fprintln(stderr, "runs the context pipeline over the conversation's flat list and prints")
-		fmt.Fprintln(stderr, "{\"messages\",\"metadata\",\"isAborted\",\"stats\"} as JSON. A failing processor is")
+		fmt.Fprintln(stderr, "{\"messages\",\"metadata\",\"isAborted\",\"stats\"} as JSON; with --format other than raw,")
+		fmt.Fprintln(stderr, "also \"format\" and \"request\" (the provider's request body). A failing processor is")
 		fmt.Fprintln(stderr, "reported as JSON on stderr with exit status 2.")
 		fs.PrintDefaults()
 	}
@@ -90,8 +119,22 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 		return 1
 	}
 
+	var out any = res
+	if ff.format != string(providers.FormatRaw) || ff.budget() != nil {
+		built, err := buildRequest(res.Messages, ff)
+		if err != nil {
+			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
+			return 1
+		}
+		out = struct {
+			*providers.Request
+			Metadata  map[string]any   `json:"metadata"`
+			IsAborted bool             `json:"isAborted"`
+			Stats     enginecore.Stats `json:"stats"`
+		}{built, res.Metadata, res.IsAborted, res.Stats}
+	}
 	w := bufio.NewWriter(stdout)
-	if err := json.NewEncoder(w).Encode(res); err != nil {
+	if err := json.NewEncoder(w).Encode(out); err != nil {
 		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
 		return 1
 	}
