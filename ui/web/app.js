@@ -1,0 +1,174 @@
+// The viewer: connects to NATS over WebSocket, follows the conversation
+// named by the URL (?c=ID or #ID) with @convstream/client (the stored
+// snapshot, then its deltas, made up from the bucket after a gap or a
+// reconnect) and renders it. Branch switches are published as
+// convstream.message.updated.v1 events; the view changes when the
+// resulting snapshot arrives. Bundled into ../static/viewer.js by `make ui`
+// (clients/typescript/scripts/build-viewer.mjs).
+
+import { wsconnect } from "@nats-io/nats-core";
+import { openConversation, PipelineFailedError, RejectedError } from "@convstream/client";
+import { renderFlatList } from "./render.js";
+import { renderTree } from "./tree.js";
+
+const $ = (id) => document.getElementById(id);
+const ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
+
+function conversationFromURL() {
+  const q = new URLSearchParams(location.search).get("c");
+  const id = q || decodeURIComponent(location.hash.slice(1));
+  return ID_PATTERN.test(id) ? id : "";
+}
+
+// websocketURL: ?ws=URL, else config.json's URL, else this host with its port.
+function websocketURL(config) {
+  const fromQuery = new URLSearchParams(location.search).get("ws");
+  if (fromQuery) return fromQuery;
+  if (config.websocketUrl) return config.websocketUrl;
+  if (config.websocketPort) {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    return `${scheme}://${location.hostname}:${config.websocketPort}`;
+  }
+  throw new Error("no NATS WebSocket listener configured: start the worker with --websocket, or add ?ws=URL");
+}
+
+function setStatus(state, text) {
+  const s = $("status");
+  s.dataset.state = state;
+  s.textContent = text;
+}
+
+class Viewer {
+  constructor(conversation) {
+    this.conv = conversation;
+    this.id = conversation.id;
+    this.shown = { version: -1, treeVersion: -1 };
+  }
+
+  // start renders each snapshot the conversation holds: a new flatList
+  // version redraws the transcript, a newer stored contextTree the tree.
+  start() {
+    if (!this.conv.snapshot) setStatus("empty", `no snapshot of ${this.id} yet`);
+    this.conv.subscribe((s) => {
+      if (s.version !== this.shown.version) this.render(s);
+      else if (s.treeVersion !== this.shown.treeVersion) this.renderTree(s);
+    });
+    this.conv.onError((err) => setStatus("error", errorText(err)));
+  }
+
+  render(s) {
+    $("empty").hidden = true;
+    $("infer").disabled = false;
+    const list = $("transcript");
+    renderFlatList(list, s.flatList, (entry, index) => this.switchBranch(entry, index));
+    list.dataset.version = String(s.version);
+    this.shown.version = s.version;
+    this.renderTree(s);
+    $("version").textContent = `${this.id} · version ${s.version} · sequence ${s.sequence}`;
+    setStatus("live", "live");
+  }
+
+  // renderTree shows the contextTree held; its data-version is the version
+  // of the stored snapshot it came from.
+  renderTree(s) {
+    const tree = $("tree");
+    renderTree(tree, s.contextTree);
+    tree.dataset.version = String(s.treeVersion);
+    this.shown.treeVersion = s.treeVersion;
+  }
+
+  // switchBranch sets metadata.activeBranchIndex on the branch's parent.
+  async switchBranch(entry, index) {
+    try {
+      setStatus("busy", `switching ${entry.parentId} to branch ${index + 1}`);
+      await this.conv.switchBranch(entry.parentId, index);
+    } catch (err) {
+      setStatus("error", `branch switch failed: ${err.message}`);
+    }
+  }
+
+  // infer asks the worker what the default pipeline would send to a model
+  // for the active path.
+  async infer() {
+    const out = $("inference");
+    out.textContent = "…";
+    out.dataset.state = "busy";
+    try {
+      const ctx = await this.conv.infer({ pipeline: "default" });
+      out.replaceChildren(inferenceView(ctx));
+      out.dataset.state = "done";
+    } catch (err) {
+      out.replaceChildren(errorView(err));
+      out.dataset.state = "error";
+    }
+  }
+}
+
+function errorText(err) {
+  if (err instanceof RejectedError) return `rejected (${err.rejection.code}): ${err.rejection.reason}`;
+  if (err instanceof PipelineFailedError) return err.failure.message;
+  return err.message;
+}
+
+function errorView(err) {
+  const box = document.createElement("div");
+  box.className = "error";
+  box.textContent = errorText(err);
+  return box;
+}
+
+function inferenceView(d) {
+  const box = document.createElement("div");
+  const stats = d.stats || {};
+  const head = document.createElement("p");
+  head.textContent = `${(d.messages || []).length} messages · version ${d.version} · ${Number(stats.totalDurationMs || 0).toFixed(2)} ms`;
+  const msgs = document.createElement("ol");
+  msgs.className = "ctx-messages";
+  for (const m of d.messages || []) {
+    const li = document.createElement("li");
+    const role = document.createElement("b");
+    role.textContent = m.role;
+    const text = typeof m.content === "string" ? m.content : JSON.stringify(m.content);
+    li.append(role, " ", text.length > 240 ? text.slice(0, 240) + "…" : text);
+    msgs.append(li);
+  }
+  const table = document.createElement("table");
+  table.className = "durations";
+  for (const p of stats.processorDurations || []) {
+    const row = table.insertRow();
+    row.insertCell().textContent = p.name;
+    row.insertCell().textContent = `${Number(p.durationMs).toFixed(3)} ms`;
+  }
+  box.append(head, msgs, table);
+  return box;
+}
+
+async function main() {
+  const id = conversationFromURL();
+  $("conversation").value = id;
+  $("open").addEventListener("submit", (e) => {
+    e.preventDefault();
+    location.search = `?c=${encodeURIComponent($("conversation").value)}`;
+  });
+  window.addEventListener("hashchange", () => location.reload());
+  if (!id) return;
+  try {
+    const config = await (await fetch("config.json")).json();
+    const url = websocketURL(config);
+    setStatus("busy", `connecting to ${url}`);
+    const nc = await wsconnect({ servers: url, name: "convstream-ui", maxReconnectAttempts: -1 });
+    const conv = await openConversation(nc, id, { prefix: config.prefix, bucket: config.bucket, source: "urn:convstream:ui" });
+    const viewer = new Viewer(conv);
+    $("infer").addEventListener("click", () => viewer.infer());
+    viewer.start();
+    nc.closed().then((err) => setStatus("error", err ? `disconnected: ${err.message}` : "disconnected"));
+    for await (const st of nc.status()) {
+      if (st.type === "disconnect") setStatus("busy", "disconnected, reconnecting");
+      else if (st.type === "reconnect") setStatus("live", "live");
+    }
+  } catch (err) {
+    setStatus("error", err.message);
+  }
+}
+
+main();
