@@ -22,6 +22,7 @@ let snap: ConversationSnapshot;
 let stored: Uint8Array;
 let append: SnapshotDeltaV1;
 let middle: SnapshotDeltaV1;
+let label = "";
 
 const setup = async () => {
   if (conv) return;
@@ -38,13 +39,14 @@ const setup = async () => {
   append = { conversationId: conv.id, version: snap.version + 1, baseVersion: snap.version, sequence: snap.sequence + 1, from: n, length: n + 1, flatList: [entry] };
   const half = Math.floor(n / 2);
   middle = { ...append, from: half, length: n, flatList: snap.flatList.slice(half) as SnapshotDeltaV1["flatList"] };
-  console.log(`${c.name}: ${c.input.messages.length} messages, flatList ${n} entries, stored snapshot ${stored.length} bytes`);
+  label = `${c.name}: ${c.input.messages.length} messages`;
+  console.log(`${label}, flatList ${n} entries, stored snapshot ${stored.length} bytes`);
 };
 
 // Top-level: vitest bench does not wait for beforeAll before it measures.
 await setup();
 
-describe("1,716-message conversation", () => {
+describe(label, () => {
   afterAll(async () => {
     conv?.close();
     await nc?.close();

@@ -10,7 +10,7 @@ import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Client, type ClientOptions, type InferOptions, type Receipt } from "./client.js";
 import { TYPES, decodeEvent } from "./cloudevents.js";
-import { ClosedError, PipelineFailedError, RejectedError, TimeoutError } from "./errors.js";
+import { ClosedError, ConvstreamError, PipelineFailedError, RejectedError, TimeoutError } from "./errors.js";
 import { applyDelta, fromStored, type ConversationSnapshot } from "./snapshot.js";
 import { checkConversationId } from "./subjects.js";
 import type { EventRejectedV1 } from "./generated/convstream.event.rejected.v1.js";
@@ -90,6 +90,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   private kv: KV | null = null;
   private subs: Subscription[] = [];
   private stopWatch: (() => void) | null = null;
+  private stopStatus: (() => void) | null = null;
   private listeners = new Set<Listener>();
   private errorListeners = new Set<ErrorListener>();
   private pending = new Map<number, SnapshotDeltaV1>();
@@ -132,8 +133,15 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
       nc.subscribe(subjects.results(this.id), { callback: (err, msg) => void (err || this.onProblemMsg(msg)) }),
     );
     await nc.flush();
-    this.kv = await new Kvm(nc).open(this.client.bucket, { bindOnly: true });
-    await this.read();
+    // The first read's failure is the caller's: a bucket that is missing
+    // (no worker with this prefix) or unreadable (permissions).
+    try {
+      this.kv = await new Kvm(nc).open(this.client.bucket, { bindOnly: true });
+      const e = await this.kv.get(this.id);
+      if (e && e.operation === "PUT") this.onStored(e.json<SnapshotUpdatedV1>());
+    } catch (err) {
+      throw new ConvstreamError("unavailable", `convstream: snapshot bucket ${this.client.bucket}: ${(err as Error).message}`, { cause: err });
+    }
     this.watchStored();
     this.followStatus();
   }
@@ -245,6 +253,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     for (const s of this.subs) s.unsubscribe();
     this.subs = [];
     this.stopWatch?.();
+    this.stopStatus?.();
     for (const w of this.waiters) {
       clearTimeout(w.timer);
       w.reject(new ClosedError());
@@ -267,7 +276,13 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     }
     if (ev.type !== TYPES.snapshotDelta) return;
     const d = ev.data as SnapshotDeltaV1;
-    if (!d || typeof d.version !== "number" || d.version <= this.version) return; // stale: covered
+    if (!d || typeof d.version !== "number") return;
+    if (d.version <= this.version) {
+      // Stale (covered), or an event taken into account without a change
+      // (an identical append): only the sequence moves on.
+      this.advanceSequence(d.version, d.sequence);
+      return;
+    }
     const next = applyDelta(this.current, d);
     if (next) {
       this.stats.deltas++;
@@ -290,6 +305,18 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     } else if (s.version > this.current.treeVersion && Array.isArray(s.contextTree)) {
       // Deltas moved the flatList on since this store; its tree is still the newest.
       this.set({ ...this.current, contextTree: s.contextTree, treeVersion: s.version });
+    } else {
+      this.advanceSequence(s.version, s.sequence);
+    }
+  }
+
+  // advanceSequence takes the sequence of a snapshot of the version held
+  // (events after it that changed nothing, or were rejected), so that
+  // applied() learns they were taken into account.
+  private advanceSequence(version: number, sequence: number): void {
+    const c = this.current;
+    if (c && version === c.version && typeof sequence === "number" && sequence > c.sequence) {
+      this.set({ ...c, sequence });
     }
   }
 
@@ -403,9 +430,11 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   // published while disconnected are lost, and without a later delta no
   // gap would show it.
   private followStatus(): void {
-    const { nc } = this.client;
+    const statuses = this.client.nc.status();
+    // The library's iterator has stop(); the type says only AsyncIterable.
+    this.stopStatus = () => (statuses as { stop?: () => void }).stop?.();
     void (async () => {
-      for await (const s of nc.status()) {
+      for await (const s of statuses) {
         if (this.closed) break;
         if (s.type === "reconnect") {
           this.stats.reconnects++;

@@ -157,10 +157,17 @@ describe.each(transports)("openConversation over %s", (transport) => {
       await until("onError", () => errors.length > 0);
       expect(errors[0]).toBeInstanceOf(RejectedError);
 
+      // An identical append is taken into account without a change.
+      const again = await conv.append({ id: "m1", role: "user", content: "hello", parentId: null });
+      const s = await conv.applied(again);
+      expect(s.sequence).toBeGreaterThanOrEqual(again.sequence);
+      expect(s.flatList.map((e) => e.id)).toEqual(["m1"]);
+
       const missing = await conv.update("nope", { content: "x" });
       await expect(conv.applied(missing)).rejects.toMatchObject({ code: "rejected", rejection: { code: "not_found" } });
       expect(() => conv.switchBranch("m1", -1)).toThrow(InvalidArgumentError);
       await expect(openConversation(nc, "not a valid id")).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(openConversation(nc, "x", { prefix: "nobody.here" })).rejects.toMatchObject({ code: "unavailable" });
     } finally {
       conv.close();
     }
