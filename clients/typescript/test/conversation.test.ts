@@ -143,6 +143,58 @@ describe.each(transports)("openConversation over %s", (transport) => {
     }
   });
 
+  it.runIf(transport === "tcp")("resyncs after deltas lost on a link that stays up (a gap)", async () => {
+    const proxy = new Proxy(hostPort(serverOf("tcp")), true);
+    await proxy.listen();
+    const lossy = await connectTo("tcp", `127.0.0.1:${proxy.port}`);
+    const id = newId("lossy");
+    const a = await openConversation(lossy, id);
+    const b = await openConversation(nc, id);
+    try {
+      const input: Case["input"] = { messages: [] };
+      const add = async (n: number) => {
+        let last;
+        for (let i = 0; i < n; i++) {
+          const m = { id: `m${input.messages.length}`, role: i % 2 ? "assistant" : "user", content: `turn ${input.messages.length}`, parentId: input.messages.at(-1)?.id ?? null };
+          input.messages.push(m);
+          last = await b.append(m);
+        }
+        return last!;
+      };
+      await a.applied(await add(3));
+      const before = { version: a.version, gaps: a.stats.gaps, reconnects: a.stats.reconnects };
+      // Lose the deltas and the bucket watch's messages of this conversation.
+      const subject = a.client.subjects.snapshots(id);
+      const watch = (t: string[]) => t.some((x) => x.startsWith("$JS.ACK.KV_"));
+      proxy.drop = (t) => t[1] === subject || watch(t);
+      await b.applied(await add(4));
+      await settled(b);
+      expect(a.version, "the deltas were lost").toBe(before.version);
+      // Deltas flow again; the watch stays deaf, so only the read the gap
+      // makes can catch up. The next delta's base is a version the
+      // follower never saw.
+      proxy.drop = watch;
+      const last = await add(1);
+      await a.applied(last, 30_000);
+      proxy.drop = null;
+      const [want] = parse([input]);
+      expect(a.flatList).toEqual(want!.flatList);
+      expect(a.version).toBe(b.version);
+      expect(a.stats.gaps).toBeGreaterThan(before.gaps);
+      expect(a.stats.reconnects).toBe(before.reconnects);
+      expect(proxy.dropped).toBeGreaterThan(0);
+      await settled(b);
+      await a.resync(); // the tree of the last store, which the deaf watch missed
+      expect(a.contextTree).toEqual(want!.contextTree);
+      console.log(`lossy link: dropped ${proxy.dropped} messages; follower stats ${JSON.stringify(a.stats)}`);
+    } finally {
+      a.close();
+      b.close();
+      await lossy.close();
+      await proxy.close();
+    }
+  });
+
   it("reports rejections typed, to the event's waiter and to onError", async () => {
     const conv = await openConversation(nc, newId("reject"));
     try {

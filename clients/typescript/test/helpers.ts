@@ -103,15 +103,20 @@ export function settled(conv: Conversation, timeout = 20_000): Promise<void> {
 /**
  * Proxy forwards TCP connections to a port; cut() drops every connection
  * and refuses new ones until restore(): a network outage for the clients
- * behind it, with the server and the worker untouched.
+ * behind it, with the server and the worker untouched. With `lossy`, it
+ * reads the NATS protocol the server sends (TCP only) and, while `drop`
+ * is set, drops the messages (MSG, HMSG) whose control line it matches:
+ * a link that loses some messages while the connection stays up.
  */
 export class Proxy {
   private server: Server;
   private sockets = new Set<Socket>();
   private down = false;
   port = 0;
+  drop: ((controlLine: string[]) => boolean) | null = null;
+  dropped = 0;
 
-  constructor(private target: { host: string; port: number }) {
+  constructor(private target: { host: string; port: number }, lossy = false) {
     this.server = createServer((client) => {
       if (this.down) {
         client.destroy();
@@ -127,8 +132,39 @@ export class Proxy {
         });
       }
       client.pipe(upstream);
-      upstream.pipe(client);
+      if (lossy) this.filter(upstream, client);
+      else upstream.pipe(client);
     });
+  }
+
+  // filter forwards the server's protocol frame by frame, leaving out the
+  // messages drop matches.
+  private filter(from: Socket, to: Socket): void {
+    let buf = Buffer.alloc(0);
+    from.on("data", (chunk: Buffer) => {
+      buf = Buffer.concat([buf, chunk]);
+      const out: Buffer[] = [];
+      for (;;) {
+        const eol = buf.indexOf("\r\n");
+        if (eol < 0) break;
+        const line = buf.subarray(0, eol).toString("latin1");
+        const tokens = line.split(" ");
+        let size = eol + 2;
+        if (tokens[0] === "MSG" || tokens[0] === "HMSG") {
+          size += Number(tokens[tokens.length - 1]) + 2;
+          if (buf.length < size) break;
+          if (this.drop?.(tokens)) {
+            this.dropped++;
+            buf = buf.subarray(size);
+            continue;
+          }
+        }
+        out.push(buf.subarray(0, size));
+        buf = buf.subarray(size);
+      }
+      if (out.length) to.write(Buffer.concat(out));
+    });
+    from.on("end", () => to.end());
   }
 
   listen(): Promise<void> {
