@@ -22,6 +22,7 @@ test: ui
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	@# go test hides the output of passing packages; show the conformance summaries.
 	@$(GO) test -count=1 -v -run 'TestConformance' ./conversation/ ./processors/ | grep -E 'conformance.*passed'
+	@$(MAKE) --no-print-directory test-ts
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
@@ -156,18 +157,27 @@ helm-lint:
 	cd deploy/helm && CONVSTREAM_HELM_RENDERED="$$tmp/rendered" \
 		$(GO) test -count=1 -run '^TestRenderedDir$$' -v .
 
-# ui vendors the nats.ws ESM bundle that the /ui viewer (package ui)
-# imports: npm ci in ui/web, where package-lock.json pins it, then a copy
-# into the embedded folder ui/static/vendor. The copy is committed, so
-# `go build` works on a fresh clone without npm; build, run and test
-# redo it when ui/web's package files are newer, and keep the committed
-# copy when npm is missing. TestVendoredNatsWS checks that it matches the lock.
-UI_VENDOR := ui/static/vendor
+# ui bundles the /ui viewer (ui/web/*.js) with the TypeScript client
+# @convstream/client and its @nats-io packages into ui/static/viewer.js:
+# npm ci in clients/typescript, where package-lock.json pins them, then
+# esbuild (scripts/build-viewer.mjs). The bundle is committed, so `go build`
+# works on a fresh clone without npm; build, run and test redo it when its
+# sources are newer, and keep the committed bundle when npm is missing.
+# TestViewerBundle checks that it was built from the current sources.
+UI_BUNDLE  := ui/static/viewer.js
+UI_SOURCES := $(wildcard ui/web/*.js) $(shell find clients/typescript/src -name '*.ts') \
+	clients/typescript/package.json clients/typescript/package-lock.json clients/typescript/scripts/build-viewer.mjs
 .PHONY: ui
-ui: $(UI_VENDOR)/nats.js
-$(UI_VENDOR)/nats.js: ui/web/package.json ui/web/package-lock.json
+ui: $(UI_BUNDLE)
+$(UI_BUNDLE): $(UI_SOURCES)
 	@if ! command -v npm >/dev/null; then echo "npm not found: keeping the committed $@"; touch $@; exit 0; fi; \
-	set -e; cd ui/web && npm ci --no-audit --no-fund --loglevel=error; \
-	cp node_modules/nats.ws/esm/nats.js ../static/vendor/nats.js; \
-	cp node_modules/nats.ws/LICENSE ../static/vendor/nats.ws.LICENSE; \
-	node -p '"nats.ws " + require("./node_modules/nats.ws/package.json").version' > ../static/vendor/VERSION
+	set -e; cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error; npm run --silent build:viewer
+
+# test-ts runs the tests of the TypeScript client (clients/typescript):
+# the generated types against schemas/, tsc, and vitest against a worker it
+# builds and starts, over TCP and WebSocket. make test runs it; without npm
+# it is skipped with a message.
+.PHONY: test-ts
+test-ts:
+	@if ! command -v npm >/dev/null; then echo "npm not found: clients/typescript tests skipped"; exit 0; fi; \
+	set -e; cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error; npm test

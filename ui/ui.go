@@ -1,13 +1,14 @@
 // Package ui is convstream's reference conversation viewer: a static page,
-// embedded in the binary, that connects to NATS over WebSocket with the
-// official nats.ws client, reads a conversation's snapshot from the
-// snapshot bucket, follows its snapshot subject and renders the flatList
-// (with a branch switcher that publishes message.updated events), the
-// contextTree and the inference context.
+// embedded in the binary, that follows a conversation with the TypeScript
+// client @convstream/client (clients/typescript) over a NATS WebSocket: it
+// reads the snapshot from the snapshot bucket, follows its deltas and
+// renders the flatList (with a branch switcher that publishes
+// message.updated events), the contextTree and the inference context.
 //
 // The worker mounts Handler at /ui; the page is /ui/?c=<conversationId>.
-// The nats.ws bundle in static/vendor comes from the npm registry through
-// `make ui` (see web/package.json).
+// Its script, static/viewer.js, is web/*.js bundled with the client and
+// the @nats-io packages by `make ui` (clients/typescript/scripts/build-viewer.mjs);
+// the bundle is committed, so `go build` needs no npm.
 package ui
 
 import (

@@ -1,11 +1,16 @@
 package ui_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
@@ -34,7 +39,7 @@ func TestHandler(t *testing.T) {
 	if csp := res.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Fatalf("CSP %q", csp)
 	}
-	for _, f := range []string{"app.js", "render.js", "tree.js", "snapshots.js", "cloudevents.js", "dom.js", "vendor/nats.js"} {
+	for _, f := range []string{"viewer.js"} {
 		res, _ := get("/ui/" + f)
 		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/javascript") {
 			t.Fatalf("%s: %d %s", f, res.StatusCode, res.Header.Get("Content-Type"))
@@ -47,27 +52,51 @@ func TestHandler(t *testing.T) {
 	}
 }
 
-// TestVendoredNatsWS checks that the committed nats.ws bundle is the
-// version web/package-lock.json pins (run `make ui` after changing it).
-func TestVendoredNatsWS(t *testing.T) {
-	lock, err := os.ReadFile("web/package-lock.json")
+// TestViewerBundle checks that the committed static/viewer.js was built
+// from the current sources: its banner carries the SHA-256 that
+// clients/typescript/scripts/build-viewer.mjs computes over web/*.js, the
+// client's src/**/*.ts and its package-lock.json (run `make ui` after
+// changing any of them).
+func TestViewerBundle(t *testing.T) {
+	var sources []string
+	for _, root := range []struct{ dir, ext string }{
+		{"web", ".js"},
+		{"../clients/typescript/src", ".ts"},
+	} {
+		err := filepath.WalkDir(root.dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && strings.HasSuffix(p, root.ext) {
+				sources = append(sources, p)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sources = append(sources, "../clients/typescript/package-lock.json")
+	// Paths relative to the repository, sorted, as the build script hashes them.
+	rel := make([]string, len(sources))
+	for i, p := range sources {
+		rel[i] = filepath.ToSlash(filepath.Join("ui", p)) // Join cleans: ui/../clients/... is clients/...
+	}
+	sort.Strings(rel)
+	h := sha256.New()
+	for _, p := range rel {
+		b, err := os.ReadFile(filepath.Join("..", p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Write([]byte(p + "\n"))
+		h.Write(b)
+		h.Write([]byte("\n"))
+	}
+	want := "sources sha256 " + hex.EncodeToString(h.Sum(nil))
+	bundle, err := os.ReadFile("static/viewer.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var l struct {
-		Packages map[string]struct {
-			Version string `json:"version"`
-		} `json:"packages"`
-	}
-	if err := json.Unmarshal(lock, &l); err != nil {
-		t.Fatal(err)
-	}
-	want := "nats.ws " + l.Packages["node_modules/nats.ws"].Version
-	got, err := os.ReadFile("static/vendor/VERSION")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(string(got)) != want {
-		t.Fatalf("static/vendor/VERSION is %q, package-lock.json pins %q: run make ui", strings.TrimSpace(string(got)), want)
+	head, _, _ := strings.Cut(string(bundle), "\nvar ")
+	if !strings.Contains(head, want) {
+		t.Fatalf("static/viewer.js is not built from the current sources (want %q in its banner): run make ui", want)
 	}
 }

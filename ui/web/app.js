@@ -1,12 +1,13 @@
-// The viewer: connects to NATS over WebSocket, loads the snapshot of the
-// conversation named by the URL (?c=ID or #ID) from the snapshot bucket,
-// follows P.snapshots.<id>, and renders it. Branch switches are published
-// as convstream.message.updated.v1 events; the view changes when the
-// resulting snapshot arrives.
+// The viewer: connects to NATS over WebSocket, follows the conversation
+// named by the URL (?c=ID or #ID) with @convstream/client (the stored
+// snapshot, then its deltas, made up from the bucket after a gap or a
+// reconnect) and renders it. Branch switches are published as
+// convstream.message.updated.v1 events; the view changes when the
+// resulting snapshot arrives. Bundled into ../static/viewer.js by `make ui`
+// (clients/typescript/scripts/build-viewer.mjs).
 
-import { connect } from "./vendor/nats.js";
-import { TYPES, decode, encode, newEvent } from "./cloudevents.js";
-import { SnapshotState } from "./snapshots.js";
+import { wsconnect } from "@nats-io/nats-core";
+import { openConversation, PipelineFailedError, RejectedError } from "@convstream/client";
 import { renderFlatList } from "./render.js";
 import { renderTree } from "./tree.js";
 
@@ -38,97 +39,49 @@ function setStatus(state, text) {
 }
 
 class Viewer {
-  constructor(nc, config, conversationId) {
-    this.nc = nc;
-    this.js = nc.jetstream();
-    this.id = conversationId;
-    this.subject = (kind) => `${config.prefix}.${kind}.${conversationId}`;
-    this.bucket = config.bucket;
-    this.state = new SnapshotState();
+  constructor(conversation) {
+    this.conv = conversation;
+    this.id = conversation.id;
+    this.shown = { version: -1, treeVersion: -1 };
   }
 
-  // start subscribes first, then reads the bucket, so no snapshot falls
-  // between the two; older versions are dropped by the state.
-  async start() {
-    const sub = this.nc.subscribe(this.subject("snapshots"));
-    this.kv = await this.js.views.kv(this.bucket, { bindOnly: true });
-    await this.reload();
-    this.watchStored();
-    (async () => {
-      for await (const msg of sub) {
-        let ev;
-        try {
-          ev = decode(msg);
-        } catch (err) {
-          console.warn("snapshot subject: ", err);
-          continue;
-        }
-        const outcome = this.state.apply(ev);
-        if (outcome === "changed") this.render();
-        else if (outcome === "gap") await this.reload();
-      }
-    })();
+  // start renders each snapshot the conversation holds: a new flatList
+  // version redraws the transcript, a newer stored contextTree the tree.
+  start() {
+    if (!this.conv.snapshot) setStatus("empty", `no snapshot of ${this.id} yet`);
+    this.conv.subscribe((s) => {
+      if (s.version !== this.shown.version) this.render(s);
+      else if (s.treeVersion !== this.shown.treeVersion) this.renderTree(s);
+    });
+    this.conv.onError((err) => setStatus("error", errorText(err)));
   }
 
-  // watchStored follows the stored snapshot: deltas carry no contextTree,
-  // so the tree panel takes it from each store (at most one per
-  // --snapshot-interval); a store ahead of the deltas replaces the view.
-  async watchStored() {
-    const watch = await this.kv.watch({ key: this.id });
-    for await (const entry of watch) {
-      if (entry.operation !== "PUT") continue;
-      let stored;
-      try {
-        stored = entry.json();
-      } catch (err) {
-        console.warn("stored snapshot: ", err);
-        continue;
-      }
-      if (this.state.replace(stored)) {
-        this.render();
-      } else if (this.state.updateTree(stored)) {
-        this.renderTree();
-      }
-    }
-  }
-
-  async reload() {
-    const entry = await this.kv.get(this.id);
-    if (!entry || entry.operation !== "PUT") {
-      setStatus("empty", `no snapshot of ${this.id} yet`);
-      return;
-    }
-    if (this.state.replace(entry.json())) this.render();
-  }
-
-  render() {
-    const s = this.state.snapshot;
+  render(s) {
     $("empty").hidden = true;
     $("infer").disabled = false;
     const list = $("transcript");
-    renderFlatList(list, s.flatList || [], (entry, index) => this.switchBranch(entry, index));
+    renderFlatList(list, s.flatList, (entry, index) => this.switchBranch(entry, index));
     list.dataset.version = String(s.version);
-    this.renderTree();
+    this.shown.version = s.version;
+    this.renderTree(s);
     $("version").textContent = `${this.id} · version ${s.version} · sequence ${s.sequence}`;
     setStatus("live", "live");
   }
 
   // renderTree shows the contextTree held; its data-version is the version
   // of the stored snapshot it came from.
-  renderTree() {
+  renderTree(s) {
     const tree = $("tree");
-    renderTree(tree, this.state.snapshot.contextTree || []);
-    tree.dataset.version = String(this.state.treeVersion || 0);
+    renderTree(tree, s.contextTree);
+    tree.dataset.version = String(s.treeVersion);
+    this.shown.treeVersion = s.treeVersion;
   }
 
   // switchBranch sets metadata.activeBranchIndex on the branch's parent.
   async switchBranch(entry, index) {
-    const ev = newEvent(TYPES.messageUpdated, this.id,
-      { id: entry.parentId, metadata: { activeBranchIndex: index } });
-    const { payload, headers } = encode(ev);
     try {
       setStatus("busy", `switching ${entry.parentId} to branch ${index + 1}`);
-      await this.js.publish(this.subject("events"), payload, { msgID: ev.id, headers });
+      await this.conv.switchBranch(entry.parentId, index);
     } catch (err) {
       setStatus("error", `branch switch failed: ${err.message}`);
     }
@@ -140,27 +93,32 @@ class Viewer {
     const out = $("inference");
     out.textContent = "…";
     out.dataset.state = "busy";
-    const ev = newEvent(TYPES.inferenceRequested, this.id, { conversationId: this.id, pipeline: "default" });
-    const { payload, headers } = encode(ev);
     try {
-      const reply = decode(await this.nc.request(this.subject("inference"), payload, { timeout: 10000, headers }));
-      out.replaceChildren(inferenceView(reply));
-      out.dataset.state = reply.type === TYPES.inferenceContext ? "done" : "error";
+      const ctx = await this.conv.infer({ pipeline: "default" });
+      out.replaceChildren(inferenceView(ctx));
+      out.dataset.state = "done";
     } catch (err) {
-      out.textContent = `inference request failed: ${err.message}`;
+      out.replaceChildren(errorView(err));
       out.dataset.state = "error";
     }
   }
 }
 
-function inferenceView(reply) {
+function errorText(err) {
+  if (err instanceof RejectedError) return `rejected (${err.rejection.code}): ${err.rejection.reason}`;
+  if (err instanceof PipelineFailedError) return err.failure.message;
+  return err.message;
+}
+
+function errorView(err) {
   const box = document.createElement("div");
-  const d = reply.data || {};
-  if (reply.type !== TYPES.inferenceContext) {
-    box.className = "error";
-    box.textContent = `${reply.type}: ${d.message || d.reason || JSON.stringify(d)}`;
-    return box;
-  }
+  box.className = "error";
+  box.textContent = errorText(err);
+  return box;
+}
+
+function inferenceView(d) {
+  const box = document.createElement("div");
   const stats = d.stats || {};
   const head = document.createElement("p");
   head.textContent = `${(d.messages || []).length} messages · version ${d.version} · ${Number(stats.totalDurationMs || 0).toFixed(2)} ms`;
@@ -198,15 +156,20 @@ async function main() {
     const config = await (await fetch("config.json")).json();
     const url = websocketURL(config);
     setStatus("busy", `connecting to ${url}`);
-    const options = { servers: url, name: "convstream-ui" };
+    const options = { servers: url, name: "convstream-ui", maxReconnectAttempts: -1 };
     // Replies (KV reads, the watch, inference) come under the tenant's
     // own inbox prefix where tenants share a NATS account.
     if (config.inboxPrefix) options.inboxPrefix = config.inboxPrefix;
-    const nc = await connect(options);
-    const viewer = new Viewer(nc, config, id);
+    const nc = await wsconnect(options);
+    const conv = await openConversation(nc, id, { prefix: config.prefix, bucket: config.bucket, source: "urn:convstream:ui" });
+    const viewer = new Viewer(conv);
     $("infer").addEventListener("click", () => viewer.infer());
-    await viewer.start();
+    viewer.start();
     nc.closed().then((err) => setStatus("error", err ? `disconnected: ${err.message}` : "disconnected"));
+    for await (const st of nc.status()) {
+      if (st.type === "disconnect") setStatus("busy", "disconnected, reconnecting");
+      else if (st.type === "reconnect") setStatus("live", "live");
+    }
   } catch (err) {
     setStatus("error", err.message);
   }
