@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 
@@ -28,11 +29,35 @@ import (
 func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 	outputs := corpus(t)
 	srv := fakeProvider(t)
+	send := sdkChecks(t, srv)
+	accepted, total := 0, 0
+	for _, f := range []providers.Format{providers.FormatOpenAIChat, providers.FormatOpenAIResponses, providers.FormatAnthropic, providers.FormatGemini} {
+		for _, o := range outputs {
+			total++
+			r, err := providers.Build(o.messages, f)
+			if err != nil {
+				t.Errorf("%s %s: %v", f, o.name, err)
+				continue
+			}
+			b := withModel(t, r.Body)
+			if err := send[f](b); err != nil {
+				t.Errorf("%s %s: %v\n%s", f, o.name, err, b)
+				continue
+			}
+			accepted++
+		}
+	}
+	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats)", accepted, total, len(outputs))
+}
+
+// sdkChecks returns, for each format, a check of a request body (with its
+// model): decoded by the official SDK's request type and sent through the
+// SDK's client to the fake provider srv.
+func sdkChecks(t testing.TB, srv *httptest.Server) map[providers.Format]func(body []byte) error {
 	ctx := context.Background()
 	oai := openai.NewClient(option.WithBaseURL(srv.URL+"/v1/"), option.WithAPIKey("test"), option.WithMaxRetries(0))
 	ant := anthropic.NewClient(aoption.WithBaseURL(srv.URL+"/"), aoption.WithAPIKey("test"), aoption.WithMaxRetries(0))
-
-	send := map[providers.Format]func(body []byte) error{
+	return map[providers.Format]func(body []byte) error{
 		providers.FormatOpenAIChat: func(body []byte) error {
 			var p openai.ChatCompletionNewParams
 			if err := decodeExactly(body, &p); err != nil {
@@ -77,31 +102,20 @@ func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 			return nil
 		},
 	}
-	accepted, total := 0, 0
-	for _, f := range []providers.Format{providers.FormatOpenAIChat, providers.FormatOpenAIResponses, providers.FormatAnthropic, providers.FormatGemini} {
-		for _, o := range outputs {
-			total++
-			r, err := providers.Build(o.messages, f)
-			if err != nil {
-				t.Errorf("%s %s: %v", f, o.name, err)
-				continue
-			}
-			body := map[string]any{"model": "m"}
-			for k, v := range r.Body {
-				body[k] = v
-			}
-			b, err := json.Marshal(body)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := send[f](b); err != nil {
-				t.Errorf("%s %s: %v\n%s", f, o.name, err, b)
-				continue
-			}
-			accepted++
-		}
+}
+
+// withModel returns body with a model, as an orchestrator sends it.
+func withModel(t testing.TB, body map[string]any) []byte {
+	t.Helper()
+	withModel := map[string]any{"model": "m"}
+	for k, v := range body {
+		withModel[k] = v
 	}
-	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats)", accepted, total, len(outputs))
+	b, err := json.Marshal(withModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // decodeExactly decodes body into the SDK's params p and checks that the
