@@ -16,7 +16,7 @@ import (
 
 // bench1716 is the default pipeline's output for conversation-1716's
 // active path, as the worker would answer an inference request.
-func bench1716(b *testing.B) []enginecore.Message {
+func bench1716(b testing.TB) []enginecore.Message {
 	type benchCase struct {
 		Input struct {
 			Messages      json.RawMessage `json:"messages"`

@@ -28,6 +28,7 @@ type Option func(*options)
 type options struct {
 	maxTokens int
 	budget    *Budget
+	cache     *CacheBreakpoints
 }
 
 // WithBudget drops the oldest turns that do not fit in b (see Budget);
@@ -53,6 +54,11 @@ func Build(msgs []enginecore.Message, f Format, opts ...Option) (*Request, error
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.cache != nil {
+		if err := o.cache.Check(); err != nil {
+			return nil, err
+		}
+	}
 	if f == FormatRaw {
 		return &Request{Format: f, Messages: msgs}, nil
 	}
@@ -76,6 +82,9 @@ func Build(msgs []enginecore.Message, f Format, opts ...Option) (*Request, error
 		r.Body = responsesBody(turns)
 	case FormatAnthropic:
 		r.Body = anthropicBody(turns, o)
+		if o.cache != nil {
+			markCache(r.Body, *o.cache)
+		}
 	case FormatGemini:
 		r.Body = geminiBody(turns)
 	default:

@@ -173,6 +173,11 @@ func checkAnthropic(req map[string]any) error {
 	for _, tl := range list(req["tools"]) {
 		declared[str(obj(tl)["name"])] = true
 	}
+	if n, err := cacheBreakpoints(req); err != nil {
+		return err
+	} else if n > 4 {
+		return fmt.Errorf("a maximum of 4 blocks with cache_control may be provided. Found %d", n)
+	}
 	msgs := list(req["messages"])
 	if len(msgs) == 0 || str(obj(msgs[0])["role"]) != "user" {
 		return fmt.Errorf("messages: first message must use the user role")
@@ -340,4 +345,45 @@ func toAny[T any](l []T) []any {
 		_ = json.Unmarshal(b, &out[i])
 	}
 	return out
+}
+
+// cacheBreakpoints counts an Anthropic request's cache_control markers and
+// checks each.
+func cacheBreakpoints(req map[string]any) (int, error) {
+	n := 0
+	check := func(where string, b any) error {
+		cc, present := obj(b)["cache_control"]
+		if !present {
+			return nil
+		}
+		n++
+		c := obj(cc)
+		if str(c["type"]) != "ephemeral" {
+			return fmt.Errorf("%s.cache_control.type: want ephemeral", where)
+		}
+		if ttl := str(c["ttl"]); ttl != "" && ttl != "5m" && ttl != "1h" {
+			return fmt.Errorf("%s.cache_control.ttl: %q", where, ttl)
+		}
+		return nil
+	}
+	for i, b := range list(req["tools"]) {
+		if err := check(fmt.Sprintf("tools[%d]", i), b); err != nil {
+			return 0, err
+		}
+	}
+	if sys, ok := req["system"].([]any); ok {
+		for i, b := range sys {
+			if err := check(fmt.Sprintf("system[%d]", i), b); err != nil {
+				return 0, err
+			}
+		}
+	}
+	for i, m := range list(req["messages"]) {
+		for j, b := range list(obj(m)["content"]) {
+			if err := check(fmt.Sprintf("messages[%d].content[%d]", i, j), b); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
 }

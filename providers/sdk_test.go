@@ -30,11 +30,20 @@ func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 	outputs := corpus(t)
 	srv := fakeProvider(t)
 	send := sdkChecks(t, srv)
+	type variant struct {
+		f    providers.Format
+		opts []providers.Option
+	}
+	cached := providers.WithCacheBreakpoints(providers.CacheBreakpoints{System: true, Tools: true, LastUserTurns: 3, TTL: "1h"})
 	accepted, total := 0, 0
-	for _, f := range []providers.Format{providers.FormatOpenAIChat, providers.FormatOpenAIResponses, providers.FormatAnthropic, providers.FormatGemini} {
+	for _, v := range []variant{
+		{providers.FormatOpenAIChat, nil}, {providers.FormatOpenAIResponses, nil}, {providers.FormatAnthropic, nil},
+		{providers.FormatGemini, nil}, {providers.FormatAnthropic, []providers.Option{cached}},
+	} {
+		f := v.f
 		for _, o := range outputs {
 			total++
-			r, err := providers.Build(o.messages, f)
+			r, err := providers.Build(o.messages, f, v.opts...)
 			if err != nil {
 				t.Errorf("%s %s: %v", f, o.name, err)
 				continue
@@ -47,7 +56,7 @@ func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 			accepted++
 		}
 	}
-	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats)", accepted, total, len(outputs))
+	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats and anthropic.messages with cache breakpoints)", accepted, total, len(outputs))
 }
 
 // sdkChecks returns, for each format, a check of a request body (with its

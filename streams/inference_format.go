@@ -24,6 +24,9 @@ func decodeFormat(data map[string]any, req *InferenceRequest) *RejectError {
 		return reject(CodeBadData, "data.format: %v", err)
 	}
 	req.Format = string(f)
+	if rej := decodeCache(data, req); rej != nil {
+		return rej
+	}
 	v, present := data["budget"]
 	if !present || v == nil {
 		return nil
@@ -61,6 +64,41 @@ func decodeFormat(data map[string]any, req *InferenceRequest) *RejectError {
 		return reject(CodeBadData, "data.%v", err)
 	}
 	req.Budget = b
+	return nil
+}
+
+// decodeCache reads an inference request's cache breakpoints.
+func decodeCache(data map[string]any, req *InferenceRequest) *RejectError {
+	v, present := data["cache"]
+	if !present || v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return reject(CodeBadData, "data.cache must be an object")
+	}
+	c := &providers.CacheBreakpoints{}
+	for name, dst := range map[string]*bool{"system": &c.System, "tools": &c.Tools} {
+		if x, present := obj[name]; present && x != nil {
+			if *dst, ok = x.(bool); !ok {
+				return reject(CodeBadData, "data.cache.%s must be a boolean", name)
+			}
+		}
+	}
+	if x, present := obj["lastUserTurns"]; present && x != nil {
+		if c.LastUserTurns, ok = toInt(x); !ok {
+			return reject(CodeBadData, "data.cache.lastUserTurns must be an integer")
+		}
+	}
+	if x, present := obj["ttl"]; present && x != nil {
+		if c.TTL, ok = x.(string); !ok {
+			return reject(CodeBadData, "data.cache.ttl must be a string")
+		}
+	}
+	if err := c.Check(); err != nil {
+		return reject(CodeBadData, "data.%v", err)
+	}
+	req.Cache = c
 	return nil
 }
 
@@ -129,6 +167,9 @@ func (w *Worker) modelRequest(msgs []enginecore.Message, req InferenceRequest) (
 		return nil, err
 	}
 	var opts []providers.Option
+	if req.Cache != nil {
+		opts = append(opts, providers.WithCacheBreakpoints(*req.Cache))
+	}
 	if b := req.Budget; b != nil {
 		var counter providers.Counter
 		if b.Encoding != "" {

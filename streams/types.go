@@ -115,6 +115,9 @@ type InferenceRequest struct {
 	Format string `json:"format,omitempty"`
 	// Budget bounds the context by tokens; not for raw.
 	Budget *TokenBudget `json:"budget,omitempty"`
+	// Cache marks prompt-cache breakpoints in an anthropic.messages
+	// request; other formats ignore it.
+	Cache *providers.CacheBreakpoints `json:"cache,omitempty"`
 }
 
 // TokenBudget is an inference request's token budget (providers.Budget).

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 
+	"github.com/convstream/convstream/providers"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -12,6 +13,7 @@ type formatFlags struct {
 	format                        string
 	maxTokens, reserve, keepTurns int
 	encoding                      string
+	cache                         providers.CacheBreakpoints
 }
 
 func (f *formatFlags) register(fs *flag.FlagSet, defaultFormat, defaultUsage string) {
@@ -20,6 +22,19 @@ func (f *formatFlags) register(fs *flag.FlagSet, defaultFormat, defaultUsage str
 	fs.IntVar(&f.reserve, "reserve", 0, "with --max-tokens: tokens kept free for the reply (also anthropic.messages' max_tokens)")
 	fs.IntVar(&f.keepTurns, "keep-turns", 0, "with --max-tokens: the last turns kept whatever they cost (default 1)")
 	fs.StringVar(&f.encoding, "encoding", "", "with --max-tokens: count tokens exactly with o200k_base or cl100k_base (default: an estimate)")
+	fs.BoolVar(&f.cache.System, "cache-system", false, "anthropic.messages: a prompt-cache breakpoint on the system prompt")
+	fs.BoolVar(&f.cache.Tools, "cache-tools", false, "anthropic.messages: a prompt-cache breakpoint on the tools")
+	fs.IntVar(&f.cache.LastUserTurns, "cache-last-user-turns", 0, "anthropic.messages: prompt-cache breakpoints on this many of the last user turns")
+	fs.StringVar(&f.cache.TTL, "cache-ttl", "", "anthropic.messages: the breakpoints' cache lifetime, 5m (default) or 1h")
+}
+
+// cacheBreakpoints returns the breakpoints the flags ask for, or nil.
+func (f *formatFlags) cacheBreakpoints() *providers.CacheBreakpoints {
+	if f.cache == (providers.CacheBreakpoints{}) {
+		return nil
+	}
+	c := f.cache
+	return &c
 }
 
 // budget returns the token budget the flags ask for, or nil.

@@ -24,6 +24,9 @@ func buildRequest(msgs []enginecore.Message, ff formatFlags) (*providers.Request
 		return nil, err
 	}
 	var opts []providers.Option
+	if c := ff.cacheBreakpoints(); c != nil {
+		opts = append(opts, providers.WithCacheBreakpoints(*c))
+	}
 	if b := ff.budget(); b != nil {
 		budget := providers.Budget{MaxTokens: b.MaxTokens, Reserve: b.Reserve, KeepTurns: b.KeepTurns}
 		if b.Encoding != "" {
@@ -120,7 +123,7 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 	}
 
 	var out any = res
-	if ff.format != string(providers.FormatRaw) || ff.budget() != nil {
+	if ff.format != string(providers.FormatRaw) || ff.budget() != nil || ff.cacheBreakpoints() != nil {
 		built, err := buildRequest(res.Messages, ff)
 		if err != nil {
 			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
