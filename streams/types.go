@@ -138,8 +138,8 @@ type TokenBudget struct {
 // InferenceContext is the data of TypeInferenceContext: the pipeline's
 // output for one request.
 type InferenceContext struct {
-	RequestID      string               `json:"requestId"`
-	ConversationID string               `json:"conversationId"`
+	RequestID      string `json:"requestId"`
+	ConversationID string `json:"conversationId"`
 	// Messages are the context as OpenAI Chat Completions messages, or for
 	// Format raw the pipeline's output unchanged.
 	Messages []enginecore.Message `json:"messages"`
@@ -150,11 +150,11 @@ type InferenceContext struct {
 	Request map[string]any `json:"request,omitempty"`
 	// Usage is what the token budget counted and dropped; absent without
 	// one.
-	Usage    *providers.Usage `json:"usage,omitempty"`
-	Metadata map[string]any   `json:"metadata"`
-	Stats          enginecore.Stats     `json:"stats"`
-	IsAborted      bool                 `json:"isAborted"`
-	AbortReason    string               `json:"abortReason"`
+	Usage       *providers.Usage `json:"usage,omitempty"`
+	Metadata    map[string]any   `json:"metadata"`
+	Stats       enginecore.Stats `json:"stats"`
+	IsAborted   bool             `json:"isAborted"`
+	AbortReason string           `json:"abortReason"`
 	// Pipeline, LeafID and Version say what was run on what: the spec, the
 	// leaf (empty for the active path) and the snapshot version read.
 	Pipeline string `json:"pipeline"`
