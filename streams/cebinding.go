@@ -181,11 +181,11 @@ var errNotCloudEvent = errors.New("neither a structured (content-type applicatio
 // in either content mode, and validates it.
 func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	m := newNATSMessage(h, payload)
-	if m.ReadEncoding() == binding.EncodingUnknown {
-		return nil, errNotCloudEvent
-	}
 	if m.badHeader != "" {
 		return nil, &attrError{attr: strings.TrimPrefix(m.badHeader, headerPrefix), msg: "malformed percent-encoding (a % not followed by two hex digits)"}
+	}
+	if m.ReadEncoding() == binding.EncodingUnknown {
+		return nil, errNotCloudEvent
 	}
 	if m.format == format.JSON {
 		if err := checkEnvelopeNames(m.body); err != nil {
@@ -275,16 +275,15 @@ func checkEnvelopeNames(body []byte) error {
 				return nil // unterminated: the parser refuses it
 			}
 			if depth == 1 && isNameColon(body[end+1:]) {
-				written := body[i+1 : end]
-				decoded := written
-				if bytes.IndexByte(written, '\\') >= 0 {
+				decoded := body[i+1 : end]
+				if bytes.IndexByte(decoded, '\\') >= 0 {
 					var s string
 					if json.Unmarshal(body[i:end+1], &s) != nil {
 						return nil // the parser refuses it
 					}
 					decoded = []byte(s)
 				}
-				if w.key(written, decoded) != nil {
+				if w.key(decoded) != nil {
 					return &attrError{attr: string(decoded), msg: "attribute given twice"}
 				}
 			}

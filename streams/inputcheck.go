@@ -81,14 +81,14 @@ func (w *dataWalk) close() {
 	}
 }
 
-// key records the key of the member now read in the innermost object
-// (decoded: its escapes resolved) and refuses one the object already has:
+// key records the key of the member now read in the innermost object,
+// its escapes resolved, and refuses one the object already has:
 // JSON leaves duplicate names undefined (RFC 8259 §4; I-JSON, RFC 7493,
 // forbids them), decoders keep the first or the last, and so consumers of
 // the same event would disagree on what it says.
-func (w *dataWalk) key(written, decoded []byte) error {
+func (w *dataWalk) key(decoded []byte) error {
 	f := &w.frames[len(w.frames)-1]
-	f.key = written
+	f.key = decoded
 	if f.seen != nil {
 		if _, dup := f.seen[string(decoded)]; dup {
 			return w.fault("duplicate key")
@@ -175,9 +175,8 @@ func isIdentifier(k []byte) bool {
 // or an object with a key twice, before it is decoded. It does not
 // validate the syntax: the decoder does. Its faults are *dataError.
 func checkJSONData(raw []byte) error {
-	if !utf8.Valid(raw) {
-		return &dataError{msg: "invalid UTF-8"}
-	}
+	// Text that is not UTF-8 is walked string by string to name where.
+	valid := utf8.Valid(raw)
 	var w dataWalk
 	expectKey := false // the next string is an object's key
 	for i := 0; i < len(raw); i++ {
@@ -188,8 +187,13 @@ func checkJSONData(raw []byte) error {
 				return w.fault(err.Error())
 			}
 			if expectKey && len(w.frames) > 0 {
-				written := raw[i+1 : end]
-				decoded := written
+				w.frames[len(w.frames)-1].key = nil // the path is the object's
+			}
+			if !valid && !utf8.Valid(raw[i+1:end]) {
+				return w.fault("invalid UTF-8")
+			}
+			if expectKey && len(w.frames) > 0 {
+				decoded := raw[i+1 : end]
 				if !plain {
 					var s string
 					if json.Unmarshal(raw[i:end+1], &s) != nil {
@@ -197,7 +201,7 @@ func checkJSONData(raw []byte) error {
 					}
 					decoded = []byte(s)
 				}
-				if err := w.key(written, decoded); err != nil {
+				if err := w.key(decoded); err != nil {
 					return err
 				}
 				expectKey = false
@@ -218,6 +222,9 @@ func checkJSONData(raw []byte) error {
 			}
 			w.next()
 		}
+	}
+	if !valid {
+		return &dataError{msg: "invalid UTF-8"}
 	}
 	return nil
 }
@@ -375,6 +382,14 @@ func checkMsgpackData(b []byte) error {
 		if err != nil {
 			return err
 		}
+		if isKey {
+			w.frames[top-1].key = nil // the path is the map's
+			if !isStr {
+				// msgpack's decoder would read some as strings ("" for
+				// nil); JSON, and so the schemas, have only string keys.
+				return w.fault("a map key must be a string")
+			}
+		}
 		if container {
 			if err := need(items); err != nil {
 				return err
@@ -392,9 +407,8 @@ func checkMsgpackData(b []byte) error {
 		if isStr && !utf8.Valid(b[pos:pos+int(skip)]) {
 			return w.fault(fmt.Sprintf("invalid UTF-8 in the string at byte %d", pos))
 		}
-		if isStr && isKey {
-			k := b[pos : pos+int(skip)]
-			if err := w.key(k, k); err != nil {
+		if isKey {
+			if err := w.key(b[pos : pos+int(skip)]); err != nil {
 				return err
 			}
 		}
