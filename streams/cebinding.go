@@ -259,7 +259,8 @@ func checkEnvelope(ev *event.Event) error {
 // stream may keep the first (see dataWalk.key). Only the top level is
 // read here; the data is checked as data.
 func checkEnvelopeNames(body []byte) error {
-	var w dataWalk
+	w := getDataWalk()
+	defer putDataWalk(w)
 	depth := 0
 	for i := 0; i < len(body); i++ {
 		switch body[i] {

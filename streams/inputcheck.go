@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -64,6 +65,23 @@ type dataFrame struct {
 type dataWalk struct {
 	frames []dataFrame
 	keys   [][]byte
+}
+
+// walks keeps dataWalks for reuse: a walk's levels and keys take no
+// allocation once its slices have grown to what events need (each new
+// one cost an event five, BenchmarkDecodeAppend).
+var walks = sync.Pool{New: func() any { return new(dataWalk) }}
+
+// getDataWalk returns an empty walk; putDataWalk gives it back.
+func getDataWalk() *dataWalk { return walks.Get().(*dataWalk) }
+
+// putDataWalk gives back a walk, forgetting the keys and maps it held so
+// that it keeps no event's memory alive.
+func putDataWalk(w *dataWalk) {
+	clear(w.frames[:cap(w.frames)])
+	clear(w.keys[:cap(w.keys)])
+	w.frames, w.keys = w.frames[:0], w.keys[:0]
+	walks.Put(w)
 }
 
 // smallObject is how many keys an object's duplicates are looked for by
@@ -177,7 +195,8 @@ func isIdentifier(k []byte) bool {
 func checkJSONData(raw []byte) error {
 	// Text that is not UTF-8 is walked string by string to name where.
 	valid := utf8.Valid(raw)
-	var w dataWalk
+	w := getDataWalk()
+	defer putDataWalk(w)
 	expectKey := false // the next string is an object's key
 	for i := 0; i < len(raw); i++ {
 		switch c := raw[i]; c {
@@ -290,7 +309,8 @@ func hex4(raw []byte, i int) (rune, bool) {
 func checkMsgpackData(b []byte) error {
 	pending := []uint64{1} // values still to read at each open level
 	total := []uint64{1}   // values each open level holds
-	var w dataWalk         // the open levels but the first
+	w := getDataWalk()     // the open levels but the first
+	defer putDataWalk(w)
 	pos := 0
 	need := func(n uint64) error {
 		if n > uint64(len(b)-pos) {
