@@ -62,14 +62,15 @@ func TestCanonicalAppend(t *testing.T) {
 
 	// What validate refuses stays refused, with the general way's reason.
 	for data, code := range map[string]string{
-		`{"id":"","role":"user"}`:              CodeMissingID,
-		`{"id":"a\u0000b","role":"user"}`:      CodeInvalidData,
-		`{"id":"a","parentId":"p\u0007"}`:      CodeInvalidData,
-		`{"role":"user"}`:                      CodeMissingID,
-		`{"id":5,"role":"user"}`:               CodeMissingID,
-		`{"id":"a","role":"user","id":"b"}`:    "",
-		`{"role":"user","id":"a","id":"b"}`:    "",
-		`{"b":1,"id":"x","b":2,"role":"user"}`: "",
+		`{"id":"","role":"user"}`:         CodeMissingID,
+		`{"id":"a\u0000b","role":"user"}`: CodeInvalidData,
+		`{"id":"a","parentId":"p\u0007"}`: CodeInvalidData,
+		`{"role":"user"}`:                 CodeMissingID,
+		`{"id":5,"role":"user"}`:          CodeMissingID,
+		// Duplicate keys are refused (TestNineShapes).
+		`{"id":"a","role":"user","id":"b"}`:    CodeBadData,
+		`{"role":"user","id":"a","id":"b"}`:    CodeBadData,
+		`{"b":1,"id":"x","b":2,"role":"user"}`: CodeBadData,
 		// In the stored form, but nested beyond MaxDataDepth.
 		`{"id":"a","x":` + strings.Repeat("[", MaxDataDepth+1) + strings.Repeat("]", MaxDataDepth+1) + `}`: CodeBadData,
 		// Deeper than the fast path follows, within MaxDataDepth.

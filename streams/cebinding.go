@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"mime"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cloudevents/sdk-go/v2/binding"
 	"github.com/cloudevents/sdk-go/v2/binding/format"
@@ -57,6 +58,9 @@ type natsMessage struct {
 	body    []byte
 	format  format.Format
 	version spec.Version
+	// badHeader is the first ce-* header whose value is not valid
+	// percent-encoding; DecodeEvent refuses the message for it.
+	badHeader string
 }
 
 var (
@@ -78,7 +82,10 @@ func newNATSMessage(h nats.Header, body []byte) *natsMessage {
 		k = strings.ToLower(k)
 		v := vs[0]
 		if strings.HasPrefix(k, headerPrefix) {
-			v = percentDecode(v)
+			var ok bool
+			if v, ok = percentDecode(v); !ok && (m.badHeader == "" || k < m.badHeader) {
+				m.badHeader = k
+			}
 		}
 		m.header[k] = v
 	}
@@ -174,8 +181,16 @@ var errNotCloudEvent = errors.New("neither a structured (content-type applicatio
 // in either content mode, and validates it.
 func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	m := newNATSMessage(h, payload)
+	if m.badHeader != "" {
+		return nil, &attrError{attr: strings.TrimPrefix(m.badHeader, headerPrefix), msg: "malformed percent-encoding (a % not followed by two hex digits)"}
+	}
 	if m.ReadEncoding() == binding.EncodingUnknown {
 		return nil, errNotCloudEvent
+	}
+	if m.format == format.JSON {
+		if err := checkEnvelopeNames(m.body); err != nil {
+			return nil, err
+		}
 	}
 	ev, err := toEvent(m)
 	if err != nil {
@@ -196,7 +211,94 @@ func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	if hasControl(ev.ID()) {
 		return nil, fmt.Errorf("id %q holds control characters", ev.ID())
 	}
+	if err := checkEnvelope(ev); err != nil {
+		return nil, err
+	}
 	return ev, nil
+}
+
+// attrError is a fault of one attribute of an event's envelope; decode
+// names the attribute in the rejection (RejectError.Path).
+type attrError struct {
+	attr string
+	msg  string
+}
+
+func (e *attrError) Error() string { return e.attr + ": " + e.msg }
+
+// checkEnvelope refuses what schemas/cloudevent.json does not admit and
+// the SDK reads anyway: another specversion than 1.0 (the SDK reads 0.3,
+// whose attributes differ), and attributes that are not Unicode text (a
+// binary-mode header may percent-encode any byte; JSON writes what it
+// cannot encode as U+FFFD, so such an attribute would not survive being
+// passed on).
+func checkEnvelope(ev *event.Event) error {
+	if v := ev.SpecVersion(); v != event.CloudEventsVersionV1 {
+		return &attrError{attr: "specversion", msg: fmt.Sprintf("must be %q, not %q", event.CloudEventsVersionV1, v)}
+	}
+	for _, a := range [...]struct{ name, v string }{
+		{"id", ev.ID()}, {"source", ev.Source()}, {"type", ev.Type()}, {"subject", ev.Subject()},
+		{"dataschema", ev.DataSchema()}, {"datacontenttype", ev.DataContentType()},
+	} {
+		if !utf8.ValidString(a.v) {
+			return &attrError{attr: a.name, msg: "invalid UTF-8"}
+		}
+	}
+	if c, ok := ev.Context.(*event.EventContextV1); ok {
+		for name, v := range c.Extensions {
+			if s, ok := v.(string); ok && !utf8.ValidString(s) {
+				return &attrError{attr: name, msg: "invalid UTF-8"}
+			}
+		}
+	}
+	return nil
+}
+
+// checkEnvelopeNames refuses a JSON event format whose object names an
+// attribute twice: the SDK keeps the last, another reader of the events
+// stream may keep the first (see dataWalk.key). Only the top level is
+// read here; the data is checked as data.
+func checkEnvelopeNames(body []byte) error {
+	w := getDataWalk()
+	defer putDataWalk(w)
+	depth := 0
+	for i := 0; i < len(body); i++ {
+		switch body[i] {
+		case '{', '[':
+			if depth++; depth == 1 {
+				w.open(true)
+			}
+		case '}', ']':
+			depth--
+		case '"':
+			end := stringEnd(body, i)
+			if end == len(body) {
+				return nil // unterminated: the parser refuses it
+			}
+			if depth == 1 && isNameColon(body[end+1:]) {
+				decoded := body[i+1 : end]
+				if bytes.IndexByte(decoded, '\\') >= 0 {
+					var s string
+					if json.Unmarshal(body[i:end+1], &s) != nil {
+						return nil // the parser refuses it
+					}
+					decoded = []byte(s)
+				}
+				if w.key(decoded) != nil {
+					return &attrError{attr: string(decoded), msg: "attribute given twice"}
+				}
+			}
+			i = end
+		}
+	}
+	return nil
+}
+
+// isNameColon reports whether rest, what follows a string, starts with a
+// colon after any white space: the string was a name.
+func isNameColon(rest []byte) bool {
+	rest = bytes.TrimLeft(rest, " \t\r\n")
+	return len(rest) > 0 && rest[0] == ':'
 }
 
 // toEvent is binding.ToEvent, but reads the JSON event format itself with
@@ -305,23 +407,29 @@ func percentEncode(s string) string {
 	return b.String()
 }
 
-// percentDecode reverses percentEncode; malformed escapes are kept as they are.
-func percentDecode(s string) string {
+// percentDecode reverses percentEncode. ok is false when s holds a '%'
+// not followed by two hex digits, which is kept as it is: a publisher that
+// sent it meant something percentEncode cannot have written.
+func percentDecode(s string) (_ string, ok bool) {
 	if !strings.Contains(s, "%") {
-		return s
+		return s, true
 	}
+	ok = true
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {
-		if s[i] == '%' && i+2 < len(s) {
-			if hi, lo := unhex(s[i+1]), unhex(s[i+2]); hi >= 0 && lo >= 0 {
-				b.WriteByte(byte(hi<<4 | lo))
-				i += 2
-				continue
+		if s[i] == '%' {
+			if i+2 < len(s) {
+				if hi, lo := unhex(s[i+1]), unhex(s[i+2]); hi >= 0 && lo >= 0 {
+					b.WriteByte(byte(hi<<4 | lo))
+					i += 2
+					continue
+				}
 			}
+			ok = false
 		}
 		b.WriteByte(s[i])
 	}
-	return b.String()
+	return b.String(), ok
 }
 
 func unhex(c byte) int {

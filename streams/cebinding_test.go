@@ -109,12 +109,12 @@ func TestPercentCoding(t *testing.T) {
 				t.Errorf("%q encodes to %q", s, enc)
 			}
 		}
-		if dec := percentDecode(enc); dec != s {
-			t.Errorf("%q → %q → %q", s, enc, dec)
+		if dec, ok := percentDecode(enc); dec != s || !ok {
+			t.Errorf("%q → %q → %q (%v)", s, enc, dec, ok)
 		}
 	}
-	if got := percentDecode("50%zz%4"); got != "50%zz%4" {
-		t.Errorf("malformed escapes changed: %q", got)
+	if got, ok := percentDecode("50%zz%4"); got != "50%zz%4" || ok {
+		t.Errorf("malformed escapes: %q, ok %v", got, ok)
 	}
 }
 

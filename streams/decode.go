@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"errors"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -53,6 +54,11 @@ func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
 	case !ok:
 		d.decodeErr = reject(CodeBadSubject, "subject %q does not end in a conversation id matching [A-Za-z0-9_-]{1,128}", d.subject)
 	case err != nil:
+		var ae *attrError
+		if errors.As(err, &ae) {
+			d.decodeErr = rejectAt(CodeNotCloudEvent, ae.attr, "%s", ae.msg)
+			break
+		}
 		d.decodeErr = reject(CodeNotCloudEvent, "not a CloudEvent: %v", err)
 	default:
 		d.event = ev

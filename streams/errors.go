@@ -49,6 +49,10 @@ type RejectError struct {
 	Code string
 	// Reason is a human-readable explanation.
 	Reason string
+	// Path names what is at fault, where one thing is: an attribute of
+	// the envelope ("specversion", "source") or a field of the data as
+	// JavaScript writes it ("data.metadata.tools[2]").
+	Path string
 	// Err is the underlying error, if any.
 	Err error
 }
@@ -62,6 +66,12 @@ func (e *RejectError) Unwrap() error { return e.Err }
 // reject returns a *RejectError with a formatted reason.
 func reject(code, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Reason: fmt.Sprintf(format, args...)}
+}
+
+// rejectAt returns a *RejectError about what is at path, its reason
+// "PATH: REASON".
+func rejectAt(code, path, format string, args ...any) *RejectError {
+	return &RejectError{Code: code, Path: path, Reason: path + ": " + fmt.Sprintf(format, args...)}
 }
 
 // rejectErr returns a *RejectError whose reason is err's text.

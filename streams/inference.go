@@ -379,7 +379,7 @@ func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, 
 // rejectInference reports a request that cannot be served: as the reply
 // and on the errors subject.
 func (w *Worker) rejectInference(ctx context.Context, r micro.Request, conv, requestID string, ev *event.Event, rej *RejectError) {
-	data := EventRejected{Subject: r.Subject(), Reason: rej.Reason, Code: rej.Code, ConversationID: conv}
+	data := EventRejected{Subject: r.Subject(), Reason: rej.Reason, Code: rej.Code, Path: rej.Path, ConversationID: conv}
 	if requestID != "" {
 		data.EventID = &requestID
 	}

@@ -31,6 +31,7 @@ func (w *Worker) rejection(next handlerFunc) handlerFunc {
 			Subject:        d.subject,
 			Reason:         re.Reason,
 			Code:           re.Code,
+			Path:           re.Path,
 			ConversationID: d.conversationID,
 			Sequence:       d.seq,
 		}

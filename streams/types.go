@@ -185,6 +185,9 @@ type EventRejected struct {
 	Reason  string `json:"reason"`
 	// Code is the reason's machine-readable form (Code constants).
 	Code string `json:"code"`
+	// Path names the attribute or data field at fault, when one is
+	// (RejectError.Path).
+	Path string `json:"path,omitempty"`
 	// Type is the refused event's type, when it has one.
 	Type string `json:"type,omitempty"`
 	// ConversationID is the conversation concerned, when known.

@@ -36,6 +36,10 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 		if errors.Is(err, errUnsupportedContentType) {
 			return rejectErr(CodeContentType, err)
 		}
+		var de *dataError
+		if errors.As(err, &de) {
+			return rejectAt(CodeBadData, dataPath(de.path), "%s", de.msg)
+		}
 		return reject(CodeBadData, "data: %v", err)
 	}
 	if id, ok := data["id"].(string); !ok || id == "" {
@@ -46,8 +50,20 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 			return reject(CodeInvalidData, "%s %q holds control characters", k, s)
 		}
 	}
+	if err := checkShape(ev.Type(), data); err != nil {
+		return err
+	}
 	d.data = data
 	return nil
+}
+
+// dataPath returns the path of a field of event data, as dataWalk.path
+// writes it ("" for the data itself), from the event.
+func dataPath(p string) string {
+	if p == "" || p[0] == '[' {
+		return "data" + p
+	}
+	return "data." + p
 }
 
 // canonicalAppend builds the message of an append whose JSON data is in the
@@ -63,6 +79,11 @@ func canonicalAppend(ev *event.Event) *conversation.Message {
 	// MaxDataDepth: what checkJSONData would refuse goes the general way.
 	text, ok := conversation.CanonicalJSON(nil, ev.Data())
 	if !ok {
+		return nil
+	}
+	// Fields of a type the schema does not give them go the general way
+	// too, which names them in its rejection.
+	if !appendShapeOK(text) {
 		return nil
 	}
 	m, err := conversation.NewMessageCanonical(text)
