@@ -30,6 +30,10 @@ export interface EventRejectedV1 {
     | "unknown_pipeline"
     | "internal"
     | "too_deep";
+  /**
+   * The envelope attribute (specversion, source) or data field (data.parentId, data.metadata.tools[2]) at fault, when one is.
+   */
+  path?: string;
   type?: string;
   conversationId?: ConversationId;
   sequence?: number;

@@ -28,6 +28,16 @@ export interface InferenceRequestedV1 {
    */
   format?: "openai.chat" | "openai.responses" | "anthropic.messages" | "gemini" | "raw";
   /**
+   * Prompt-cache breakpoints (cache_control) of an anthropic.messages request, at most four: tools, then system, then the last user turns; other formats ignore it.
+   */
+  cache?: {
+    system?: boolean;
+    tools?: boolean;
+    lastUserTurns?: number;
+    ttl?: "5m" | "1h";
+    [k: string]: unknown;
+  };
+  /**
    * A token budget for the context; not with format raw.
    */
   budget?: {
