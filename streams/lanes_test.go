@@ -43,7 +43,7 @@ func TestLaneTry(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the lane running the first task", func() bool { return len(ls.all[0].tasks) == 0 })
+	waitFor(t, 5*time.Second, "the lane running the first task", func() bool { return ls.all[0].queue.len() == 0 })
 	if !ls.try(0, func() {}) {
 		t.Fatal("try on an empty queue: not queued")
 	}

@@ -61,7 +61,7 @@ func defaultConfig() config {
 		cacheIdle:          DefaultCacheIdle,
 		cacheTTL:           DefaultCacheTTL,
 		consumer:           "convstream-worker",
-		ackWait:            time.Minute,
+		ackWait:            DefaultAckWait,
 		source:             "urn:convstream:worker",
 		logger:             slog.New(slog.DiscardHandler),
 		tracerProvider:     tracenoop.NewTracerProvider(),

@@ -138,7 +138,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
-	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", time.Minute, "time before JetStream redelivers an unacknowledged event")
+	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", streams.DefaultAckWait, "time before JetStream redelivers an event a worker neither acknowledged nor reported in progress (a dead worker's events wait this long)")
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
 	o.headsFrom = streams.DefaultHeadsConfirmedFrom
