@@ -18,7 +18,7 @@ import (
 // (TestFailoverWithinSeconds, BenchmarkFailover). Events a live worker
 // holds longer — queued behind a busy conversation, parked for a load,
 // awaiting a store — are kept from redelivery by inProgress.
-const DefaultAckWait = 4 * time.Second
+const DefaultAckWait = 3 * time.Second
 
 // inProgress is the events a worker holds unacknowledged, by the subject
 // their acknowledgement goes to, with how many beats ago each was taken.

@@ -2,6 +2,7 @@ package streams
 
 import (
 	"sync"
+	"time"
 )
 
 // A lane used to take everything from one channel, in order: the events
@@ -55,12 +56,17 @@ type convEvents struct {
 	events ring[queuedEvent]
 }
 
-// queuedEvent is an event queued on a lane: what runs it, its size
-// against inboxBound, and how many barriers were posted before it.
+// queuedEvent is an event queued on a lane: what runs it, told how long
+// the event waited behind earlier events of its key; its size against
+// inboxBound; how many barriers were posted before it; and when it was
+// queued, or, queued behind others of its key, when it came first.
 type queuedEvent struct {
-	run   func()
+	run   func(behind time.Duration)
 	size  int
 	after uint64
+	// queued is when the event was queued; first when it became the first
+	// of its key (zero: it was first when queued).
+	queued, first time.Time
 }
 
 func newLaneQueue(depth int) *laneQueue {
@@ -109,6 +115,7 @@ func (q *laneQueue) addEvent(key string, e queuedEvent) bool {
 		q.turns.push(c)
 	}
 	e.after = q.posted
+	e.queued = time.Now()
 	c.events.push(e)
 	q.before[e.after]++
 	q.events++
@@ -140,6 +147,7 @@ func (q *laneQueue) close() {
 // for the events queued before it, and the events queued after it for
 // the barrier.
 func (q *laneQueue) next() (fn func(), e queuedEvent, ok bool) {
+	var behind time.Duration
 	for {
 		q.mu.Lock()
 		task := len(q.tasks) > 0 && (q.tasks[0].barrier == 0 || q.before[q.ran] == 0)
@@ -163,7 +171,10 @@ func (q *laneQueue) next() (fn func(), e queuedEvent, ok bool) {
 			e = q.takeEvent()
 			q.preferTask = true
 			q.mu.Unlock()
-			return e.run, e, true
+			if !e.first.IsZero() {
+				behind = e.first.Sub(e.queued)
+			}
+			return func() { e.run(behind) }, e, true
 		}
 		done := q.closed && len(q.tasks) == 0 && q.events == 0
 		q.mu.Unlock()
@@ -189,6 +200,7 @@ func (q *laneQueue) takeEvent() queuedEvent {
 		if c.events.len() == 0 {
 			delete(q.convs, c.key)
 		} else {
+			c.events.items[c.events.head].first = time.Now()
 			q.turns.push(c)
 		}
 		q.before[e.after]--

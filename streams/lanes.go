@@ -197,10 +197,10 @@ func (ls *lanes) barrier(l *lane, fn func()) error {
 
 // enqueue queues fn, which runs an event of size bytes, on l behind the
 // events of the same key (a conversation id, or the subject when there is
-// no usable id). It waits only while the events queued on all the lanes
+// no usable id); fn is told how long the event waited behind them. It waits only while the events queued on all the lanes
 // weigh inboxBound or more, and fails when ctx ends first or the lanes are
 // closed.
-func (ls *lanes) enqueue(ctx context.Context, l *lane, key string, size int, fn func()) error {
+func (ls *lanes) enqueue(ctx context.Context, l *lane, key string, size int, fn func(behind time.Duration)) error {
 	weight := eventWeight(size)
 	for ls.inbox.Load() >= inboxBound {
 		// Polled as well: room holds one token, and dispatchers of several

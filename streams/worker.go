@@ -256,19 +256,24 @@ func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 		key = id
 	}
 	l := w.lanes.pick(key)
-	if err := w.lanes.enqueue(ctx, l, key, len(m.Data()), func() { w.handle(ctx, l, m) }); err != nil {
+	if err := w.lanes.enqueue(ctx, l, key, len(m.Data()), func(behind time.Duration) {
+		w.handle(ctx, l, m, behind)
+	}); err != nil {
 		w.settled(m)
 		_ = m.Nak()
 	}
 }
 
-// handle runs one message through the handler and settles it.
-func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
+// handle runs one message through the handler and settles it; behind is
+// how long it waited on the lane behind earlier events of its
+// conversation.
+func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind time.Duration) {
 	if w.handBackStale(m) {
 		return
 	}
 	d := w.decode(m)
 	d.lane = l
+	d.behind = behind
 	w.process(ctx, l, d)
 }
 
