@@ -137,7 +137,7 @@ func TestHotConversationDoesNotHoldOthers(t *testing.T) {
 	ns := startServer(t, "")
 	nc := connect(t, ns)
 	startWorker(t, nc)
-	c := newClient(t, nc)
+	c := newClient(t, connect(t, ns)) // not the worker's connection, as in production
 	const msgs, updates = 4_000, 1_500
 	hotLast := hotConversation(t, c, "hot", msgs, updates)
 	sent := time.Now()
