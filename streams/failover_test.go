@@ -76,7 +76,7 @@ func TestLongWorkIsNotRedelivered(t *testing.T) {
 	startWorker(t, nc, WithAckWait(ackWait), WithLanes(1))
 	c := newClient(t, nc)
 	began := time.Now()
-	last := hotConversation(t, c, "hot", 2_000, 1_000)
+	last := hotConversation(t, c, "hot", 3_000, 2_000)
 	waitVersion(t, c, "hot", last, 5*time.Minute)
 	t.Logf("the backlog took %v against an ack wait of %v", time.Since(began), ackWait)
 	checkNoRedeliveries(t, c)

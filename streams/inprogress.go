@@ -86,18 +86,6 @@ func (p *inProgress) settled(a pendingAck) {
 	s.mu.Unlock()
 }
 
-// held returns how many events are held.
-func (p *inProgress) held() int {
-	n := 0
-	for i := range p.shards {
-		s := &p.shards[i]
-		s.mu.Lock()
-		n += len(s.held)
-		s.mu.Unlock()
-	}
-	return n
-}
-
 // run beats every period until stopped.
 func (p *inProgress) run(ctx context.Context, period time.Duration) {
 	defer close(p.done)
