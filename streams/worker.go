@@ -77,19 +77,19 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	w := &Worker{
-		nc:       nc,
-		js:       js,
-		cfg:      cfg,
-		tracer:   cfg.tracerProvider.Tracer(instrumentationName),
-		traced:   traced(cfg.tracerProvider),
-		metrics:  ins,
-		writers:  newWriters(),
-		cpSlots:  make(chan struct{}, checkpointsInFlight),
-		cpQueue:  make(chan func(), cfg.checkpointsWaiting),
-		loads:    newLoadGate(cfg.loads),
-		heads:    headReader{from: cfg.headsFrom},
-		progress: newInProgress(nc),
+		nc:      nc,
+		js:      js,
+		cfg:     cfg,
+		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
+		traced:  traced(cfg.tracerProvider),
+		metrics: ins,
+		writers: newWriters(),
+		cpSlots: make(chan struct{}, checkpointsInFlight),
+		cpQueue: make(chan func(), cfg.checkpointsWaiting),
+		loads:   newLoadGate(cfg.loads),
+		heads:   headReader{from: cfg.headsFrom},
 	}
+	w.progress = newInProgress(nc)
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
