@@ -23,7 +23,7 @@ const DefaultAckWait = 3 * time.Second
 // inProgress is the events a worker holds unacknowledged, by the subject
 // their acknowledgement goes to, with how many beats ago each was taken.
 // Every beat (a quarter of the ack wait) it tells JetStream that it is
-// still working on those held a beat or more, so that none is redelivered
+// still working on those held two beats or more, so that none is redelivered
 // while the worker lives, however long it waits for its lane, its load or
 // its store (TestLongWorkIsNotRedelivered); one it settles is forgotten.
 // An event is told about within two beats of its delivery, half the ack

@@ -98,8 +98,8 @@ func (cfg cacheConfig) sweepPlan() (period time.Duration, compact, expire uint32
 	return period, epochs(cfg.idle), epochs(cfg.ttl)
 }
 
-// newLanes starts n lanes of depth queued tasks sharing the cache cfg
-// bounds.
+// newLanes starts n lanes sharing the cache cfg bounds; try queues a task
+// on a lane only while it holds fewer than depth.
 func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{}), room: make(chan struct{}, 1)}
 	// Lane i holds the share's cache i: a cache asks another to trim by
