@@ -45,6 +45,10 @@ type delivery struct {
 	delivered uint64
 	received  time.Time
 	size      int
+	// behind is how long the event waited on its lane behind earlier
+	// events of its conversation: the conversation's own backlog, which
+	// says nothing of how far behind the worker is (see observeLag).
+	behind time.Duration
 
 	conversationID string       // from the subject; "" when unusable
 	event          *event.Event // nil when the message is not a CloudEvent

@@ -11,9 +11,10 @@ import (
 
 // lane applies the work of its conversations one task at a time. A
 // conversation always maps to the same lane, so its events are applied in
-// the order they were delivered, and the lane's cache needs no lock.
+// the order they were delivered, and the lane's cache needs no lock. The
+// lane takes the events of its conversations in turns (see laneQueue).
 type lane struct {
-	tasks chan func()
+	queue *laneQueue
 	cache *lru
 	delta deltaScratch // the message of the lane's deltas (see publish)
 	clock storeClock   // the stores queued on the lane (see scheduleStore)
@@ -27,13 +28,30 @@ type lane struct {
 
 // lanes is a fixed set of lanes.
 type lanes struct {
-	seed  maphash.Seed
-	all   []*lane
-	wg    sync.WaitGroup
-	mu    sync.RWMutex // guards closed against sends
+	seed maphash.Seed
+	all  []*lane
+	wg   sync.WaitGroup
+	mu   sync.Mutex // guards close
+	// close is set by shutdown; the lanes' queues refuse work from then.
 	close bool
 	stop  chan struct{} // closed by shutdown: ends sweeping
+	// inbox is what the events queued on all the lanes weigh (see
+	// eventWeight), against inboxBound; room holds a token once it fell
+	// to half the bound or below.
+	inbox atomic.Int64
+	room  chan struct{}
 }
+
+// inboxBound bounds what the events queued on a worker's lanes weigh
+// (eventWeight) before the dispatcher waits for the lanes to take half of
+// it: the one place a busy conversation can still hold the others back,
+// when its backlog alone reaches it. The consumer's MaxAckPending bounds
+// the events a worker holds as well.
+const inboxBound = 64 << 20
+
+// eventWeight is what an event of size bytes counts for against
+// inboxBound: its data and about what the message around it holds.
+func eventWeight(size int) int64 { return int64(size) + 512 }
 
 // cacheConfig bounds what the lanes keep: conversations and bytes shared
 // among them (0 bytes: no byte limit), after how long unused a
@@ -80,10 +98,10 @@ func (cfg cacheConfig) sweepPlan() (period time.Duration, compact, expire uint32
 	return period, epochs(cfg.idle), epochs(cfg.ttl)
 }
 
-// newLanes starts n lanes of depth queued tasks sharing the cache cfg
-// bounds.
+// newLanes starts n lanes sharing the cache cfg bounds; try queues a task
+// on a lane only while it holds fewer than depth.
 func newLanes(n, depth int, cfg cacheConfig) *lanes {
-	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{})}
+	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{}), room: make(chan struct{}, 1)}
 	// Lane i holds the share's cache i: a cache asks another to trim by
 	// queuing on that lane.
 	share := newCacheShare(cfg.conversations, cfg.bytes)
@@ -92,17 +110,13 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 		share.convs = cfg.held
 	}
 	for i := range ls.all {
-		l := &lane{tasks: make(chan func(), depth), cache: share.add(cfg.total, cfg.release)}
+		l := &lane{queue: newLaneQueue(depth), cache: share.add(cfg.total, cfg.release)}
 		l.cache.quiet = cfg.quiet
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {
 			defer ls.wg.Done()
-			for t := range l.tasks {
-				l.taskStart.Store(time.Now().UnixNano())
-				t()
-				l.taskStart.Store(0)
-			}
+			ls.run(l)
 		}()
 	}
 	if period, compact, expire := cfg.sweepPlan(); period > 0 {
@@ -113,6 +127,28 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 		}()
 	}
 	return ls
+}
+
+// run runs what is queued on l until the lanes shut down and l's queue is
+// empty.
+func (ls *lanes) run(l *lane) {
+	for {
+		fn, e, ok := l.queue.next()
+		if !ok {
+			return
+		}
+		l.taskStart.Store(time.Now().UnixNano())
+		fn()
+		l.taskStart.Store(0)
+		if e.size != 0 {
+			if ls.inbox.Add(-int64(e.size)) <= inboxBound/2 {
+				select {
+				case ls.room <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
 }
 
 // sweeping queues a sweep on every lane each period until shutdown (see
@@ -140,41 +176,55 @@ func (ls *lanes) pick(key string) *lane {
 	return ls.all[maphash.String(ls.seed, key)%uint64(len(ls.all))]
 }
 
-// do queues fn on l. It fails only when ctx ends first or the lanes are
-// closed.
-func (ls *lanes) do(ctx context.Context, l *lane, fn func()) error {
-	ls.mu.RLock()
-	defer ls.mu.RUnlock()
-	if ls.close {
+// do queues fn on l, behind l's tasks but not behind its events (see
+// laneQueue). It fails only when the lanes are closed.
+func (ls *lanes) do(_ context.Context, l *lane, fn func()) error {
+	if !l.queue.addTask(fn, false, false) {
 		return ErrNotReady
 	}
-	select {
-	case l.tasks <- fn:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return nil
 }
 
-// try queues fn on lane i if its queue has room, without waiting, and
-// reports whether it did (the sweeper and the caches' trims use it). Lanes
-// call it from their tasks, so it does not wait for mu either: a shutdown
-// waiting for mu while a dispatcher holds it, blocked on this lane's full
-// queue, would wait for ever.
+// barrier queues fn on l to run after everything queued on l before it,
+// events included, and before everything queued after it. It fails only
+// when the lanes are closed.
+func (ls *lanes) barrier(l *lane, fn func()) error {
+	if !l.queue.addTask(fn, true, false) {
+		return ErrNotReady
+	}
+	return nil
+}
+
+// enqueue queues fn, which runs an event of size bytes, on l behind the
+// events of the same key (a conversation id, or the subject when there is
+// no usable id); fn is told how long the event waited behind them. It waits only while the events queued on all the lanes
+// weigh inboxBound or more, and fails when ctx ends first or the lanes are
+// closed.
+func (ls *lanes) enqueue(ctx context.Context, l *lane, key string, size int, fn func(behind time.Duration)) error {
+	weight := eventWeight(size)
+	for ls.inbox.Load() >= inboxBound {
+		// Polled as well: room holds one token, and dispatchers of several
+		// partitions may be waiting.
+		select {
+		case <-ls.room:
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	ls.inbox.Add(weight)
+	if !l.queue.addEvent(key, queuedEvent{run: fn, size: int(weight)}) {
+		ls.inbox.Add(-weight)
+		return ErrNotReady
+	}
+	return nil
+}
+
+// try queues fn on lane i if it has fewer than its depth of tasks queued,
+// and reports whether it did (the sweeper and the caches' trims use it).
+// It never waits: lanes call it from their tasks.
 func (ls *lanes) try(i int, fn func()) bool {
-	if !ls.mu.TryRLock() {
-		return false
-	}
-	defer ls.mu.RUnlock()
-	if ls.close {
-		return false
-	}
-	select {
-	case ls.all[i].tasks <- fn:
-		return true
-	default:
-		return false
-	}
+	return ls.all[i].queue.addTask(fn, false, true)
 }
 
 // call runs fn on l and waits for it. When ctx ends first, call returns
@@ -193,14 +243,15 @@ func (ls *lanes) call(ctx context.Context, l *lane, fn func()) error {
 	}
 }
 
-// callAll runs fn on every lane at once and waits for them all. When ctx
-// ends first, callAll returns its error and fn may still run later.
+// callAll runs fn on every lane at once, as a barrier (after everything
+// queued on the lane before it), and waits for them all. When ctx ends
+// first, callAll returns its error and fn may still run later.
 func (ls *lanes) callAll(ctx context.Context, fn func(l *lane)) error {
 	var errs []error
 	dones := make([]chan struct{}, 0, len(ls.all))
 	for _, l := range ls.all {
 		done := make(chan struct{})
-		if err := ls.do(ctx, l, func() { defer close(done); fn(l) }); err != nil {
+		if err := ls.barrier(l, func() { defer close(done); fn(l) }); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -235,7 +286,7 @@ func (ls *lanes) shutdown() {
 		ls.close = true
 		close(ls.stop)
 		for _, l := range ls.all {
-			close(l.tasks)
+			l.queue.close()
 		}
 	}
 	ls.mu.Unlock()

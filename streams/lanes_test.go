@@ -2,6 +2,7 @@ package streams
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -43,7 +44,7 @@ func TestLaneTry(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the lane running the first task", func() bool { return len(ls.all[0].tasks) == 0 })
+	waitFor(t, 5*time.Second, "the lane running the first task", func() bool { return ls.all[0].queue.len() == 0 })
 	if !ls.try(0, func() {}) {
 		t.Fatal("try on an empty queue: not queued")
 	}
@@ -75,5 +76,53 @@ func TestLaneTry(t *testing.T) {
 	<-stopped
 	if ls.try(0, func() {}) {
 		t.Error("try after shutdown: queued")
+	}
+}
+
+// TestLaneTakesConversationsInTurns queues a backlog of one conversation
+// and then one event of each of three others on a held lane: the others
+// run within the first turns, each conversation's events in the order
+// queued, and a barrier runs after every event queued before it and
+// before every event queued after it.
+func TestLaneTakesConversationsInTurns(t *testing.T) {
+	ls := newLanes(1, 4, cacheConfig{conversations: 10})
+	t.Cleanup(ls.shutdown)
+	l := ls.all[0]
+	release := make(chan struct{})
+	if err := ls.do(context.Background(), l, func() { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	var ran []string // only the lane appends
+	event := func(key string, i int) {
+		t.Helper()
+		name := fmt.Sprintf("%s%d", key, i)
+		if err := ls.enqueue(context.Background(), l, key, 10, func(time.Duration) { ran = append(ran, name) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		event("hot", i)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		event(k, 0)
+	}
+	if err := ls.barrier(l, func() { ran = append(ran, "barrier") }); err != nil {
+		t.Fatal(err)
+	}
+	event("a", 1)
+	event("hot", 10)
+	done := make(chan struct{})
+	if err := ls.barrier(l, func() { close(done) }); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	want := []string{"hot0", "a0", "b0", "c0", "hot1", "hot2", "hot3", "hot4", "hot5", "hot6", "hot7", "hot8", "hot9",
+		"barrier", "a1", "hot10"}
+	if fmt.Sprint(ran) != fmt.Sprint(want) {
+		t.Errorf("ran %v, want %v", ran, want)
+	}
+	if n := ls.inbox.Load(); n != 0 {
+		t.Errorf("the inbox still weighs %d", n)
 	}
 }

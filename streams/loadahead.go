@@ -166,6 +166,7 @@ func (w *Worker) returnLoads(l *lane, p int) {
 			continue
 		}
 		for _, d := range pl.parked {
+			w.settled(d.msg)
 			_ = d.msg.Nak()
 		}
 		w.loads.parked.Add(-int64(len(pl.parked)))

@@ -68,7 +68,7 @@ func defaultConfig() config {
 		cacheIdle:          DefaultCacheIdle,
 		cacheTTL:           DefaultCacheTTL,
 		consumer:           "convstream-worker",
-		ackWait:            time.Minute,
+		ackWait:            DefaultAckWait,
 		source:             "urn:convstream:worker",
 		logger:             slog.New(slog.DiscardHandler),
 		tracerProvider:     tracenoop.NewTracerProvider(),
@@ -230,7 +230,9 @@ func WithConsumerName(name string) Option { return func(c *config) { c.consumer 
 func WithStorage(st Storage) Option { return func(c *config) { c.storage = st } }
 
 // WithAckWait sets how long JetStream waits for an acknowledgement before
-// redelivering an event.
+// redelivering an event (default DefaultAckWait): how long a dead worker's
+// events wait for another. The worker reports the events it holds in
+// progress every quarter of it, so a live worker's are not redelivered.
 func WithAckWait(d time.Duration) Option { return func(c *config) { c.ackWait = d } }
 
 // WithSource sets the CloudEvents source of what the worker publishes.

@@ -110,6 +110,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
 		retired: map[string]time.Time{}}
 	w.own = o
+	w.progress.start(work, w.cfg.ackWait)
 	w.ready.Store(true)
 	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
 		"partitions", n, "consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
@@ -434,7 +435,7 @@ func (w *Worker) partitionStates(l *lane, p int) []*convState {
 // partition p, ahead of anything queued on the lanes after it.
 func (w *Worker) onPartition(ctx context.Context, p int, fn func(l *lane, st *convState)) {
 	for _, l := range w.lanes.all {
-		_ = w.lanes.do(ctx, l, func() {
+		_ = w.lanes.barrier(l, func() {
 			for _, st := range w.partitionStates(l, p) {
 				fn(l, st)
 			}

@@ -51,6 +51,27 @@ func nakBody(delay time.Duration) []byte {
 	return fmt.Appendf(nil, `-NAK {"delay": %d}`, delay.Nanoseconds())
 }
 
+// ackAll acknowledges the events acks, which the worker no longer holds.
+func (w *Worker) ackAll(ctx context.Context, acks []pendingAck) {
+	for _, a := range acks {
+		w.progress.settled(a)
+	}
+	ackAll(ctx, w.nc, w.cfg.logger, acks)
+}
+
+// nakAll hands the events acks back (see nakAll), which the worker no
+// longer holds.
+func (w *Worker) nakAll(acks []pendingAck) {
+	for _, a := range acks {
+		w.progress.settled(a)
+	}
+	nakAll(w.nc, acks)
+}
+
+// settled forgets m, acknowledged, terminated or handed back, in the
+// worker's books of what it holds (see inProgress).
+func (w *Worker) settled(m jetstream.Msg) { w.progress.settled(pendingAckOf(m)) }
+
 func (a pendingAck) publish(nc *nats.Conn, body []byte) error {
 	if a == "" {
 		return jetstream.ErrMsgNoReply

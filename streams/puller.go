@@ -102,7 +102,7 @@ func (o *ownership) pull(p int, pl *puller) {
 			}
 			o.mu.Unlock()
 			if old {
-				_ = m.Nak() // the partition's next owner applies it
+				_ = m.Nak() // the partition's next owner applies it (never held)
 				continue
 			}
 			switch {
@@ -115,6 +115,7 @@ func (o *ownership) pull(p int, pl *puller) {
 				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
 			}
 		}
+		o.w.progress.hold(pendingAckOf(m))
 		if began := time.Now(); pl.in.push(f) && time.Since(began) > time.Second {
 			o.w.cfg.logger.WarnContext(o.work, "partition intake full: its pull waited for the lanes",
 				"partition", p, "waited", time.Since(began).Round(time.Millisecond), "max_bytes", intakeMaxBytes)
@@ -142,6 +143,7 @@ func (o *ownership) forward(p int, pl *puller) {
 		}
 		if pl.mode == returning {
 			pl.mu.Unlock()
+			o.w.settled(f.msg)
 			_ = f.msg.Nak() // the partition's next owner applies it
 			continue
 		}

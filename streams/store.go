@@ -335,7 +335,7 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	case o == writeStored:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now().UnixNano()
 		st.failures = 0
-		ackAll(ctx, w.nc, w.cfg.logger, b.msgs)
+		w.ackAll(ctx, b.msgs)
 		w.degraded.stored(st.id, b.seq)
 		if b.checkpoint != nil && w.takeSlot(ctx, false) {
 			w.writeCheckpoint(ctx, st, b.checkpoint)
@@ -371,11 +371,11 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	default:
 		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
-		nakAll(w.nc, b.msgs)
+		w.nakAll(b.msgs)
 		if l != nil && l.cache.peek(st.id) == st {
 			l.cache.drop(st.id) // which asks for the unstored events again
 		} else {
-			nakAll(w.nc, q.unstored)
+			w.nakAll(q.unstored)
 			q.unstored, st.unstoredBytes = nil, 0
 		}
 		return
@@ -526,7 +526,7 @@ func (w *Worker) release(st *convState, why letReason) {
 		return
 	}
 	if q := st.store; q != nil {
-		nakAll(w.nc, q.unstored)
+		w.nakAll(q.unstored)
 		q.unstored = nil
 	}
 }

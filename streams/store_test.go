@@ -410,7 +410,8 @@ func TestMaxAckPendingGrowsWithTheMaximumInterval(t *testing.T) {
 		{3 * time.Second, time.Second, 3}, // a maximum below the interval: fixed at the interval
 		{time.Second, 25 * time.Second, maxPendingSeconds},
 	} {
-		w, err := NewWorker(nc, WithSnapshotInterval(c.interval), WithSnapshotMaxInterval(c.max))
+		// An ack wait of a minute: intervals up to half of it are kept.
+		w, err := NewWorker(nc, WithSnapshotInterval(c.interval), WithSnapshotMaxInterval(c.max), WithAckWait(time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}

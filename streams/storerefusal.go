@@ -91,7 +91,7 @@ func (w *Worker) refuseStore(ctx context.Context, l *lane, st *convState, b *sto
 	if !again {
 		log.ErrorContext(ctx, "snapshot cannot be stored; its events will be applied again, each measured against the limits",
 			"conversation", st.id, "version", b.version, "code", re.Code, "events", len(b.msgs), "err", b.err)
-		nakAll(w.nc, b.msgs)
+		w.nakAll(b.msgs)
 	} else {
 		log.ErrorContext(ctx, "snapshot cannot be stored although its events were measured; terminating them",
 			"conversation", st.id, "version", b.version, "code", re.Code, "events", len(b.msgs), "err", b.err)
@@ -100,7 +100,7 @@ func (w *Worker) refuseStore(ctx context.Context, l *lane, st *convState, b *sto
 	if l != nil && l.cache.peek(st.id) == st {
 		l.cache.drop(st.id) // which asks for its unstored events again
 	} else if q := st.store; q != nil {
-		nakAll(w.nc, q.unstored)
+		w.nakAll(q.unstored)
 		q.unstored, st.unstoredBytes = nil, 0
 	}
 }
@@ -115,6 +115,7 @@ var termBody = []byte("+TERM")
 // again instead: nothing is terminated without its record.
 func (w *Worker) terminateAll(ctx context.Context, id string, acks []pendingAck, re *RejectError) {
 	for _, a := range acks {
+		w.progress.settled(a)
 		seq, ok := ackSequence(a)
 		if !ok {
 			w.cfg.logger.ErrorContext(ctx, "terminating an event: no sequence in its ack subject", "ack_subject", string(a))

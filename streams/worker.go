@@ -59,6 +59,8 @@ type Worker struct {
 	loads *loadGate
 	// heads is how snapshot heads are read (see headReader).
 	heads headReader
+	// progress keeps the events the worker holds from redelivery.
+	progress *inProgress
 
 	infer inferenceServer
 	// tokens holds the exact token counters inference budgets asked for.
@@ -97,6 +99,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		loads:   newLoadGate(cfg.loads),
 		heads:   headReader{from: cfg.headsFrom},
 	}
+	w.progress = newInProgress(nc)
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
@@ -185,6 +188,7 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	w.progress.start(work, w.cfg.ackWait)
 	w.ready.Store(true)
 	log.InfoContext(ctx, "worker consuming", "stream", stream.CachedInfo().Config.Name,
 		"consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
@@ -249,6 +253,7 @@ func (w *Worker) finish(work context.Context) {
 	w.checkpointAll(work)
 	w.lanes.shutdown()
 	w.writers.stop()
+	w.progress.close()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
 	}
@@ -267,29 +272,38 @@ func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
 			w.cfg.logger.WarnContext(ctx, "fetching events", "err", err)
 			continue
 		}
+		w.progress.hold(pendingAckOf(m))
 		w.route(ctx, m)
 	}
 }
 
-// route hands a fetched message to the lane of its conversation.
+// route hands a fetched message to the lane of its conversation, behind
+// the conversation's earlier events, without waiting for the lane (see
+// laneQueue).
 func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 	key := m.Subject()
 	if id, ok := w.cfg.subjects.storedConversationOf(key, w.partitions()); ok {
 		key = id
 	}
 	l := w.lanes.pick(key)
-	if err := w.lanes.do(ctx, l, func() { w.handle(ctx, l, m) }); err != nil {
+	if err := w.lanes.enqueue(ctx, l, key, len(m.Data()), func(behind time.Duration) {
+		w.handle(ctx, l, m, behind)
+	}); err != nil {
+		w.settled(m)
 		_ = m.Nak()
 	}
 }
 
-// handle runs one message through the handler and settles it.
-func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg) {
+// handle runs one message through the handler and settles it; behind is
+// how long it waited on the lane behind earlier events of its
+// conversation.
+func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind time.Duration) {
 	if w.handBackStale(m) {
 		return
 	}
 	d := w.decode(m)
 	d.lane = l
+	d.behind = behind
 	w.process(ctx, l, d)
 }
 
@@ -301,6 +315,7 @@ func (w *Worker) handBackStale(m jetstream.Msg) bool {
 	if w.own == nil || !w.own.stale(m) {
 		return false
 	}
+	w.settled(m)
 	_ = m.Nak()
 	return true
 }
@@ -313,6 +328,9 @@ func (w *Worker) handBackStale(m jetstream.Msg) bool {
 // as it was, and letting it go would apply its unstored events again.
 func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	var ackErr error
+	if err != nil || !d.unstored {
+		w.settled(d.msg)
+	}
 	switch {
 	case err == nil && d.unstored:
 		w.deferAck(ctx, d)
