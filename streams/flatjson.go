@@ -2,6 +2,7 @@ package streams
 
 import (
 	"iter"
+	"slices"
 	"sort"
 
 	"github.com/convstream/convstream/conversation"
@@ -55,19 +56,27 @@ func (f *flatJSON) derivedFrom(from int) int {
 	return sort.Search(len(f.derived), func(k int) bool { return f.derived[k].pos >= from })
 }
 
-// replaceFrom sets the entries from position from on to tail, the JSON of
-// flat[from:].
-func (f *flatJSON) replaceFrom(flat []*conversation.Message, from int, tail [][]byte) {
-	k := f.derivedFrom(from)
-	for _, d := range f.derived[k:] {
-		f.bytes -= len(d.json)
+// replace records the JSON of the derived entries of flat, the list d
+// led to from a list of oldLen entries: those before d.from stay, those of
+// the kept end move with it, and those of d.tail are new.
+func (f *flatJSON) replace(flat []*conversation.Message, oldLen int, d flatDelta) {
+	k := f.derivedFrom(d.from)
+	keepFrom := f.derivedFrom(oldLen - d.keep)
+	kept := slices.Clone(f.derived[keepFrom:])
+	for _, e := range f.derived[k:keepFrom] {
+		f.bytes -= len(e.json)
 	}
-	clear(f.derived[k:]) // the old tail's bytes may go
+	clear(f.derived[k:]) // the replaced entries' bytes may go
 	f.derived = f.derived[:k]
-	for j, raw := range tail {
-		if flat[from+j].Derived() {
-			f.derived = append(f.derived, derivedJSON{pos: from + j, json: raw})
+	for j, raw := range d.tail {
+		if flat[d.from+j].Derived() {
+			f.derived = append(f.derived, derivedJSON{pos: d.from + j, json: raw})
 			f.bytes += len(raw)
 		}
+	}
+	shift := len(flat) - oldLen
+	for _, e := range kept {
+		e.pos += shift
+		f.derived = append(f.derived, e)
 	}
 }

@@ -252,7 +252,7 @@ func heldState(t testing.TB, conv *conversation.Conversation, flat []*conversati
 		t.Fatal(err)
 	}
 	st := &convState{conv: conv, flat: flat, flatBytes: int32(d.size())}
-	st.flatJSON.replaceFrom(flat, 0, d.tail)
+	st.flatJSON.replace(flat, 0, d)
 	return st
 }
 

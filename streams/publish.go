@@ -34,8 +34,13 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	}
 	flatBytes := int(st.flatBytes)
 	if st.flat != nil {
+		replaced := len(st.flat) - delta.keep - delta.from
 		for raw := range st.flatJSON.entries(st.flat, delta.from) {
+			if replaced == 0 {
+				break
+			}
 			flatBytes -= len(raw) + 1
+			replaced--
 		}
 	}
 	flatBytes += delta.size()
@@ -53,7 +58,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		return fmt.Errorf("streams: publish snapshot delta: %w", err)
 	}
 
-	st.flatJSON.replaceFrom(flat, delta.from, delta.tail) // with no flat list before, delta.from is 0
+	st.flatJSON.replace(flat, len(st.flat), delta) // with no flat list before, delta.from is 0
 	// flatBytes is within the snapshot limit, checked above: an int32.
 	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, int32(flatBytes)
 	st.events++

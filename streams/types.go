@@ -86,9 +86,12 @@ type SnapshotDelta struct {
 	Version        uint64 `json:"version"`
 	BaseVersion    uint64 `json:"baseVersion"`
 	// Sequence is the events-stream sequence of the event applied.
-	Sequence uint64            `json:"sequence"`
-	From     int               `json:"from"`
-	Length   int               `json:"length"`
+	Sequence uint64 `json:"sequence"`
+	From     int    `json:"from"`
+	Length   int    `json:"length"`
+	// Keep is how many entries at the end of the base's flatList follow
+	// the entries carried (0: none, the carried entries end the list).
+	Keep     int               `json:"keep,omitempty"`
 	FlatList []json.RawMessage `json:"flatList"`
 }
 

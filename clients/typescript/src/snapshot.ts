@@ -36,20 +36,22 @@ export function fromStored(s: SnapshotUpdatedV1): ConversationSnapshot {
  * applyDelta returns the snapshot a delta leads to, or null when it does
  * not apply to `current` (a gap: its base is another version) or is
  * malformed. The flatList of baseVersion is kept up to `from`, then the
- * entries carried follow; a delta from 0 applies to any base. The
- * contextTree held is kept.
+ * entries carried follow, then the last `keep` entries of the base; a delta
+ * from 0 without `keep` applies to any base. The contextTree held is kept.
  */
 export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDeltaV1): ConversationSnapshot | null {
-  if (!Array.isArray(d.flatList) || !Number.isInteger(d.from) || d.from < 0) return null;
-  if (d.from > 0 && (!current || current.version !== d.baseVersion)) return null;
+  const keep = d.keep ?? 0;
+  if (!Array.isArray(d.flatList) || !Number.isInteger(d.from) || d.from < 0 || !Number.isInteger(keep) || keep < 0) return null;
+  if ((d.from > 0 || keep > 0) && (!current || current.version !== d.baseVersion)) return null;
   const base = current?.flatList ?? [];
-  if (d.from > base.length || d.from + d.flatList.length !== d.length) return null;
+  if (d.from + keep > base.length || d.from + d.flatList.length + keep !== d.length) return null;
   let flatList: Message[];
-  if (d.from === 0) {
+  if (d.from === 0 && keep === 0) {
     flatList = d.flatList;
   } else {
     flatList = base.slice(0, d.from);
     for (const e of d.flatList) flatList.push(e);
+    for (let i = base.length - keep; i < base.length; i++) flatList.push(base[i]);
   }
   return {
     conversationId: d.conversationId,
