@@ -27,6 +27,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/internal/buildinfo"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 )
@@ -38,11 +39,19 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
+	if errors.Is(err, errVersion) {
+		fmt.Println("worker", buildinfo.Read())
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
+
+// errVersion is what run returns for --version: main prints the build's
+// version (internal/buildinfo) and exits 0.
+var errVersion = errors.New("version requested")
 
 // options are the worker's flags.
 type options struct {
@@ -156,6 +165,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&heapHuge, "heap-huge-pages", "CONVSTREAM_HEAP_HUGE_PAGES", "auto", `where the machine's transparent huge pages are "madvise": heap address space to mark for them at start, e.g. 2GiB, so that the heap grows into 2 MiB pages rather than taking a page fault for each 4 KiB (docs/operations.md, "Huge pages"); "auto": half the soft memory limit, at most 4GiB; "off" or 0: none`)
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
+	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker [flags]")
 		fmt.Fprintln(stderr, "Runs convstream. Flags override environment variables; OTEL_* variables configure telemetry.")
@@ -163,6 +173,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	}
 	if err := ef.parse(args, getenv); err != nil {
 		return nil, err
+	}
+	if *version {
+		return nil, errVersion
 	}
 	if fs.NArg() > 0 {
 		fs.Usage()

@@ -347,3 +347,12 @@ func TestRuntimeMetrics(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestVersionFlag checks that --version stops the worker before it starts
+// anything, with errVersion, on which main prints the build's version.
+func TestVersionFlag(t *testing.T) {
+	err := run(context.Background(), []string{"--version", "--nats-url", "nats://127.0.0.1:1"}, func(string) string { return "" }, io.Discard, nil)
+	if !errors.Is(err, errVersion) {
+		t.Fatalf("run --version: %v, want errVersion", err)
+	}
+}

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestHelpEverywhere checks that -h, -help and --help print usage and exit
+// 0 for convctl itself and for every command, as `convctl help COMMAND`
+// does, while a real usage error still exits 2.
+func TestHelpEverywhere(t *testing.T) {
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := dispatch(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		return code, out.String() + errOut.String()
+	}
+	for _, h := range []string{"-h", "-help", "--help"} {
+		if code, out := run(h); code != 0 || !strings.Contains(out, "usage: convctl") {
+			t.Errorf("convctl %s: exit %d, output %q", h, code, out)
+		}
+		for name := range commands() {
+			code, out := run(name, h)
+			if code != 0 || !strings.Contains(out, "usage: convctl "+name) {
+				t.Errorf("convctl %s %s: exit %d, output %q", name, h, code, out)
+			}
+		}
+	}
+	for name := range commands() {
+		if code, out := run("help", name); code != 0 || !strings.Contains(out, "usage: convctl "+name) {
+			t.Errorf("convctl help %s: exit %d, output %q", name, code, out)
+		}
+	}
+	if code, _ := run("send", "--no-such-flag"); code != 2 {
+		t.Errorf("convctl send --no-such-flag: exit %d, want 2", code)
+	}
+	if code, _ := run("no-such-command"); code != 2 {
+		t.Errorf("convctl no-such-command: exit %d, want 2", code)
+	}
+}
+
+// TestVersion checks that --version prints the build's version and exits 0.
+func TestVersion(t *testing.T) {
+	for _, v := range []string{"--version", "-version", "version"} {
+		var out, errOut bytes.Buffer
+		code := dispatch(context.Background(), []string{v}, nil, &out, &errOut)
+		if code != 0 || !strings.HasPrefix(out.String(), "convctl ") || !strings.Contains(out.String(), "go1.") {
+			t.Errorf("convctl %s: exit %d, stdout %q, stderr %q", v, code, out.String(), errOut.String())
+		}
+	}
+}
