@@ -84,6 +84,7 @@ type options struct {
 	idleGC                    time.Duration
 	memoryLimitRatio          float64
 	heapHugePages             int64 // bytes; autoHeapHugePages: by the memory limit
+	metrics                   bool  // Prometheus exposition at /metrics on --http
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -109,7 +110,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
 	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
-	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
+	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz, /readyz and /metrics ("off" to disable)`)
 	str(&o.pprofAddr, "pprof", "CONVSTREAM_PPROF", "", "HOST:PORT to serve net/http/pprof on, on its own listener (default: off)")
 	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
 	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
@@ -165,6 +166,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&heapHuge, "heap-huge-pages", "CONVSTREAM_HEAP_HUGE_PAGES", "auto", `where the machine's transparent huge pages are "madvise": heap address space to mark for them at start, e.g. 2GiB, so that the heap grows into 2 MiB pages rather than taking a page fault for each 4 KiB (docs/operations.md, "Huge pages"); "auto": half the soft memory limit, at most 4GiB; "off" or 0: none`)
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
+	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
+	ef.bind("metrics", "CONVSTREAM_METRICS")
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker [flags]")
@@ -228,7 +231,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	tuneMemory(o.gcPercent, o.memoryLimitRatio, o.heapHugePages, getenv, log)
-	tel, err := setupTelemetry(ctx, getenv, log)
+	var telOpts []telemetryOption
+	if o.metrics && o.httpAddr != "" && o.httpAddr != "off" {
+		telOpts = append(telOpts, withPrometheus())
+	}
+	tel, err := setupTelemetry(ctx, getenv, log, telOpts...)
 	if err != nil {
 		return err
 	}
@@ -314,13 +321,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: httpHandler(w.HealthHandler(), subjects, ns), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: withMetrics(httpHandler(w.HealthHandler(), subjects, ns), tel.metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)
 			}
 		}()
-		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr)
+		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr, "metrics", tel.metrics != nil)
 	}
 
 	if _, err := servePprof(ctx, o.pprofAddr, log); err != nil {

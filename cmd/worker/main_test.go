@@ -324,7 +324,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 func TestRuntimeMetrics(t *testing.T) {
 	ctx := context.Background()
 	reader := sdkmetric.NewManualReader(runtimeProducer())
-	mp, err := meterProvider(reader, resource.Empty())
+	mp, err := meterProvider(resource.Empty(), reader)
 	if err != nil {
 		t.Fatal(err)
 	}
