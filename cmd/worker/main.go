@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -142,9 +143,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", streams.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
 	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", streams.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
-	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
+	maxEventBytes := int64(streams.DefaultMaxEventBytes)
+	fs.Var((*byteSize)(&maxEventBytes), "max-event-bytes", "largest event accepted (headers and payload), e.g. 2MiB")
+	ef.bind("max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
-	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
+	var maxSnapshotBytes int64
+	fs.Var((*byteSize)(&maxSnapshotBytes), "max-snapshot-bytes", "largest snapshot published, e.g. 8MiB (0: the server's max payload)")
+	ef.bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
@@ -180,6 +185,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if *version {
 		return nil, errVersion
 	}
+	if maxEventBytes > math.MaxInt32 || maxSnapshotBytes > math.MaxInt32 {
+		return nil, fmt.Errorf("--max-event-bytes %d, --max-snapshot-bytes %d: want at most %d", maxEventBytes, maxSnapshotBytes, math.MaxInt32)
+	}
+	o.limits.MaxEventBytes, o.limits.MaxSnapshotBytes = int(maxEventBytes), int(maxSnapshotBytes)
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())

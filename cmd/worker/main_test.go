@@ -356,3 +356,23 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("run --version: %v, want errVersion", err)
 	}
 }
+
+// TestEventSizeUnits: --max-event-bytes and --max-snapshot-bytes take
+// units, as --cache-bytes does (they took only bytes: "2MiB" was
+// "invalid value").
+func TestEventSizeUnits(t *testing.T) {
+	env := map[string]string{"CONVSTREAM_MAX_SNAPSHOT_BYTES": "8MiB"}
+	o, err := parseFlags([]string{"--max-event-bytes", "2MiB"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.limits.MaxEventBytes != 2<<20 || o.limits.MaxSnapshotBytes != 8<<20 {
+		t.Errorf("limits %+v, want 2 MiB events and 8 MiB snapshots", o.limits)
+	}
+	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.limits.MaxEventBytes != streams.DefaultMaxEventBytes {
+		t.Errorf("default: %v %+v", err, o)
+	}
+	if _, err := parseFlags([]string{"--max-event-bytes", "4GiB"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Error("--max-event-bytes 4GiB accepted")
+	}
+}
