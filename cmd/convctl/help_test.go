@@ -50,3 +50,18 @@ func TestVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestNoServerSaysWhatToDo: with no NATS server at the URL, send, watch
+// and infer name the URL and say how to get one (they printed nats's bare
+// "no servers available for connection").
+func TestNoServerSaysWhatToDo(t *testing.T) {
+	for _, args := range [][]string{{"watch", "c1"}, {"infer", "c1"}, {"send", "--id", "m1", "--type", "deleted", "c1"}} {
+		var out, errOut bytes.Buffer
+		args = append(args, "--nats-url", "nats://127.0.0.1:1", "--timeout", "2s")
+		code := dispatch(context.Background(), args, strings.NewReader(""), &out, &errOut)
+		msg := errOut.String()
+		if code == 0 || !strings.Contains(msg, "nats://127.0.0.1:1") || !strings.Contains(msg, "make run") || !strings.Contains(msg, "--nats-url") {
+			t.Errorf("convctl %v: exit %d, stderr %q", args, code, msg)
+		}
+	}
+}
