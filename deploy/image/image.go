@@ -171,7 +171,7 @@ func buildPlatform(ctx context.Context, cfg Config, p v1.Platform, base v1.Layer
 		args = append(args, "-o", out, b.Package)
 		cmd := exec.CommandContext(ctx, cfg.Go, args...)
 		cmd.Dir = cfg.ModuleDir
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture, "GOFLAGS=-mod=readonly")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.OS, "GOARCH="+p.Architecture, "GOFLAGS=-mod=readonly "+buildVCS(cfg.ModuleDir))
 		if cfg.Log != nil {
 			fmt.Fprintf(cfg.Log, "GOOS=%s GOARCH=%s go %s\n", p.OS, p.Architecture, strings.Join(args, " "))
 		}
@@ -208,6 +208,17 @@ func buildPlatform(ctx context.Context, cfg Config, p v1.Platform, base v1.Layer
 	cf.Config.Labels = cfg.Labels()
 	cf.History = nil
 	return mutate.ConfigFile(img, cf)
+}
+
+// buildVCS is the -buildvcs flag of a build in dir: true in a git
+// checkout, so that --version names the commit (internal/buildinfo) even
+// where GOFLAGS holds -buildvcs=false, as on some CI machines; false
+// elsewhere (a source archive), where true would fail the build.
+func buildVCS(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return "-buildvcs=true"
+	}
+	return "-buildvcs=false"
 }
 
 // file is one entry of a layer: a directory when data is nil and dir is set.
