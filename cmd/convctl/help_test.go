@@ -65,3 +65,14 @@ func TestNoServerSaysWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestInferWithoutWorker: infer against a server no worker serves (here a
+// wrong --subject-prefix) says so and names the prefix, instead of nats's
+// bare "no responders available for request".
+func TestInferWithoutWorker(t *testing.T) {
+	startWorker(t)
+	code, _, errOut := convctl(t, "", "infer", "--subject-prefix", "elsewhere", "--timeout", "5s", "c1")
+	if code != 1 || !strings.Contains(errOut, "no worker serves inference") || !strings.Contains(errOut, `"elsewhere"`) {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+}
