@@ -294,6 +294,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			WebSocket: o.websocket, WebSocketOrigins: websocketOrigins(o),
 		}
 		o.embedded.apply(&ecfg, &o.conn)
+		unlock, err := lockDataDir(o.dataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := checkFree("--listen", o.listen); err != nil {
+			return err
+		}
 		ns, err = streams.StartEmbedded(ecfg)
 		if err != nil {
 			return err
