@@ -143,6 +143,9 @@ HELM_KUBE_VERSION ?= 1.33.0
 .PHONY: helm-lint
 helm-lint:
 	cd deploy/helm && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@# As the README says, from a clone: no network, no --kube-version.
+	$(GO) run $(HELM) template demo deploy/helm/convstream >/dev/null
+	$(GO) run $(HELM) template demo deploy/helm/convstream --set nats.enabled=true >/dev/null
 	@set -e; tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
 	(cd deploy/helm && $(GO) run ./cmd/offlinechart convstream "$$tmp/convstream"); \
 	for values in "" deploy/helm/testdata/values-*.yaml; do \
@@ -181,3 +184,24 @@ $(UI_BUNDLE): $(UI_SOURCES)
 test-ts:
 	@if ! command -v npm >/dev/null; then echo "npm not found: clients/typescript tests skipped"; exit 0; fi; \
 	set -e; cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error; npm test
+
+# image builds the container image without a Docker daemon (deploy/image, a
+# module of its own using go-containerregistry): static worker and convctl
+# for linux/amd64 and linux/arm64, user 65532, OCI labels, as an OCI image
+# layout in IMAGE_DIR tagged with IMAGE_VERSION (default: git describe).
+# Reproducible: every timestamp is SOURCE_DATE_EPOCH, else the commit's.
+# image-test builds it and checks it (deploy/image's tests open the layout,
+# check entrypoint, user, files, labels and platforms, run the amd64
+# binaries with --version, build again for the same digest, and compare
+# the Dockerfile with the Go builder).
+IMAGE_DIR     ?= bin/image
+IMAGE_VERSION ?=
+.PHONY: image image-test
+image:
+	cd deploy/image && $(GO) run ./cmd/buildimage --module ../.. --out $(abspath $(IMAGE_DIR)) \
+		$(if $(IMAGE_VERSION),--version $(IMAGE_VERSION))
+
+image-test: image
+	cd deploy/image && $(GO) vet ./... && \
+		CONVSTREAM_IMAGE_LAYOUT=$(abspath $(IMAGE_DIR)) $(GO) test -count=1 -timeout 30m -v -run 'TestImage|TestDockerfileMatches' . && \
+		$(GO) test -count=1 -timeout 30m -run 'TestReproducible' .

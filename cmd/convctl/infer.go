@@ -3,11 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
 )
@@ -68,6 +71,10 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	rctx, cancel := context.WithTimeout(ctx, nf.timeout)
 	defer cancel()
 	ev, err := c.Infer(rctx, req)
+	if errors.Is(err, nats.ErrNoResponders) {
+		fmt.Fprintf(stderr, "convctl infer: no worker serves inference for subject prefix %q on %s: start one (make run), or check --subject-prefix: %v\n", nf.prefix, nc.ConnectedUrlRedacted(), err)
+		return 1
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl infer:", err)
 		return 1

@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"github.com/convstream/convstream/internal/buildinfo"
 )
 
 // command is one convctl subcommand.
@@ -42,11 +44,25 @@ func main() {
 
 func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cmds := commands()
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr, cmds)
-		if len(args) == 0 {
-			return 2
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout, cmds)
+		return 0
+	case "help":
+		// convctl help COMMAND is COMMAND --help.
+		if len(args) > 1 {
+			if _, ok := cmds[args[1]]; ok {
+				return dispatch(ctx, []string{args[1], "--help"}, stdin, stdout, stderr)
+			}
 		}
+		usage(stdout, cmds)
+		return 0
+	case "-version", "--version", "version":
+		fmt.Fprintln(stdout, "convctl", buildinfo.Read())
 		return 0
 	}
 	cmd, ok := cmds[args[0]]
@@ -55,11 +71,33 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		usage(stderr, cmds)
 		return 2
 	}
-	return cmd.run(ctx, args[1:], stdin, stdout, stderr)
+	code := cmd.run(ctx, args[1:], stdin, stdout, stderr)
+	// A command's flag set prints its usage on -h, -help or --help and
+	// fails with flag.ErrHelp, which every command turns into 2, the code
+	// of a usage error; asking for help is not one.
+	if code == 2 && asksHelp(args[1:]) {
+		return 0
+	}
+	return code
+}
+
+// asksHelp reports whether a command's arguments ask for its help: -h,
+// -help or --help before a "--" that ends the flags.
+func asksHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--help":
+			return true
+		}
+	}
+	return false
 }
 
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: convctl <command> [flags] [args]")
+	fmt.Fprintln(w, "       convctl help <command> | --version")
 	fmt.Fprintln(w, "\ncommands:")
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -86,6 +87,13 @@ func (n *natsFlags) client() (*nats.Conn, *streams.Client, error) {
 	cfg := n.conn
 	cfg.Name = "convctl"
 	nc, err := streams.Connect(cfg, nats.Timeout(n.timeout), nats.MaxReconnects(0))
+	if errors.Is(err, nats.ErrNoServers) {
+		url := cfg.URL
+		if url == "" {
+			url = nats.DefaultURL
+		}
+		return nil, nil, fmt.Errorf("no NATS server answers at %s: start a worker with its embedded server (make run), or point --nats-url (CONVSTREAM_NATS_URL) at yours: %w", url, err)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

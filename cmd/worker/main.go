@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/buildinfo"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 )
@@ -39,11 +41,19 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
+	if errors.Is(err, errVersion) {
+		fmt.Println("worker", buildinfo.Read())
+		os.Exit(0)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}
 }
+
+// errVersion is what run returns for --version: main prints the build's
+// version (internal/buildinfo) and exits 0.
+var errVersion = errors.New("version requested")
 
 // options are the worker's flags.
 type options struct {
@@ -81,6 +91,7 @@ type options struct {
 	// The errors stream and dead letters.
 	errorRetention streams.ErrorRetention
 	maxDeliver     int
+	metrics                   bool  // Prometheus exposition at /metrics on --http
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -106,7 +117,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
 	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
-	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz and /readyz ("off" to disable)`)
+	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz, /readyz and /metrics ("off" to disable)`)
 	str(&o.pprofAddr, "pprof", "CONVSTREAM_PPROF", "", "HOST:PORT to serve net/http/pprof on, on its own listener (default: off)")
 	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
 	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
@@ -138,9 +149,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", streams.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
 	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", streams.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
-	num(&o.limits.MaxEventBytes, "max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES", streams.DefaultMaxEventBytes, "largest event accepted (headers and payload)")
+	maxEventBytes := int64(streams.DefaultMaxEventBytes)
+	fs.Var((*byteSize)(&maxEventBytes), "max-event-bytes", "largest event accepted (headers and payload), e.g. 2MiB")
+	ef.bind("max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
-	num(&o.limits.MaxSnapshotBytes, "max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES", 0, "largest snapshot published (0: the server's max payload)")
+	var maxSnapshotBytes int64
+	fs.Var((*byteSize)(&maxSnapshotBytes), "max-snapshot-bytes", "largest snapshot published, e.g. 8MiB (0: the server's max payload)")
+	ef.bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
 	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", streams.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
@@ -175,6 +190,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", streams.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
+	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
+	ef.bind("metrics", "CONVSTREAM_METRICS")
+	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: worker [flags]")
 		fmt.Fprintln(stderr, "Runs convstream. Flags override environment variables; OTEL_* variables configure telemetry.")
@@ -183,6 +201,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	if err := ef.parse(args, getenv); err != nil {
 		return nil, err
 	}
+	if *version {
+		return nil, errVersion
+	}
+	if maxEventBytes > math.MaxInt32 || maxSnapshotBytes > math.MaxInt32 {
+		return nil, fmt.Errorf("--max-event-bytes %d, --max-snapshot-bytes %d: want at most %d", maxEventBytes, maxSnapshotBytes, math.MaxInt32)
+	}
+	o.limits.MaxEventBytes, o.limits.MaxSnapshotBytes = int(maxEventBytes), int(maxSnapshotBytes)
 	if fs.NArg() > 0 {
 		fs.Usage()
 		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -238,7 +263,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	tuneMemory(o.gcPercent, o.memoryLimitRatio, o.heapHugePages, getenv, log)
-	tel, err := setupTelemetry(ctx, getenv, log)
+	var telOpts []telemetryOption
+	if o.metrics && o.httpAddr != "" && o.httpAddr != "off" {
+		telOpts = append(telOpts, withPrometheus())
+	}
+	tel, err := setupTelemetry(ctx, getenv, log, telOpts...)
 	if err != nil {
 		return err
 	}
@@ -293,6 +322,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err := o.embedded.apply(&ecfg, &o.conn, subjects); err != nil {
 			return err
 		}
+		unlock, err := lockDataDir(o.dataDir)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+		if err := checkFree("--listen", o.listen); err != nil {
+			return err
+		}
 		ns, err = streams.StartEmbedded(ecfg)
 		if err != nil {
 			return err
@@ -319,7 +356,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: httpHandler(health, subjects, o.conn.InboxPrefix, ns), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: withMetrics(httpHandler(health, subjects, o.conn.InboxPrefix, ns), tel.metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)
@@ -330,7 +367,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			_ = httpSrv.Shutdown(sctx)
 			cancel()
 		}()
-		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr)
+		log.Info("serving /healthz, /readyz and the /ui viewer", "addr", httpAddr, "metrics", tel.metrics != nil)
 	}
 
 	o.conn.Name = "convstream-worker"

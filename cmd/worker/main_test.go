@@ -324,7 +324,7 @@ func TestTelemetryFromEnvironment(t *testing.T) {
 func TestRuntimeMetrics(t *testing.T) {
 	ctx := context.Background()
 	reader := sdkmetric.NewManualReader(runtimeProducer())
-	mp, err := meterProvider(reader, resource.Empty())
+	mp, err := meterProvider(resource.Empty(), reader)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,3 +347,32 @@ func TestRuntimeMetrics(t *testing.T) {
 }
 
 func discard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// TestVersionFlag checks that --version stops the worker before it starts
+// anything, with errVersion, on which main prints the build's version.
+func TestVersionFlag(t *testing.T) {
+	err := run(context.Background(), []string{"--version", "--nats-url", "nats://127.0.0.1:1"}, func(string) string { return "" }, io.Discard, nil)
+	if !errors.Is(err, errVersion) {
+		t.Fatalf("run --version: %v, want errVersion", err)
+	}
+}
+
+// TestEventSizeUnits: --max-event-bytes and --max-snapshot-bytes take
+// units, as --cache-bytes does (they took only bytes: "2MiB" was
+// "invalid value").
+func TestEventSizeUnits(t *testing.T) {
+	env := map[string]string{"CONVSTREAM_MAX_SNAPSHOT_BYTES": "8MiB"}
+	o, err := parseFlags([]string{"--max-event-bytes", "2MiB"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.limits.MaxEventBytes != 2<<20 || o.limits.MaxSnapshotBytes != 8<<20 {
+		t.Errorf("limits %+v, want 2 MiB events and 8 MiB snapshots", o.limits)
+	}
+	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.limits.MaxEventBytes != streams.DefaultMaxEventBytes {
+		t.Errorf("default: %v %+v", err, o)
+	}
+	if _, err := parseFlags([]string{"--max-event-bytes", "4GiB"}, func(string) string { return "" }, io.Discard); err == nil {
+		t.Error("--max-event-bytes 4GiB accepted")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"time"
 
@@ -23,8 +24,11 @@ import (
 
 // telemetry holds the providers the worker reports to and how to flush them.
 type telemetry struct {
-	tracer   trace.TracerProvider
-	meter    metric.MeterProvider
+	tracer trace.TracerProvider
+	meter  metric.MeterProvider
+	// metrics serves the Prometheus exposition of the meter's metrics
+	// (withPrometheus); nil without it.
+	metrics  http.Handler
 	shutdown []func(context.Context) error
 }
 
@@ -36,7 +40,14 @@ type telemetry struct {
 // OTEL_EXPORTER_OTLP_* variables (headers, timeout, TLS) themselves;
 // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES name the resource and
 // OTEL_TRACES_SAMPLER picks the sampler.
-func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.Logger) (*telemetry, error) {
+//
+// withPrometheus adds a reader of the metrics, whatever the OTLP settings,
+// that t.metrics serves in the Prometheus text format (prometheus.go).
+func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.Logger, opts ...telemetryOption) (*telemetry, error) {
+	var o telemetryOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	t := &telemetry{tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider()}
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		return t, nil
@@ -49,7 +60,7 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 	if err != nil {
 		return nil, err
 	}
-	if !traces && !metrics {
+	if !traces && !metrics && !o.prometheus {
 		return t, nil
 	}
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
@@ -76,30 +87,46 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 		t.shutdown = append(t.shutdown, tp.Shutdown)
 		log.Info("exporting traces over OTLP/HTTP")
 	}
+	var readers []sdkmetric.Reader
 	if metrics {
 		exp, err := otlpmetrichttp.New(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
 		}
-		mp, err := meterProvider(sdkmetric.NewPeriodicReader(exp, runtimeProducer()), res)
+		readers = append(readers, sdkmetric.NewPeriodicReader(exp, runtimeProducer()))
+		log.Info("exporting metrics over OTLP/HTTP")
+	}
+	if o.prometheus {
+		reader, handler, err := prometheusReader()
+		if err != nil {
+			return nil, err
+		}
+		readers = append(readers, reader)
+		t.metrics = handler
+	}
+	if len(readers) > 0 {
+		mp, err := meterProvider(res, readers...)
 		if err != nil {
 			return nil, err
 		}
 		t.meter = mp
 		t.shutdown = append(t.shutdown, mp.Shutdown)
-		log.Info("exporting metrics over OTLP/HTTP")
 	}
 	return t, nil
 }
 
 // meterProvider returns the provider of the worker's metrics, read by
-// reader (made with runtimeProducer), which also reports the Go runtime's:
+// readers (made with runtimeProducer), which also report the Go runtime's:
 // go.memory.used, go.memory.allocated, go.memory.gc.goal, go.config.gogc,
 // go.goroutine.count and the like, and go.schedule.duration, how long
 // goroutines waited for a thread. A latency tail on a busy host shows
 // there: the collector's marks and a want of cores (BENCHMARKS.md).
-func meterProvider(reader sdkmetric.Reader, res *resource.Resource) (*sdkmetric.MeterProvider, error) {
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader), sdkmetric.WithResource(res))
+func meterProvider(res *resource.Resource, readers ...sdkmetric.Reader) (*sdkmetric.MeterProvider, error) {
+	opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+	for _, r := range readers {
+		opts = append(opts, sdkmetric.WithReader(r))
+	}
+	mp := sdkmetric.NewMeterProvider(opts...)
 	if err := otelruntime.Start(otelruntime.WithMeterProvider(mp)); err != nil {
 		return nil, fmt.Errorf("runtime metrics: %w", err)
 	}

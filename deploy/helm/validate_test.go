@@ -44,6 +44,9 @@ func decodeManifest(source, doc string) (*object, error) {
 	if isBlank(doc) {
 		return nil, nil
 	}
+	if o, ok, err := decodeCustom(source, doc); ok {
+		return o, err
+	}
 	obj, gvk, err := strictDecoder.Decode([]byte(doc), nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", source, err)

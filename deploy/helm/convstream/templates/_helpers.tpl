@@ -153,6 +153,40 @@ Fails rendering on contradictory values; renders nothing otherwise.
 {{- end }}
 
 {{/*
+convstream.bytes: a size value as a whole number of bytes, for the
+worker's flags. Takes (dict "name" "worker.cacheBytes" "value" $v). A
+size is a plain integer (YAML number or string) or a Kubernetes quantity:
+binary Ki, Mi, Gi, Ti, Pi, Ei (also written KiB, MiB, GiB, TiB) or
+decimal k, M, G, T, P, E, with a decimal point allowed when the result is
+whole (1.5Gi). Anything else fails the render, naming the value.
+*/}}
+{{- define "convstream.bytes" -}}
+{{- $name := .name }}
+{{- $v := .value }}
+{{- $bad := printf "convstream: %s=%v is not a size: want bytes (e.g. 1048576) or a Kubernetes quantity such as 512Mi, 2Gi, 64Ki or 1G" $name $v }}
+{{- if or (kindIs "float64" $v) (kindIs "int64" $v) (kindIs "int" $v) }}
+{{- $f := float64 $v }}
+{{- if or (lt $f 0.0) (ne (floor $f) $f) }}{{ fail $bad }}{{ end }}
+{{- printf "%.0f" $f }}
+{{- else if kindIs "string" $v }}
+{{- $s := trim $v }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|KiB|MiB|GiB|TiB|k|M|G|T|P|E)?$" $s) }}{{ fail $bad }}{{ end }}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $s }}
+{{- $unit := trimPrefix $num $s | trimSuffix "B" }}
+{{- $scale := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "E" 1000000000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 }}
+{{- if contains "." $num }}
+{{- $f := mulf (float64 $num) (get $scale $unit) }}
+{{- if ne (floor $f) $f }}{{ fail $bad }}{{ end }}
+{{- printf "%.0f" $f }}
+{{- else }}
+{{- mul (int64 $num) (get $scale $unit) }}
+{{- end }}
+{{- else }}
+{{- fail $bad }}
+{{- end }}
+{{- end }}
+
+{{/*
 Command-line flags of the worker, one YAML list item a line. Limits and
 replicas are always passed; optional JetStream settings only when set.
 */}}
@@ -178,7 +212,7 @@ replicas are always passed; optional JetStream settings only when set.
 {{- end }}
 {{- $args = append $args (printf "--stream-replicas=%d" (int $js.streamReplicas)) }}
 {{- $args = append $args (printf "--bucket-replicas=%d" (int $js.bucketReplicas)) }}
-{{- with $js.streamMaxBytes }}{{ $args = append $args (printf "--stream-max-bytes=%v" .) }}{{ end }}
+{{- if ne (toString (default "" $js.streamMaxBytes)) "" }}{{ $args = append $args (printf "--stream-max-bytes=%s" (include "convstream.bytes" (dict "name" "jetstream.streamMaxBytes" "value" $js.streamMaxBytes))) }}{{ end }}
 {{- with $js.streamMaxAge }}{{ $args = append $args (printf "--stream-max-age=%v" .) }}{{ end }}
 {{- with $js.duplicateWindow }}{{ $args = append $args (printf "--duplicate-window=%v" .) }}{{ end }}
 {{- with $js.placementCluster }}{{ $args = append $args (printf "--placement-cluster=%v" .) }}{{ end }}
@@ -187,14 +221,14 @@ replicas are always passed; optional JetStream settings only when set.
 {{- with $js.pinnedTTL }}{{ $args = append $args (printf "--pinned-ttl=%v" .) }}{{ end }}
 {{- with $js.snapshotInterval }}{{ $args = append $args (printf "--snapshot-interval=%v" .) }}{{ end }}
 {{- with $js.snapshotMaxInterval }}{{ $args = append $args (printf "--snapshot-max-interval=%v" .) }}{{ end }}
-{{- with $js.headsConfirmedFrom }}{{ $args = append $args (printf "--heads-confirmed-from=%v" .) }}{{ end }}
+{{- if and (hasKey $js "headsConfirmedFrom") (ne (toString $js.headsConfirmedFrom) "") (ne (toString $js.headsConfirmedFrom) "<nil>") }}{{ $args = append $args (printf "--heads-confirmed-from=%s" (include "convstream.bytes" (dict "name" "jetstream.headsConfirmedFrom" "value" $js.headsConfirmedFrom))) }}{{ end }}
 {{- with $js.storeStallLimit }}{{ $args = append $args (printf "--store-stall-limit=%v" .) }}{{ end }}
 {{- if and (hasKey $js "checkpoints") (not $js.checkpoints) }}{{ $args = append $args "--checkpoints=false" }}{{ end }}
-{{- $args = append $args (printf "--max-event-bytes=%d" (int64 $w.maxEventBytes)) }}
+{{- $args = append $args (printf "--max-event-bytes=%s" (include "convstream.bytes" (dict "name" "worker.maxEventBytes" "value" $w.maxEventBytes))) }}
 {{- $args = append $args (printf "--max-messages=%d" (int64 $w.maxMessages)) }}
-{{- $args = append $args (printf "--max-snapshot-bytes=%d" (int64 $w.maxSnapshotBytes)) }}
+{{- $args = append $args (printf "--max-snapshot-bytes=%s" (include "convstream.bytes" (dict "name" "worker.maxSnapshotBytes" "value" $w.maxSnapshotBytes))) }}
 {{- $args = append $args (printf "--cache-conversations=%d" (int64 $w.cacheConversations)) }}
-{{- $args = append $args (printf "--cache-bytes=%d" (int64 $w.cacheBytes)) }}
+{{- $args = append $args (printf "--cache-bytes=%s" (include "convstream.bytes" (dict "name" "worker.cacheBytes" "value" $w.cacheBytes))) }}
 {{- with $w.cacheIdle }}{{ $args = append $args (printf "--cache-idle=%v" .) }}{{ end }}
 {{- with $w.cacheTTL }}{{ $args = append $args (printf "--cache-ttl=%v" .) }}{{ end }}
 {{- if include "convstream.pipelinesConfigMap" . }}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// TestPrometheusMetrics runs the worker with its defaults (no OTLP
+// endpoint), applies an event, scrapes /metrics on the --http listener
+// and parses the page with the Prometheus text parser: the worker's own
+// metrics and the Go runtime's are there, with the event counted. With
+// --metrics=false there is no /metrics.
+func TestPrometheusMetrics(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	env := map[string]string{"CONVSTREAM_DATA_DIR": filepath.Join(dir, "data")}
+	type addrs struct{ nats, http string }
+	ready := make(chan addrs, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"},
+			func(k string) string { return env[k] }, logs,
+			func(_ *streams.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
+	}()
+	var a addrs
+	select {
+	case a = <-ready:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("not ready\n%s", logs)
+	}
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("did not stop")
+		}
+	}()
+
+	nc, err := nats.Connect(a.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := streams.NewClient(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := map[string]any{"id": "u1", "role": "user", "content": "Hello", "parentId": nil, "createdAt": 1.0}
+	if _, err := c.Send(ctx, "scraped", streams.TypeMessageAppended, msg); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s, err := c.Snapshot(ctx, "scraped"); err == nil && s.Version == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the event was not applied")
+		}
+	}
+
+	resp, err := http.Get("http://" + a.http + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
+		t.Fatalf("GET /metrics: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
+	}
+	parser := expfmt.NewTextParser(model.LegacyValidation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("parse /metrics: %v", err)
+	}
+	applied := families["convstream_events_applied_total"]
+	if applied == nil || applied.GetType() != dto.MetricType_COUNTER {
+		t.Fatalf("no counter convstream_events_applied_total among %d families", len(families))
+	}
+	var n float64
+	for _, m := range applied.GetMetric() {
+		n += m.GetCounter().GetValue()
+	}
+	if n < 1 {
+		t.Errorf("convstream_events_applied_total = %v, want at least 1", n)
+	}
+	for _, name := range []string{"convstream_event_duration_seconds", "go_memory_used_bytes", "go_goroutine_count", "go_schedule_duration_seconds", "target_info"} {
+		if families[name] == nil {
+			t.Errorf("no %s in /metrics", name)
+		}
+	}
+	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), n)
+}
+
+// TestMetricsOff: --metrics=false serves no /metrics.
+func TestMetricsOff(t *testing.T) {
+	tel, err := setupTelemetry(context.Background(), func(string) string { return "" }, discard())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tel.metrics != nil {
+		t.Error("a Prometheus handler without withPrometheus")
+	}
+	o, err := parseFlags([]string{"--metrics=false"}, func(string) string { return "" }, nil)
+	if err != nil || o.metrics {
+		t.Errorf("--metrics=false: %v, metrics %v", err, o != nil && o.metrics)
+	}
+	if o, err := parseFlags(nil, func(string) string { return "" }, nil); err != nil || !o.metrics {
+		t.Errorf("default: %v, want metrics on", err)
+	}
+}
