@@ -51,7 +51,7 @@ export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDelt
   } else {
     flatList = base.slice(0, d.from);
     for (const e of d.flatList) flatList.push(e);
-    for (let i = base.length - keep; i < base.length; i++) flatList.push(base[i]);
+    for (const e of base.slice(base.length - keep)) flatList.push(e);
   }
   return {
     conversationId: d.conversationId,

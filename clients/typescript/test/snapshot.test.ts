@@ -31,6 +31,13 @@ describe("applyDelta", () => {
   it("applies a delta from 0 to any base", () => {
     expect(applyDelta(null, delta({ from: 0, length: 1, baseVersion: 3 }))!.flatList.map((e) => e.id)).toEqual(["x"]);
   });
+  it("keeps the end of the base after the entries carried", () => {
+    const next = applyDelta(base, delta({ from: 1, keep: 1, length: 3, flatList: [m("y")] }))!;
+    expect(next.flatList.map((e) => e.id)).toEqual(["a", "y", "c"]);
+    expect(applyDelta(base, delta({ from: 0, keep: 2, length: 3, flatList: [m("z")] }))!.flatList.map((e) => e.id)).toEqual(["z", "b", "c"]);
+    expect(applyDelta(null, delta({ from: 0, keep: 1, length: 2 }))).toBeNull();
+    expect(applyDelta(base, delta({ from: 2, keep: 2, length: 5 }))).toBeNull();
+  });
   it("refuses a malformed delta", () => {
     expect(applyDelta(base, delta({ length: 4 }))).toBeNull();
     expect(applyDelta(base, delta({ from: 5, length: 6 }))).toBeNull();

@@ -3,7 +3,7 @@
 export type ConversationId = string;
 
 /**
- * What one applied event changed in a conversation's flatList, published on P.snapshots.<conversationId>: the flatList of version is that of baseVersion kept up to index from, followed by flatList; its length is length. A delta with from 0 carries the whole flatList and applies to any base. A follower whose version is not baseVersion (a gap) reloads the full snapshot from the bucket.
+ * What one applied event changed in a conversation's flatList, published on P.snapshots.<conversationId>: the flatList of version is that of baseVersion kept up to index from, followed by flatList, followed by the last keep entries of baseVersion's flatList; its length is length. A delta with from 0 carries the whole flatList and applies to any base. A follower whose version is not baseVersion (a gap) reloads the full snapshot from the bucket.
  */
 export interface SnapshotDeltaV1 {
   conversationId: ConversationId;
@@ -24,11 +24,15 @@ export interface SnapshotDeltaV1 {
    */
   from: number;
   /**
-   * Length of the resulting flatList: from plus the number of entries carried.
+   * Length of the resulting flatList: from plus the number of entries carried plus keep.
    */
   length: number;
   /**
-   * The entries of the resulting flatList from index from on.
+   * How many entries at the end of the base's flatList follow the entries carried, unchanged (absent: 0). An edit in the middle of a long conversation carries the entries it changed and keeps the rest.
+   */
+  keep?: number;
+  /**
+   * The entries of the resulting flatList from index from on, up to the kept end.
    */
   flatList: Message[];
   [k: string]: unknown;
