@@ -55,9 +55,6 @@ func diffFlat(old, cur []*conversation.Message) (flatDelta, error) {
 	for keep < min(len(old), len(cur))-from && old[len(old)-1-keep] == cur[len(cur)-1-keep] {
 		keep++
 	}
-	if first != nil && keep == len(cur)-from {
-		keep-- // the entry found different is carried
-	}
 	d := flatDelta{from: from, tail: make([][]byte, 0, len(cur)-from-keep), keep: keep}
 	for i := from; i < len(cur)-keep; i++ {
 		if i == from && first != nil {

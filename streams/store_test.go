@@ -151,23 +151,26 @@ func TestDiffFlat(t *testing.T) {
 	bSame := msg("b", "y")
 	bEdit := msg("b", "edited")
 	for _, tc := range []struct {
-		name      string
-		old, cur  []*conversation.Message
-		from, len int
+		name            string
+		old, cur        []*conversation.Message
+		from, len, keep int
 	}{
-		{"append", []*conversation.Message{a, b}, []*conversation.Message{a, b, c}, 2, 1},
-		{"same JSON, new pointer", []*conversation.Message{a, b}, []*conversation.Message{a, bSame, c}, 2, 1},
-		{"edit", []*conversation.Message{a, b, c}, []*conversation.Message{a, bEdit, c}, 1, 2},
-		{"truncate", []*conversation.Message{a, b, c}, []*conversation.Message{a}, 1, 0},
-		{"unchanged", []*conversation.Message{a, b}, []*conversation.Message{a, b}, 2, 0},
-		{"first", nil, []*conversation.Message{a, b}, 0, 2},
+		{"append", []*conversation.Message{a, b}, []*conversation.Message{a, b, c}, 2, 1, 0},
+		{"same JSON, new pointer", []*conversation.Message{a, b}, []*conversation.Message{a, bSame, c}, 2, 1, 0},
+		{"edit", []*conversation.Message{a, b, c}, []*conversation.Message{a, bEdit, c}, 1, 1, 1},
+		{"edit the last", []*conversation.Message{a, b}, []*conversation.Message{a, bEdit}, 1, 1, 0},
+		{"remove from the middle", []*conversation.Message{a, b, c}, []*conversation.Message{a, c}, 1, 0, 1},
+		{"insert in the middle", []*conversation.Message{a, c}, []*conversation.Message{a, b, c}, 1, 1, 1},
+		{"truncate", []*conversation.Message{a, b, c}, []*conversation.Message{a}, 1, 0, 0},
+		{"unchanged", []*conversation.Message{a, b}, []*conversation.Message{a, b}, 2, 0, 0},
+		{"first", nil, []*conversation.Message{a, b}, 0, 2, 0},
 	} {
 		d, err := diffFlat(tc.old, tc.cur)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d.from != tc.from || len(d.tail) != tc.len {
-			t.Errorf("%s: from %d with %d entries, want %d with %d", tc.name, d.from, len(d.tail), tc.from, tc.len)
+		if d.from != tc.from || len(d.tail) != tc.len || d.keep != tc.keep {
+			t.Errorf("%s: from %d with %d entries keeping %d, want %d with %d keeping %d", tc.name, d.from, len(d.tail), d.keep, tc.from, tc.len, tc.keep)
 		}
 	}
 }
