@@ -17,6 +17,7 @@ func (d deps) builtins() map[string]Constructor {
 		NameMessageContent:               d.messageContent,
 		NameModelInfo:                    d.modelInfo,
 		NamePlaceholderVariables:         d.placeholderVariables,
+		NamePlaceholderMessageFilter:     d.placeholderMessageFilter,
 		NameReactionFeedback:             d.reactionFeedback,
 		NameSupervisorRoleRestore:        d.supervisorRoleRestore,
 		NameSystemDate:                   d.systemDate,

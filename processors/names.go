@@ -17,6 +17,7 @@ const (
 	NameMessageContent               = "MessageContentProcessor"
 	NameModelInfo                    = "ModelInfoProvider"
 	NamePlaceholderVariables         = "PlaceholderVariablesProcessor"
+	NamePlaceholderMessageFilter     = "PlaceholderMessageFilterProcessor"
 	NameReactionFeedback             = "ReactionFeedbackProcessor"
 	NameSupervisorRoleRestore        = "SupervisorRoleRestoreProcessor"
 	NameSystemDate                   = "SystemDateProvider"
