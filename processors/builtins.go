@@ -17,7 +17,6 @@ func (d deps) builtins() map[string]Constructor {
 		NameMessageContent:               d.messageContent,
 		NameModelInfo:                    d.modelInfo,
 		NamePlaceholderVariables:         d.placeholderVariables,
-		NamePlaceholderMessageFilter:     d.placeholderMessageFilter,
 		NameReactionFeedback:             d.reactionFeedback,
 		NameSupervisorRoleRestore:        d.supervisorRoleRestore,
 		NameSystemDate:                   d.systemDate,
@@ -30,5 +29,10 @@ func (d deps) builtins() map[string]Constructor {
 		NameToolSystemRole:               d.toolSystemRole,
 		NameUserMemoryInjector:           d.userMemory,
 		NameVerifyMessage:                d.verifyMessage,
+
+		// Processors of the newer upstream context-engine.
+		NameActivationResultTrim:            d.activationResultTrim,
+		NameHistoricalWebSearchResultFilter: d.historicalWebSearchResultFilter,
+		NamePlaceholderMessageFilter:        d.placeholderMessageFilter,
 	}
 }

@@ -17,7 +17,6 @@ const (
 	NameMessageContent               = "MessageContentProcessor"
 	NameModelInfo                    = "ModelInfoProvider"
 	NamePlaceholderVariables         = "PlaceholderVariablesProcessor"
-	NamePlaceholderMessageFilter     = "PlaceholderMessageFilterProcessor"
 	NameReactionFeedback             = "ReactionFeedbackProcessor"
 	NameSupervisorRoleRestore        = "SupervisorRoleRestoreProcessor"
 	NameSystemDate                   = "SystemDateProvider"
@@ -30,4 +29,9 @@ const (
 	NameToolSystemRole               = "ToolSystemRoleProvider"
 	NameUserMemoryInjector           = "UserMemoryInjector"
 	NameVerifyMessage                = "VerifyMessageProcessor"
+
+	// Processors of the newer upstream context-engine (spec messages-engine).
+	NameActivationResultTrim            = "ActivationResultTrimProcessor"
+	NameHistoricalWebSearchResultFilter = "HistoricalWebSearchResultFilter"
+	NamePlaceholderMessageFilter        = "PlaceholderMessageFilterProcessor"
 )
