@@ -34,5 +34,6 @@ func (d deps) builtins() map[string]Constructor {
 		NameActivationResultTrim:            d.activationResultTrim,
 		NameHistoricalWebSearchResultFilter: d.historicalWebSearchResultFilter,
 		NamePlaceholderMessageFilter:        d.placeholderMessageFilter,
+		NameStaleToolResultTrim:             d.staleToolResultTrim,
 	}
 }

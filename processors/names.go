@@ -34,4 +34,5 @@ const (
 	NameActivationResultTrim            = "ActivationResultTrimProcessor"
 	NameHistoricalWebSearchResultFilter = "HistoricalWebSearchResultFilter"
 	NamePlaceholderMessageFilter        = "PlaceholderMessageFilterProcessor"
+	NameStaleToolResultTrim             = "StaleToolResultTrimProcessor"
 )
