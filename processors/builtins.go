@@ -31,9 +31,10 @@ func (d deps) builtins() map[string]Constructor {
 		NameVerifyMessage:                d.verifyMessage,
 
 		// Processors of the newer upstream context-engine.
-		NameActivationResultTrim:            d.activationResultTrim,
-		NameHistoricalWebSearchResultFilter: d.historicalWebSearchResultFilter,
-		NamePlaceholderMessageFilter:        d.placeholderMessageFilter,
-		NameStaleToolResultTrim:             d.staleToolResultTrim,
+		NameActivationResultTrim:                d.activationResultTrim,
+		NameHistoricalWebSearchResultFilter:     d.historicalWebSearchResultFilter,
+		NamePlaceholderMessageFilter:            d.placeholderMessageFilter,
+		NamePostFlattenPlaceholderMessageFilter: d.postFlattenPlaceholderMessageFilter,
+		NameStaleToolResultTrim:                 d.staleToolResultTrim,
 	}
 }

@@ -34,5 +34,7 @@ const (
 	NameActivationResultTrim            = "ActivationResultTrimProcessor"
 	NameHistoricalWebSearchResultFilter = "HistoricalWebSearchResultFilter"
 	NamePlaceholderMessageFilter        = "PlaceholderMessageFilterProcessor"
-	NameStaleToolResultTrim             = "StaleToolResultTrimProcessor"
+	// The placeholder filter again, after the flatten steps.
+	NamePostFlattenPlaceholderMessageFilter = "PostFlattenPlaceholderMessageFilterProcessor"
+	NameStaleToolResultTrim                 = "StaleToolResultTrimProcessor"
 )

@@ -33,16 +33,29 @@ var containerChildren = map[string]string{
 // flattened (TestPlaceholderMessageFilter/"prunes containers").
 //
 // The filter is meant to run twice, before truncation and after the
-// flatten processors; the removed count accumulates across both runs.
+// flatten processors; the removed count accumulates across both runs. A
+// pipeline's processors have distinct names, so the second run is
+// registered as PostFlattenPlaceholderMessageFilterProcessor.
 //
 // Metadata: placeholderMessageFilter {removedCount}.
-type PlaceholderMessageFilter struct{}
+type PlaceholderMessageFilter struct {
+	name string
+}
 
 // NewPlaceholderMessageFilter returns a PlaceholderMessageFilter processor.
-func NewPlaceholderMessageFilter() *PlaceholderMessageFilter { return &PlaceholderMessageFilter{} }
+func NewPlaceholderMessageFilter() *PlaceholderMessageFilter {
+	return &PlaceholderMessageFilter{name: NamePlaceholderMessageFilter}
+}
 
-// Name returns "PlaceholderMessageFilterProcessor".
-func (*PlaceholderMessageFilter) Name() string { return NamePlaceholderMessageFilter }
+// NewPostFlattenPlaceholderMessageFilter returns the same filter under the
+// name of its second run.
+func NewPostFlattenPlaceholderMessageFilter() *PlaceholderMessageFilter {
+	return &PlaceholderMessageFilter{name: NamePostFlattenPlaceholderMessageFilter}
+}
+
+// Name returns "PlaceholderMessageFilterProcessor", or
+// "PostFlattenPlaceholderMessageFilterProcessor" for the second run.
+func (p *PlaceholderMessageFilter) Name() string { return p.name }
 
 // Process removes the placeholders.
 func (*PlaceholderMessageFilter) Process(ctx context.Context, pc *enginecore.PipelineContext) (*enginecore.PipelineContext, error) {
@@ -171,4 +184,8 @@ func jsLength(v any) int {
 
 func (d deps) placeholderMessageFilter(raw map[string]any) (enginecore.Processor, error) {
 	return noConfig(raw, NewPlaceholderMessageFilter())
+}
+
+func (d deps) postFlattenPlaceholderMessageFilter(raw map[string]any) (enginecore.Processor, error) {
+	return noConfig(raw, NewPostFlattenPlaceholderMessageFilter())
 }

@@ -135,9 +135,8 @@ func TestPlaceholderMessageFilterContainerChildren(t *testing.T) {
 // pipeline and the count adds up (upstream: "should accumulate
 // removedCount across two pipeline passes").
 func TestPlaceholderMessageFilterAccumulates(t *testing.T) {
-	p := build(t, processors.NamePlaceholderMessageFilter, nil)
-	first := process(t, p, parseMessages(t, `[{"content":"...","id":"a1","role":"assistant"}]`))
-	second := processContext(t, p, &enginecore.PipelineContext{
+	first := process(t, build(t, processors.NamePlaceholderMessageFilter, nil), parseMessages(t, `[{"content":"...","id":"a1","role":"assistant"}]`))
+	second := processContext(t, build(t, processors.NamePostFlattenPlaceholderMessageFilter, nil), &enginecore.PipelineContext{
 		Messages: parseMessages(t, `[{"content":"...","id":"a2","role":"assistant"}]`),
 		Metadata: first.Metadata,
 	})
