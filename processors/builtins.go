@@ -36,5 +36,6 @@ func (d deps) builtins() map[string]Constructor {
 		NamePlaceholderMessageFilter:            d.placeholderMessageFilter,
 		NamePostFlattenPlaceholderMessageFilter: d.postFlattenPlaceholderMessageFilter,
 		NameStaleToolResultTrim:                 d.staleToolResultTrim,
+		NameLocalSystemToolSnapshotInjector:     d.localSystemToolSnapshotInjector,
 	}
 }

@@ -37,4 +37,5 @@ const (
 	// The placeholder filter again, after the flatten steps.
 	NamePostFlattenPlaceholderMessageFilter = "PostFlattenPlaceholderMessageFilterProcessor"
 	NameStaleToolResultTrim                 = "StaleToolResultTrimProcessor"
+	NameLocalSystemToolSnapshotInjector     = "LocalSystemToolSnapshotInjector"
 )
