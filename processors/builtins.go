@@ -37,5 +37,6 @@ func (d deps) builtins() map[string]Constructor {
 		NamePostFlattenPlaceholderMessageFilter: d.postFlattenPlaceholderMessageFilter,
 		NameStaleToolResultTrim:                 d.staleToolResultTrim,
 		NameLocalSystemToolSnapshotInjector:     d.localSystemToolSnapshotInjector,
+		NameContextSelectionsInjector:           d.contextSelectionsInjector,
 	}
 }

@@ -36,7 +36,8 @@ func TestMessagesEngineSpec(t *testing.T) {
 	added := map[string]bool{
 		processors.NamePlaceholderMessageFilter: true, processors.NamePostFlattenPlaceholderMessageFilter: true,
 		processors.NameHistoricalWebSearchResultFilter: true, processors.NameLocalSystemToolSnapshotInjector: true,
-		processors.NameActivationResultTrim: true, processors.NameStaleToolResultTrim: true,
+		processors.NameContextSelectionsInjector: true,
+		processors.NameActivationResultTrim:      true, processors.NameStaleToolResultTrim: true,
 	}
 	if rest := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return added[n] }); !slices.Equal(rest, defaults) {
 		t.Fatalf("without the additions:\n%v\nwant the default order:\n%v", rest, defaults)
@@ -54,7 +55,8 @@ func TestMessagesEngineSpec(t *testing.T) {
 		t.Errorf("placeholder filter not before truncation: %v", names)
 	}
 	after(processors.NamePostFlattenPlaceholderMessageFilter, processors.NameTaskMessage)
-	after(processors.NameLocalSystemToolSnapshotInjector, processors.NameKnowledgeInjector)
+	after(processors.NameContextSelectionsInjector, processors.NameKnowledgeInjector)
+	after(processors.NameLocalSystemToolSnapshotInjector, processors.NameContextSelectionsInjector)
 	after(processors.NameHistoricalWebSearchResultFilter, processors.NameGroupMessageFlatten)
 	after(processors.NameActivationResultTrim, processors.NameGroupRoleTransform)
 	after(processors.NameStaleToolResultTrim, processors.NameActivationResultTrim)

@@ -38,4 +38,5 @@ const (
 	NamePostFlattenPlaceholderMessageFilter = "PostFlattenPlaceholderMessageFilterProcessor"
 	NameStaleToolResultTrim                 = "StaleToolResultTrimProcessor"
 	NameLocalSystemToolSnapshotInjector     = "LocalSystemToolSnapshotInjector"
+	NameContextSelectionsInjector           = "ContextSelectionsInjector"
 )
