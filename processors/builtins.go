@@ -38,5 +38,6 @@ func (d deps) builtins() map[string]Constructor {
 		NameStaleToolResultTrim:                 d.staleToolResultTrim,
 		NameLocalSystemToolSnapshotInjector:     d.localSystemToolSnapshotInjector,
 		NameContextSelectionsInjector:           d.contextSelectionsInjector,
+		NameGroupContextInjector:                d.groupContextInjector,
 	}
 }

@@ -36,8 +36,8 @@ func TestMessagesEngineSpec(t *testing.T) {
 	added := map[string]bool{
 		processors.NamePlaceholderMessageFilter: true, processors.NamePostFlattenPlaceholderMessageFilter: true,
 		processors.NameHistoricalWebSearchResultFilter: true, processors.NameLocalSystemToolSnapshotInjector: true,
-		processors.NameContextSelectionsInjector: true,
-		processors.NameActivationResultTrim:      true, processors.NameStaleToolResultTrim: true,
+		processors.NameContextSelectionsInjector: true, processors.NameGroupContextInjector: true,
+		processors.NameActivationResultTrim: true, processors.NameStaleToolResultTrim: true,
 	}
 	if rest := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return added[n] }); !slices.Equal(rest, defaults) {
 		t.Fatalf("without the additions:\n%v\nwant the default order:\n%v", rest, defaults)
@@ -55,6 +55,8 @@ func TestMessagesEngineSpec(t *testing.T) {
 		t.Errorf("placeholder filter not before truncation: %v", names)
 	}
 	after(processors.NamePostFlattenPlaceholderMessageFilter, processors.NameTaskMessage)
+	after(processors.NameGroupContextInjector, processors.NameUserMemoryInjector)
+	after(processors.NameKnowledgeInjector, processors.NameGroupContextInjector)
 	after(processors.NameContextSelectionsInjector, processors.NameKnowledgeInjector)
 	after(processors.NameLocalSystemToolSnapshotInjector, processors.NameContextSelectionsInjector)
 	after(processors.NameHistoricalWebSearchResultFilter, processors.NameGroupMessageFlatten)

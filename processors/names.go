@@ -39,4 +39,5 @@ const (
 	NameStaleToolResultTrim                 = "StaleToolResultTrimProcessor"
 	NameLocalSystemToolSnapshotInjector     = "LocalSystemToolSnapshotInjector"
 	NameContextSelectionsInjector           = "ContextSelectionsInjector"
+	NameGroupContextInjector                = "GroupContextInjector"
 )
