@@ -88,3 +88,34 @@ func TestMessagesEngineSpec(t *testing.T) {
 	}
 	assertJSON(t, got.Metadata["placeholderMessageFilter"], `{"removedCount":1}`)
 }
+
+// TestMessagesEngineOnRecordedInputs runs the messages-engine spec, its
+// new processors configured so that they have work to do, over the input
+// of each recorded call: nothing may fail, panic or touch the input.
+func TestMessagesEngineOnRecordedInputs(t *testing.T) {
+	spec := processors.MessagesEngineSpec()
+	for name, cfg := range map[string]map[string]any{
+		processors.NameStaleToolResultTrim:  {"keepRecentMessages": 2.0, "minTotalToolChars": 0.0, "crawlKeepChars": 10.0, "commandKeepChars": 10.0},
+		processors.NameActivationResultTrim: {"injectedManifests": []any{map[string]any{"identifier": "lobe-creds"}}},
+		processors.NameGroupContextInjector: {"enabled": true, "groupTitle": "G", "members": []any{map[string]any{"id": "a", "name": "A", "role": "participant"}}},
+		processors.NameHistoryTruncate:      {"enableHistoryCount": true, "historyCount": 50.0},
+	} {
+		if err := spec.Configure(name, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := processors.Default(processors.WithClock(fixedClock)).Build(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range loadRecords(t) {
+		pc := r.context()
+		before := snapshot(pc)
+		if _, err := e.ProcessContext(context.Background(), pc); err != nil {
+			t.Fatalf("line %d: %v", r.line, err)
+		}
+		if snapshot(pc) != before {
+			t.Fatalf("line %d: input modified", r.line)
+		}
+	}
+}
