@@ -29,5 +29,15 @@ func (d deps) builtins() map[string]Constructor {
 		NameToolSystemRole:               d.toolSystemRole,
 		NameUserMemoryInjector:           d.userMemory,
 		NameVerifyMessage:                d.verifyMessage,
+
+		// Processors of the newer upstream context-engine.
+		NameActivationResultTrim:                d.activationResultTrim,
+		NameHistoricalWebSearchResultFilter:     d.historicalWebSearchResultFilter,
+		NamePlaceholderMessageFilter:            d.placeholderMessageFilter,
+		NamePostFlattenPlaceholderMessageFilter: d.postFlattenPlaceholderMessageFilter,
+		NameStaleToolResultTrim:                 d.staleToolResultTrim,
+		NameLocalSystemToolSnapshotInjector:     d.localSystemToolSnapshotInjector,
+		NameContextSelectionsInjector:           d.contextSelectionsInjector,
+		NameGroupContextInjector:                d.groupContextInjector,
 	}
 }

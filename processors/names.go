@@ -29,4 +29,15 @@ const (
 	NameToolSystemRole               = "ToolSystemRoleProvider"
 	NameUserMemoryInjector           = "UserMemoryInjector"
 	NameVerifyMessage                = "VerifyMessageProcessor"
+
+	// Processors of the newer upstream context-engine (spec messages-engine).
+	NameActivationResultTrim            = "ActivationResultTrimProcessor"
+	NameHistoricalWebSearchResultFilter = "HistoricalWebSearchResultFilter"
+	NamePlaceholderMessageFilter        = "PlaceholderMessageFilterProcessor"
+	// The placeholder filter again, after the flatten steps.
+	NamePostFlattenPlaceholderMessageFilter = "PostFlattenPlaceholderMessageFilterProcessor"
+	NameStaleToolResultTrim                 = "StaleToolResultTrimProcessor"
+	NameLocalSystemToolSnapshotInjector     = "LocalSystemToolSnapshotInjector"
+	NameContextSelectionsInjector           = "ContextSelectionsInjector"
+	NameGroupContextInjector                = "GroupContextInjector"
 )

@@ -83,6 +83,33 @@ func DefaultSpec() *Spec {
 	return s
 }
 
+//go:embed specs/messages-engine.yaml
+var messagesEngineSpec []byte
+
+// MessagesEngineSpec returns a fresh copy of the built-in "messages-engine"
+// spec: the default spec with the processors the newer upstream
+// MessagesEngine adds (placeholder filter, historical web search filter,
+// activation and stale tool result trims), in upstream's order.
+func MessagesEngineSpec() *Spec {
+	s, err := ParseSpec(messagesEngineSpec)
+	if err != nil {
+		panic("processors: embedded messages-engine spec: " + err.Error()) // caught by tests
+	}
+	return s
+}
+
+// BuiltinSpec returns a fresh copy of the built-in spec called name
+// ("default" or "messages-engine"), or false when there is none.
+func BuiltinSpec(name string) (*Spec, bool) {
+	switch name {
+	case "default":
+		return DefaultSpec(), true
+	case "messages-engine":
+		return MessagesEngineSpec(), true
+	}
+	return nil, false
+}
+
 // LoadSpec reads a spec from a YAML or JSON file.
 func LoadSpec(path string) (*Spec, error) {
 	data, err := os.ReadFile(path)

@@ -171,7 +171,7 @@ func TestRegistry(t *testing.T) {
 	if len(a.Names()) != len(b.Names())+1 {
 		t.Fatal("registries share state")
 	}
-	if len(b.Names()) != 26 {
+	if len(b.Names()) != 34 {
 		t.Fatalf("%d built-ins: %v", len(b.Names()), b.Names())
 	}
 }
