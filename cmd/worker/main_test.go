@@ -257,6 +257,11 @@ func TestSpecPipelines(t *testing.T) {
 	if def != again {
 		t.Error("default engine rebuilt")
 	}
+	// The other built-in spec, served without a file.
+	me, err := p.Pipeline(ctx, "messages-engine", nil)
+	if err != nil || len(me.Processors()) <= len(def.Processors()) {
+		t.Fatalf("messages-engine: %v", err)
+	}
 	short, err := p.Pipeline(ctx, "short", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -95,8 +95,10 @@ func (p *specPipelines) spec(name string) (*processors.Spec, error) {
 			break
 		}
 	}
-	if s == nil && name == streams.DefaultPipeline {
-		s = processors.DefaultSpec()
+	if s == nil {
+		// The built-in specs (default, messages-engine), unless the
+		// directory holds one of that name.
+		s, _ = processors.BuiltinSpec(name)
 	}
 	if s == nil {
 		return nil, fmt.Errorf("%w: %q", streams.ErrUnknownPipeline, name)
