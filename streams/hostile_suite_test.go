@@ -36,8 +36,8 @@ const suiteConv = "target"
 
 // rejectionLog collects the rejections the worker publishes, by the stream
 // sequence of the event refused. It reads the errors subject over core
-// NATS; awaitRejection is the one place that would read a stream of
-// rejections instead.
+// NATS, for speed; storedRejections checks at the end that the errors
+// stream kept every one.
 type rejectionLog struct {
 	mu    sync.Mutex
 	bySeq map[uint64]EventRejected
@@ -85,6 +85,44 @@ func (l *rejectionLog) awaitRejection(t *testing.T, seq uint64, timeout time.Dur
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// storedRejections reads the errors stream to its end and returns its
+// rejections by the events-stream sequence they refuse.
+func storedRejections(ctx context.Context, t *testing.T, js jetstream.JetStream) map[uint64]EventRejected {
+	t.Helper()
+	cons, err := js.OrderedConsumer(ctx, "CONVSTREAM_ERRORS", jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := cons.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[uint64]EventRejected{}
+	for left := info.NumPending; left > 0; {
+		batch, err := cons.Fetch(int(min(left, 500)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			ev, err := DecodeEvent(nats.Header(m.Headers()), m.Data())
+			if err != nil || ev.Type() != TypeEventRejected {
+				continue
+			}
+			var rej EventRejected
+			if json.Unmarshal(ev.Data(), &rej) == nil {
+				out[rej.Sequence] = rej
+			}
+		}
+		if n == 0 {
+			t.Fatalf("errors stream: nothing fetched with %d records left", left)
+		}
+		left -= uint64(n)
+	}
+	return out
 }
 
 // msgpackFloat returns msgpack {"id":"m9","score":<float64 bits>}.
@@ -451,6 +489,7 @@ func TestHostileSuite(t *testing.T) {
 	heapBefore := ms.HeapInuse
 	var peak uint64
 	withPath := 0
+	rejectedAt := map[uint64]string{} // events-stream sequence → kind
 	for i, k := range kinds {
 		if i%10 == 0 {
 			sendCalm()
@@ -470,6 +509,7 @@ func TestHostileSuite(t *testing.T) {
 			t.Fatalf("%s: publish: %v", k.name, err)
 		}
 		rej, ok := rejections.awaitRejection(t, ack.Sequence, 20*time.Second)
+		rejectedAt[ack.Sequence] = k.name
 		switch {
 		case !ok:
 			t.Errorf("%s: no rejection within 20 s", k.name)
@@ -492,6 +532,16 @@ func TestHostileSuite(t *testing.T) {
 	}
 	kinds = nil
 	t.Logf("hostile kinds: %d (%d with a path)", len(names), withPath)
+
+	// Durable: every rejection is kept in the errors stream, readable by a
+	// client that was not listening.
+	stored := storedRejections(ctx, t, js)
+	for seq, name := range rejectedAt {
+		if _, ok := stored[seq]; !ok {
+			t.Errorf("%s: its rejection is not in the errors stream", name)
+		}
+	}
+	t.Logf("errors stream: %d records, every kind's rejection among them", len(stored))
 	if len(names) < 120 {
 		t.Errorf("%d kinds, want at least 120", len(names))
 	}
