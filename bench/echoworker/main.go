@@ -11,7 +11,7 @@
 //	go run ./echoworker &      # in bench/
 //	go run ./cmd/convload --quiet --warmup --rounds 3
 //
-// BENCHMARKS.md ("the floor of a worker") has what it measured.
+// EXPERIMENTS.md ("The floor under any worker") has what it measured.
 package main
 
 import (

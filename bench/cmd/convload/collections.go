@@ -13,7 +13,7 @@ import (
 )
 
 // A run's tail on a busy machine is decided mostly by whether one of the
-// worker process's garbage collections marked during it (BENCHMARKS.md).
+// worker process's garbage collections marked during it (EXPERIMENTS.md).
 // With --worker-pprof, convload asks the worker's pprof endpoint (its
 // --pprof) when its recent collections ended and counts those in each run.
 // The worker keeps the end times of its last 256 collections

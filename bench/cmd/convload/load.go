@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	// The generator mostly sleeps between events and wakes for their
 	// acknowledgements and deltas. With a second P idle, each goroutine it
 	// readies wakes a thread to look for work (futex calls, the scheduler's
-	// search), on the cores the worker under test needs (BENCHMARKS.md,
+	// search), on the cores the worker under test needs (EXPERIMENTS.md,
 	// "the load generator on one P").
 	if *procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*procs))
