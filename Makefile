@@ -20,6 +20,8 @@ run: ui
 test: ui
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	@# bench/ is a module of its own, which ./... does not reach.
+	$(MAKE) --no-print-directory -C bench test
 	@# go test hides the output of passing packages; show the conformance summaries.
 	@$(GO) test -count=1 -v -run 'TestConformance' ./conversation/ ./processors/ | grep -E 'conformance.*passed'
 	@$(MAKE) --no-print-directory test-ts
@@ -73,45 +75,13 @@ soak-ci:
 	SOAK_EVENTS=20000 SOAK_CONVERSATIONS=100 SOAK_KILLS=5 \
 		$(GO) test -tags soak -count=1 -timeout 15m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
 
-# scale: 1, 2 and 3 workers on a 3-node embedded JetStream cluster (R3, 6
-# partitions), flat out and at 1,000 events/s; prints a table (issue 5).
-.PHONY: scale
-scale:
-	CONVSTREAM_SCALEOUT=1 $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' -v ./internal/loadgen/ | grep -v '^=== '
-
-# load: the end-to-end load test (issue 6). A worker with an embedded NATS
-# server (as make run, store in a fresh temporary directory, on LOAD_PORT,
-# readiness on LOAD_HTTP) and `convctl load` against it: raw JetStream
-# publish+consume of the same payloads and the worker, flat out, then both
-# at half the worker's peak. LOAD_ARGS go to convctl load, WORKER_ARGS to
-# the worker; on a shared machine, LOAD_ARGS="--warmup --rounds 3" runs
-# every phase three times, raw and worker alternately, and reports medians.
-LOAD_PORT   ?= 14222
-LOAD_HTTP   ?= 18080
-LOAD_ARGS   ?=
-WORKER_ARGS ?=
-.PHONY: load
-load: ui
-	@set -e; tmp=$$(mktemp -d); \
-	$(GO) build -o "$$tmp/worker" ./cmd/worker; $(GO) build -o "$$tmp/convctl" ./cmd/convctl; \
-	"$$tmp/worker" --data-dir "$$tmp/data" --listen 127.0.0.1:$(LOAD_PORT) --http 127.0.0.1:$(LOAD_HTTP) \
-		--log-level warn $(WORKER_ARGS) & pid=$$!; \
-	trap 'kill $$pid 2>/dev/null; wait $$pid 2>/dev/null; rm -rf "$$tmp"' EXIT; \
-	for i in $$(seq 100); do curl -sf http://127.0.0.1:$(LOAD_HTTP)/readyz >/dev/null && break; sleep 0.1; done; \
-	"$$tmp/convctl" load --nats-url nats://127.0.0.1:$(LOAD_PORT) $(LOAD_ARGS)
-
-# load-compare: the same against two builds, alternately, PAIRS runs each
-# (scripts/load-compare.sh, Linux): revisions A and B ("." is the checkout
-# as it is), worker flags WORKER_ARGS_A and WORKER_ARGS_B, LOAD_ARGS to
-# convctl load (default --quiet --warmup --rounds 3). Each run also shows
-# the worker's CPU time, page faults and peak resident memory.
-PAIRS ?= 3
-A     ?= HEAD
-B     ?= .
-.PHONY: load-compare
-load-compare:
-	LOAD_PORT=$(LOAD_PORT) LOAD_HTTP=$(LOAD_HTTP) scripts/load-compare.sh -n $(PAIRS) \
-		-A "$(WORKER_ARGS_A)" -B "$(WORKER_ARGS_B)" $(A) $(B) $(LOAD_ARGS)
+# The lab lives in bench/, a Go module of its own (bench/README.md): the
+# load generator convload, the echo worker, load-compare and the scale-out
+# measurement. load, load-compare and scale run bench/Makefile's targets;
+# variables given here (LOAD_ARGS, WORKER_ARGS, A, B, PAIRS, ...) pass on.
+.PHONY: load load-compare scale
+scale load load-compare:
+	@$(MAKE) --no-print-directory -C bench $@
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -29,7 +29,6 @@ func commands() map[string]command {
 		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
-		"load":     {summary: "drive many conversations through a worker and measure events/s and snapshot latency against raw JetStream", run: runLoad},
 
 		"permissions": {summary: "print the NATS permissions of a role (worker, ui, orchestrator) of a subject prefix, or a tenants file's accounts, as nats-server configuration", run: runPermissions},
 	}

@@ -35,9 +35,10 @@ const idleShare = 0.05
 // goal, and its collection fell under the load more often: the worker met
 // the p99 goal at half of its peak in 4 of 10 default load sequences with
 // halfway and in 10 of 10 with an eighth, with a peak resident memory of
-// 607-912 MB against 592-838 MB (three alternating batches; BENCHMARKS.md,
-// "Session of 2026-12-02, 06:20 UTC"). A collection while idle costs CPU
-// only when the process has it to spare.
+// 607-912 MB against 592-838 MB (three alternating batches of make -C bench
+// load-compare; bench/EXPERIMENTS.md, "The idle collector, collecting once
+// a collection is an eighth due"). TestIdleCollector checks the threshold.
+// A collection while idle costs CPU only when the process has it to spare.
 const idleDue = 8
 
 // idleCollector runs collections while the process is idle (see above),

@@ -1,17 +1,17 @@
 // Command echoworker measures the floor under any worker on convstream's
 // pipeline: it starts an embedded NATS server as the worker does and
 // consumes the events stream as the worker does, but does nothing with an
-// event except answer it with a delta of the length `convctl load` waits
-// for, then acknowledge it. `convctl load` against it times JetStream and
+// event except answer it with a delta of the length convload waits
+// for, then acknowledge it. convload against it times JetStream and
 // the pipeline's shape (consume, publish a delta, acknowledge) on the
 // machine, without decoding, applying or storing anything. Its state is
 // a count of events by conversation, so its deltas are right only for
 // conversations it saw from their first event, as load's are.
 //
-//	go run ./internal/echoworker &
-//	go run ./cmd/convctl load --quiet --warmup --rounds 3
+//	go run ./echoworker &      # in bench/
+//	go run ./cmd/convload --quiet --warmup --rounds 3
 //
-// BENCHMARKS.md ("the floor of a worker") has what it measured.
+// EXPERIMENTS.md ("The floor under any worker") has what it measured.
 package main
 
 import (
@@ -175,7 +175,7 @@ func (e *echo) answer(m jetstream.Msg) {
 	id := strings.TrimPrefix(m.Subject(), e.subjects.Events(""))
 	e.counts[id]++
 	// Event k of a conversation is answered with a flat list of k entries:
-	// what convctl load reads of a delta (see internal/loadgen).
+	// what convload reads of a delta (see bench/loadgen).
 	delta := `{"conversationId":` + strconv.Quote(id) + `,"from":0,"length":` + strconv.Itoa(e.counts[id]) +
 		`,"flatList":["` + e.pad + `"]}`
 	_ = e.nc.Publish(e.subjects.Snapshots(id), []byte(delta))

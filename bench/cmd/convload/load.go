@@ -16,14 +16,14 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/bench/loadgen"
 	"github.com/convstream/convstream/internal/hugepages"
-	"github.com/convstream/convstream/internal/loadgen"
 	"github.com/convstream/convstream/streams"
 )
 
-// runLoad implements `convctl load [flags]`.
-func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+// run implements `convload [flags]`; it returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("convload", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var nf natsFlags
 	nf.register(fs)
@@ -45,14 +45,17 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	procs := fs.Int("procs", 1, "Ps (GOMAXPROCS) the load generator runs on (GOMAXPROCS in the environment wins; 0: one per CPU): one paces and times the events, and more take CPU from a worker on the same machine")
 	workerPprof := fs.String("worker-pprof", "", "the worker's pprof endpoint (its --pprof), e.g. http://127.0.0.1:6060: after the runs, count the worker process's garbage collections that ended in each (same machine only: the clocks are compared)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: convctl load [flags]")
+		fmt.Fprintln(stderr, "usage: convload [flags]")
 		fmt.Fprintln(stderr, "Appends to new conversations through a running worker and measures sustained")
 		fmt.Fprintln(stderr, "events/s and append-to-snapshot-delta latency; with --raw, the same payloads")
 		fmt.Fprintln(stderr, "through a plain JetStream stream and consumer (the physical limit).")
 		fs.PrintDefaults()
 	}
-	pos, ok := nf.parse(fs, args, "load", stderr)
-	if !ok {
+	pos, err := nf.parse(fs, args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
 		return 2
 	}
 	if len(pos) != 0 || cfg.Conversations <= 0 || cfg.Events <= 0 || cfg.Rate < 0 || cfg.ContentBytes < 0 || *rounds < 1 || cfg.Window < 0 || *halfRate < 0 || *procs < 0 {
@@ -61,13 +64,13 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	subjects, err := streams.NewSubjects(nf.prefix)
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl load:", err)
+		fmt.Fprintln(stderr, "convload:", err)
 		return 2
 	}
 	// The generator mostly sleeps between events and wakes for their
 	// acknowledgements and deltas. With a second P idle, each goroutine it
 	// readies wakes a thread to look for work (futex calls, the scheduler's
-	// search), on the cores the worker under test needs (BENCHMARKS.md,
+	// search), on the cores the worker under test needs (EXPERIMENTS.md,
 	// "the load generator on one P").
 	if *procs > 0 && os.Getenv("GOMAXPROCS") == "" {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(*procs))
@@ -75,7 +78,7 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(stderr, "convctl load:", err)
+			fmt.Fprintln(stderr, "convload:", err)
 			return 1
 		}
 		defer stop()
@@ -85,15 +88,15 @@ func runLoad(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		c.Name = name
 		return streams.Connect(c, nats.Timeout(nf.timeout), nats.MaxReconnects(0))
 	}
-	pub, err := connect("convctl-load-pub")
+	pub, err := connect("convload-pub")
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl load:", err)
+		fmt.Fprintln(stderr, "convload:", err)
 		return 1
 	}
 	defer pub.Close()
-	sub, err := connect("convctl-load-sub")
+	sub, err := connect("convload-sub")
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl load:", err)
+		fmt.Fprintln(stderr, "convload:", err)
 		return 1
 	}
 	defer sub.Close()
@@ -196,7 +199,7 @@ type roundResult struct {
 func countCollections(ctx context.Context, base string, results []roundResult, stderr io.Writer) {
 	ends, err := collectionEnds(ctx, base)
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl load: --worker-pprof:", err)
+		fmt.Fprintln(stderr, "convload: --worker-pprof:", err)
 		return
 	}
 	for i := range results {
@@ -326,7 +329,7 @@ func report(stdout, stderr io.Writer, cfg loadgen.Config, rounds int, halfRate f
 		printTimelines(stdout, cfg.Window, rounds, results)
 	}
 	if failed != nil {
-		fmt.Fprintln(stderr, "convctl load:", failed)
+		fmt.Fprintln(stderr, "convload:", failed)
 		return 1
 	}
 	return 0

@@ -13,8 +13,8 @@ import (
 )
 
 // A run's tail on a busy machine is decided mostly by whether one of the
-// worker process's garbage collections marked during it (BENCHMARKS.md).
-// With --worker-pprof, convctl load asks the worker's pprof endpoint (its
+// worker process's garbage collections marked during it (EXPERIMENTS.md).
+// With --worker-pprof, convload asks the worker's pprof endpoint (its
 // --pprof) when its recent collections ended and counts those in each run.
 // The worker keeps the end times of its last 256 collections
 // (runtime.MemStats.PauseEnd), which /debug/pprof/heap?debug=1 prints; a

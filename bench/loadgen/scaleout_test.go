@@ -23,10 +23,10 @@ import (
 // Everything runs in this one process, on this machine's cores: the figures
 // say what spreading costs and buys here, not what separate machines would
 // do. It is a measurement, not a check: it runs with CONVSTREAM_SCALEOUT=1
-// (make scale).
+// (make -C bench scale).
 func TestScaleOut(t *testing.T) {
 	if os.Getenv("CONVSTREAM_SCALEOUT") == "" {
-		t.Skip("a measurement: set CONVSTREAM_SCALEOUT=1 (make scale)")
+		t.Skip("a measurement: set CONVSTREAM_SCALEOUT=1 (make -C bench scale)")
 	}
 	const (
 		partitions = 6

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # load-compare builds the worker at two revisions (or runs one build with
-# two sets of flags) and runs `convctl load` against each in turn, PAIRS
+# two sets of flags) and runs convload against each in turn, PAIRS
 # times, alternating, each time against a fresh worker with an embedded
 # server and an empty store. One load generator, built from this
 # checkout, drives both. Each run prints the worker process's CPU time
@@ -8,19 +8,19 @@
 # and how much of its memory was on huge pages at the end, read from /proc (Linux only;
 # docs/operations.md, "Huge pages"), then the summary lines of the load, with
 # how many of the worker process's garbage collections ended in each
-# half-peak run (a worker built with --pprof; convctl load --worker-pprof:
+# half-peak run (a worker built with --pprof; convload --worker-pprof:
 # a mark in a run decides its tail on these machines). A summary at the
 # end gives, for each side, the sequences that met the p99 goal and the
 # half-peak rounds' p99 with and without a collection. On the
 # shared 2-core machines absolute figures drift from hour to hour; two
 # builds are compared by runs that alternate in one sitting
-# (BENCHMARKS.md).
+# (bench/EXPERIMENTS.md).
 #
-# usage: scripts/load-compare.sh [-n PAIRS] [-A "worker flags"] [-B "worker flags"]
-#            [-T MODE_A,MODE_B] [-o DIR] REV_A REV_B [convctl load flags...]
+# usage: bench/load-compare.sh [-n PAIRS] [-A "worker flags"] [-B "worker flags"]
+#            [-T MODE_A,MODE_B] [-o DIR] REV_A REV_B [convload flags...]
 #
 #   REV_A, REV_B  git revisions; "." is this checkout as it is, uncommitted
-#                 changes included; "echo" is internal/echoworker of this
+#                 changes included; "echo" is bench/echoworker of this
 #                 checkout: the floor under any worker (it answers each
 #                 event with a delta and acknowledges it, nothing more)
 #   -n PAIRS      runs of each (default 3)
@@ -31,11 +31,11 @@
 #                 run (root only; the mode found is put back at the end).
 #   -o DIR        where each run's full output goes (default: a new
 #                 temporary directory, kept)
-#   load flags    default: --quiet --warmup --rounds 3 (what `make load
-#                 LOAD_ARGS="--quiet --warmup --rounds 3"` runs)
+#   load flags    default: --quiet --warmup --rounds 3 (what `make -C bench
+#                 load LOAD_ARGS="--quiet --warmup --rounds 3"` runs)
 #
-# Example: scripts/load-compare.sh HEAD~1 . ; scripts/load-compare.sh -n 5 -B "--gc-percent 200" . .
-#          scripts/load-compare.sh echo HEAD --quiet --warmup --rounds 3 --half-rate 10000
+# Example: bench/load-compare.sh HEAD~1 . ; bench/load-compare.sh -n 5 -B "--gc-percent 200" . .
+#          bench/load-compare.sh echo HEAD --quiet --warmup --rounds 3 --half-rate 10000
 set -euo pipefail
 
 pairs=3 flags_a="" flags_b="" out="" thp_a="" thp_b=""
@@ -52,7 +52,7 @@ while getopts "n:A:B:T:o:h" opt; do
 done
 shift $((OPTIND - 1))
 if [ $# -lt 2 ]; then
-	echo "usage: $0 [-n PAIRS] [-A flags] [-B flags] [-o DIR] REV_A REV_B [convctl load flags...]" >&2
+	echo "usage: $0 [-n PAIRS] [-A flags] [-B flags] [-o DIR] REV_A REV_B [convload flags...]" >&2
 	exit 2
 fi
 rev_a=$1 rev_b=$2
@@ -91,9 +91,9 @@ build() {
 	local rev=$1 dir=$2 src
 	mkdir -p "$dir"
 	if [ "$rev" = "echo" ]; then
-		(cd "$root" && "$go" build -o "$dir/worker" ./internal/echoworker)
+		(cd "$root/bench" && "$go" build -o "$dir/worker" ./echoworker)
 		touch "$dir/echo"
-		echo "$(basename "$dir"): echo (internal/echoworker of this checkout, at $(git -C "$root" rev-parse --short HEAD))"
+		echo "$(basename "$dir"): echo (bench/echoworker of this checkout, at $(git -C "$root" rev-parse --short HEAD))"
 		return
 	fi
 	if [ "$rev" = "." ]; then
@@ -107,8 +107,8 @@ build() {
 }
 build "$rev_a" "$tmp/A"
 build "$rev_b" "$tmp/B"
-(cd "$root" && "$go" build -o "$tmp/convctl" ./cmd/convctl)
-echo "load: convctl load ${load_args[*]}; runs in $out"
+(cd "$root/bench" && "$go" build -o "$tmp/convload" ./cmd/convload)
+echo "load: convload ${load_args[*]}; runs in $out"
 
 # run SIDE N runs one load against a fresh worker of SIDE.
 run() {
@@ -139,7 +139,7 @@ run() {
 		fi
 		sleep 0.1
 	done
-	"$tmp/convctl" load --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
+	"$tmp/convload" --nats-url "nats://127.0.0.1:$port" "${gc[@]}" "${load_args[@]}" >"$out/load-$side-$n.txt" 2>&1 || true
 	huge=$(awk '/^AnonHugePages/ { printf ", %d MB on huge pages%s", $2/1024, mode }' mode="${thp:+ ($thp)}" "/proc/$pid/smaps_rollup" 2>/dev/null || true)
 	if ! stat=$(cat "/proc/$pid/stat" 2>/dev/null) || ! status=$(cat "/proc/$pid/status" 2>/dev/null); then
 		echo "== $side run $n: the worker exited early; its log:" >&2

@@ -54,7 +54,7 @@ func TestCollectionEnds(t *testing.T) {
 	}
 }
 
-// TestLoadWorkerCollections runs convctl load with --worker-pprof against
+// TestLoadWorkerCollections runs convload with --worker-pprof against
 // the pprof handler of this process, which runs the worker, collecting
 // after nearly every allocation: every run is counted, and the half-peak
 // rounds are summed up. An endpoint that does not answer leaves the counts
@@ -67,7 +67,7 @@ func TestLoadWorkerCollections(t *testing.T) {
 	defer srv.Close()
 	defer debug.SetGCPercent(debug.SetGCPercent(1))
 
-	code, out, errOut := convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "40", "--rounds", "2", "--worker-pprof", srv.URL)
+	code, out, errOut := convload(t, "--quiet", "--conversations", "5", "--events", "40", "--rounds", "2", "--worker-pprof", srv.URL)
 	if code != 0 {
 		t.Fatalf("load: %d\n%s\n%s", code, out, errOut)
 	}
@@ -92,7 +92,7 @@ func TestLoadWorkerCollections(t *testing.T) {
 	}
 
 	srv.Close()
-	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--half=false", "--worker-pprof", srv.URL)
+	code, out, errOut = convload(t, "--quiet", "--conversations", "5", "--events", "20", "--half=false", "--worker-pprof", srv.URL)
 	if code != 0 || strings.Contains(out, "worker gcs") || !strings.Contains(errOut, "--worker-pprof") {
 		t.Errorf("endpoint gone: exit %d, want 0, no column and a warning\n%s\n%s", code, out, errOut)
 	}

@@ -17,7 +17,7 @@ import (
 // alternately, and reports each round and the medians.
 func TestLoadRounds(t *testing.T) {
 	startWorker(t)
-	code, out, errOut := convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "40", "--rounds", "2")
+	code, out, errOut := convload(t, "--quiet", "--conversations", "5", "--events", "40", "--rounds", "2")
 	if code != 0 {
 		t.Fatalf("load: %d\n%s\n%s", code, out, errOut)
 	}
@@ -35,7 +35,7 @@ func TestLoadRounds(t *testing.T) {
 	}
 
 	// --half-rate: the second phase at a given rate, whatever the peak.
-	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--rounds", "2", "--raw=false", "--half-rate", "400")
+	code, out, errOut = convload(t, "--quiet", "--conversations", "5", "--events", "20", "--rounds", "2", "--raw=false", "--half-rate", "400")
 	if code != 0 {
 		t.Fatalf("load --half-rate: %d\n%s\n%s", code, out, errOut)
 	}
@@ -43,11 +43,11 @@ func TestLoadRounds(t *testing.T) {
 		!strings.Contains(out, "worker p99 at 400 ev/s (--half-rate) by round: ") || strings.Contains(out, "raw JetStream p99") {
 		t.Errorf("want two runs at 400 ev/s, reported as such, and no raw runs:\n%s", out)
 	}
-	if code, _, _ = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--half-rate", "-1"); code != 2 {
+	if code, _, _ = convload(t, "--quiet", "--conversations", "5", "--events", "20", "--half-rate", "-1"); code != 2 {
 		t.Errorf("--half-rate -1: exit %d, want 2", code)
 	}
 
-	code, out, errOut = convctl(t, "", "load", "--quiet", "--json", "--conversations", "5", "--events", "20", "--rounds", "3", "--half=false")
+	code, out, errOut = convload(t, "--quiet", "--json", "--conversations", "5", "--events", "20", "--rounds", "3", "--half=false")
 	if code != 0 {
 		t.Fatalf("load --json: %d\n%s\n%s", code, out, errOut)
 	}
@@ -75,7 +75,7 @@ func TestLoadRounds(t *testing.T) {
 		t.Errorf("JSON summary: %+v", res)
 	}
 
-	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "40", "--rate", "400", "--raw=false", "--timeline", "20ms")
+	code, out, errOut = convload(t, "--quiet", "--conversations", "5", "--events", "40", "--rate", "400", "--raw=false", "--timeline", "20ms")
 	if code != 0 {
 		t.Fatalf("load --timeline: %d\n%s\n%s", code, out, errOut)
 	}
@@ -85,7 +85,7 @@ func TestLoadRounds(t *testing.T) {
 	}
 
 	prof := filepath.Join(t.TempDir(), "load.pprof")
-	code, out, errOut = convctl(t, "", "load", "--quiet", "--conversations", "5", "--events", "20", "--raw=false", "--half=false", "--cpuprofile", prof)
+	code, out, errOut = convload(t, "--quiet", "--conversations", "5", "--events", "20", "--raw=false", "--half=false", "--cpuprofile", prof)
 	if code != 0 {
 		t.Fatalf("load --cpuprofile: %d\n%s\n%s", code, out, errOut)
 	}
@@ -93,11 +93,11 @@ func TestLoadRounds(t *testing.T) {
 	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
 		t.Errorf("--cpuprofile wrote no profile: %v (%d bytes)", err, len(b))
 	}
-	if code, _, _ := convctl(t, "", "load", "--quiet", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")); code != 1 {
+	if code, _, _ := convload(t, "--quiet", "--cpuprofile", filepath.Join(t.TempDir(), "no", "such", "dir")); code != 1 {
 		t.Errorf("--cpuprofile into a missing directory: status %d, want 1", code)
 	}
 
-	if code, _, _ := convctl(t, "", "load", "--rounds", "0"); code != 2 {
+	if code, _, _ := convload(t, "--rounds", "0"); code != 2 {
 		t.Errorf("--rounds 0: status %d, want 2", code)
 	}
 }
@@ -114,7 +114,7 @@ func TestLoadProcs(t *testing.T) {
 		procs string
 		want  int
 	}{{"1", 1}, {"3", 3}, {"0", before}} {
-		code, out, errOut := convctl(t, "", "load", "--quiet", "--conversations", "2", "--events", "4", "--raw=false", "--half=false", "--procs", c.procs)
+		code, out, errOut := convload(t, "--quiet", "--conversations", "2", "--events", "4", "--raw=false", "--half=false", "--procs", c.procs)
 		if code != 0 {
 			t.Fatalf("load --procs %s: %d\n%s\n%s", c.procs, code, out, errOut)
 		}
@@ -125,7 +125,7 @@ func TestLoadProcs(t *testing.T) {
 			t.Fatalf("--procs %s: GOMAXPROCS %d after the run, was %d", c.procs, got, before)
 		}
 	}
-	if code, _, _ := convctl(t, "", "load", "--procs", "-1"); code != 2 {
+	if code, _, _ := convload(t, "--procs", "-1"); code != 2 {
 		t.Errorf("--procs -1: status %d, want 2", code)
 	}
 }
