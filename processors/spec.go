@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strconv"
 
 	"go.yaml.in/yaml/v3"
@@ -319,6 +320,26 @@ func orSpec(path string) string {
 		return "spec"
 	}
 	return path
+}
+
+// WithParams returns a copy of s with params, an inference request's
+// {"ProcessorName": {field: value}}, merged over the configuration of the
+// processors they name (Configure); s is not changed. A processor the spec
+// does not hold, or a configuration that is not an object, is an error
+// naming it.
+func (s *Spec) WithParams(params map[string]any) (*Spec, error) {
+	cp := *s
+	cp.Processors = slices.Clone(s.Processors)
+	for proc, cfg := range params {
+		obj, ok := cfg.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("params.%s must be an object", proc)
+		}
+		if err := cp.Configure(proc, obj); err != nil {
+			return nil, err
+		}
+	}
+	return &cp, nil
 }
 
 // Configure merges config into the configuration of every entry named

@@ -7,11 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/testcorpus"
-	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/providers"
 	"github.com/convstream/convstream/streams"
 )
@@ -41,35 +38,9 @@ func TestWorkerAnswersInEveryFormat(t *testing.T) {
 		cases = append(cases, cs...)
 	}
 
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	pipelines := streams.PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
-		if name != streams.DefaultPipeline {
-			return nil, streams.ErrUnknownPipeline
-		}
-		return processors.Default().Build(processors.DefaultSpec(), opts...)
-	})
-	w, err := streams.NewWorker(nc, streams.WithPipelines(pipelines), streams.WithInferenceWait(10*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(30 * time.Second); w.Ready() != nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("worker not ready: %v", w.Ready())
-		}
-	}
+	run := workertest.Start(t, streams.WithInferenceWait(10*time.Second))
+	nc := run.Conn
+	ctx := context.Background()
 	c, err := streams.NewClient(nc)
 	if err != nil {
 		t.Fatal(err)

@@ -7,53 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-
-	"github.com/convstream/convstream/enginecore"
-	"github.com/convstream/convstream/processors"
-	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/internal/workertest"
 )
 
-// startWorker runs an embedded JetStream server on a free port and a worker
-// with the built-in default pipeline, and points the NATS flags at it
+// startWorker runs an embedded JetStream server and a worker with the
+// built-in pipelines (workertest.Start), and points the NATS flags at it
 // through $CONVSTREAM_NATS_URL.
 func startWorker(t *testing.T) {
 	t.Helper()
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	pipelines := streams.PipelinesFunc(func(_ context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
-		if name != streams.DefaultPipeline {
-			return nil, streams.ErrUnknownPipeline
-		}
-		spec := processors.DefaultSpec()
-		for proc, cfg := range params {
-			obj, _ := cfg.(map[string]any)
-			if err := spec.Configure(proc, obj); err != nil {
-				return nil, err
-			}
-		}
-		return processors.Default().Build(spec, opts...)
-	})
-	w, err := streams.NewWorker(nc, streams.WithPipelines(pipelines))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for w.Ready() != nil {
-		time.Sleep(5 * time.Millisecond)
-	}
-	t.Setenv("CONVSTREAM_NATS_URL", ns.ClientURL())
+	t.Setenv("CONVSTREAM_NATS_URL", workertest.Start(t).URL)
 }
 
 // convctl runs one command and returns its status, stdout and stderr.

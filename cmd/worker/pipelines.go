@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sync"
 
 	"github.com/convstream/convstream/enginecore"
@@ -52,18 +51,11 @@ func (p *specPipelines) Pipeline(_ context.Context, name string, params map[stri
 			return e, nil
 		}
 	}
-	cp := *spec
-	cp.Processors = slices.Clone(spec.Processors)
-	for proc, cfg := range params {
-		obj, ok := cfg.(map[string]any)
-		if !ok {
-			return nil, fmt.Errorf("params.%s must be an object", proc)
-		}
-		if err := cp.Configure(proc, obj); err != nil {
-			return nil, err
-		}
+	cp, err := spec.WithParams(params)
+	if err != nil {
+		return nil, err
 	}
-	e, err := p.registry.Build(&cp, opts...)
+	e, err := p.registry.Build(cp, opts...)
 	if err != nil {
 		return nil, err
 	}
