@@ -3,6 +3,7 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
@@ -81,6 +82,7 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(
 				attribute.String("messaging.system", "nats"),
+				attribute.String("messaging.operation.name", "process"),
 				attribute.String("messaging.operation.type", "process"),
 				attribute.String("messaging.destination.name", d.subject),
 				attribute.String("messaging.message.id", d.eventID),
@@ -89,6 +91,11 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 				attribute.String("convstream.conversation_id", d.conversationID),
 			))
 		defer span.End()
+		if d.msg != nil {
+			if md, err := d.msg.Metadata(); err == nil {
+				span.SetAttributes(attribute.String("messaging.consumer.group.name", md.Consumer))
+			}
+		}
 		err := next(ctx, d)
 		span.SetAttributes(attribute.String("convstream.outcome", d.outcome.String()))
 		if d.version > 0 {
@@ -97,9 +104,10 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 		var re *RejectError
 		switch {
 		case errors.As(err, &re):
-			span.SetAttributes(attribute.String("convstream.reject_code", re.Code))
+			span.SetAttributes(attribute.String("convstream.reject_code", re.Code), attribute.String("error.type", re.Code))
 			span.SetStatus(codes.Error, re.Error())
 		case err != nil:
+			span.SetAttributes(attribute.String("error.type", errorType(err)))
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -112,4 +120,15 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 func traced(tp trace.TracerProvider) bool {
 	_, noop := tp.(tracenoop.TracerProvider)
 	return !noop
+}
+
+// errorType is the error.type attribute of a failed span: a rejection's
+// code, else the error's Go type, a value of few kinds as the semantic
+// conventions ask.
+func errorType(err error) string {
+	var re *RejectError
+	if errors.As(err, &re) {
+		return re.Code
+	}
+	return fmt.Sprintf("%T", err)
 }

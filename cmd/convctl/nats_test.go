@@ -17,7 +17,7 @@ import (
 // startWorker runs an embedded JetStream server on a free port and a worker
 // with the built-in default pipeline, and points the NATS flags at it
 // through $CONVSTREAM_NATS_URL.
-func startWorker(t *testing.T) {
+func startWorker(t *testing.T, opts ...streams.Option) {
 	t.Helper()
 	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
 	if err != nil {
@@ -42,7 +42,7 @@ func startWorker(t *testing.T) {
 		}
 		return processors.Default().Build(spec, opts...)
 	})
-	w, err := streams.NewWorker(nc, streams.WithPipelines(pipelines))
+	w, err := streams.NewWorker(nc, append([]streams.Option{streams.WithPipelines(pipelines)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

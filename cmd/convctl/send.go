@@ -108,7 +108,13 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return 1
 	}
 
-	nc, c, err := nf.client()
+	tp, flush := tracing(ctx, stderr)
+	defer flush()
+	// One span for the command: the events it sends, and what the worker
+	// does with them, are one trace (TestOneTraceFromSenderToProcessors).
+	ctx, span := commandSpan(ctx, tp, "convctl send", conv)
+	defer span.End()
+	nc, c, err := nf.client(streams.WithClientTracerProvider(tp))
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl send:", err)
 		return 1
