@@ -16,8 +16,9 @@ import (
 
 // startWorker runs an embedded JetStream server on a free port and a worker
 // with the built-in default pipeline, and points the NATS flags at it
-// through $CONVSTREAM_NATS_URL.
-func startWorker(t *testing.T, opts ...streams.Option) {
+// through $CONVSTREAM_NATS_URL. It returns a function that stops the
+// worker, leaving the server and what it stores.
+func startWorker(t *testing.T, opts ...streams.Option) (stop func()) {
 	t.Helper()
 	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
 	if err != nil {
@@ -49,11 +50,13 @@ func startWorker(t *testing.T, opts ...streams.Option) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop = func() { cancel(); <-done }
+	t.Cleanup(stop)
 	for w.Ready() != nil {
 		time.Sleep(5 * time.Millisecond)
 	}
 	t.Setenv("CONVSTREAM_NATS_URL", ns.ClientURL())
+	return stop
 }
 
 // convctl runs one command and returns its status, stdout and stderr.

@@ -146,4 +146,3 @@ func wantAttrs(t *testing.T, s tracetest.SpanStub, kv ...string) {
 		}
 	}
 }
-
