@@ -44,8 +44,9 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		fmt.Fprintln(stderr, "usage: convctl send [flags] CONV [FILE]")
 		fmt.Fprintln(stderr, "Publishes message events to the conversation CONV: one event per JSON object in FILE")
 		fmt.Fprintln(stderr, "(stdin when absent or -), or with --all every message of a conversation document.")
-		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored, then waits briefly`)
-		fmt.Fprintln(stderr, "for rejections (--wait-rejections, --no-wait) and ends with a summary on stderr.")
+		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored (several events to a`)
+		fmt.Fprintln(stderr, "terminal show a progress bar instead), then waits briefly for rejections")
+		fmt.Fprintln(stderr, "(--wait-rejections, --no-wait) and ends with a summary on stderr.")
 		fs.PrintDefaults()
 	}
 	pos, ok := nf.parse(fs, args, "send", stderr)
@@ -138,6 +139,9 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	}
 	start := time.Now()
 	bar := newProgress(stderr, len(events))
+	// A line per event is for a script; on a terminal, thousands of them
+	// would bury the summary, so the bar stands for them there.
+	lines := len(events) == 1 || !isTerminal(stdout)
 	enc := json.NewEncoder(stdout)
 	for i, e := range events {
 		var opts []streams.SendOption
@@ -163,7 +167,9 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 			fmt.Fprintf(stderr, "convctl send: sent %d of %d, in %s\n", i, len(events), roundDuration(time.Since(start)))
 			return 1
 		}
-		_ = enc.Encode(map[string]any{"eventId": sent.EventID, "type": e.typ, "sequence": sent.Sequence, "duplicate": sent.Duplicate})
+		if lines {
+			_ = enc.Encode(map[string]any{"eventId": sent.EventID, "type": e.typ, "sequence": sent.Sequence, "duplicate": sent.Duplicate})
+		}
 		if w != nil {
 			w.expect(sent)
 		}

@@ -91,7 +91,7 @@ type options struct {
 	// The errors stream and dead letters.
 	errorRetention streams.ErrorRetention
 	maxDeliver     int
-	metrics                   bool  // Prometheus exposition at /metrics on --http
+	metrics        bool // Prometheus exposition at /metrics on --http
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
