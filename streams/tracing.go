@@ -7,6 +7,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -122,13 +124,26 @@ func traced(tp trace.TracerProvider) bool {
 	return !noop
 }
 
-// errorType is the error.type attribute of a failed span: a rejection's
-// code, else the error's Go type, a value of few kinds as the semantic
-// conventions ask.
+// errorType is the error.type attribute of a failed span, a value of few
+// kinds as the semantic conventions ask: a rejection's code, a name for the
+// failures a client meets (no responder, no stream, a timeout), else the Go
+// type of the innermost error (TestErrorType).
 func errorType(err error) string {
 	var re *RejectError
-	if errors.As(err, &re) {
+	switch {
+	case errors.As(err, &re):
 		return re.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, nats.ErrNoResponders):
+		return "no_responders"
+	case errors.Is(err, jetstream.ErrNoStreamResponse):
+		return "no_stream_response"
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
 	}
 	return fmt.Sprintf("%T", err)
 }

@@ -86,9 +86,16 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 		t.Errorf("no processor spans in the infer trace: %v", names(spans))
 	}
 
-	// A rejected event: error.type names the rejection on the worker's span.
+	// No worker serves the prefix: the client's span says why.
 	exp.Reset()
 	var out, errOut bytes.Buffer
+	if code := dispatch(ctx, []string{"infer", "--subject-prefix", "nobody", "demo"}, nil, &out, &errOut); code != 1 {
+		t.Fatalf("infer nobody: %d %s", code, errOut.String())
+	}
+	wantAttrs(t, find(t, exp.GetSpans(), "infer"), "error.type", "no_responders")
+
+	// A rejected event: error.type names the rejection on the worker's span.
+	exp.Reset()
 	if code := dispatch(ctx, []string{"send", "--type", "deleted", "--id", "nope", "--wait", "demo"}, nil, &out, &errOut); code != 1 {
 		t.Fatalf("rejected send: %d %s", code, errOut.String())
 	}
