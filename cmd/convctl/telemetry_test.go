@@ -3,13 +3,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/convstream/convstream/streams"
 )
@@ -30,6 +34,18 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 		if code := dispatch(ctx, args, strings.NewReader(stdin), &out, &errOut); code != 0 {
 			t.Fatalf("%v: %d\n%s\n%s", args, code, out.String(), errOut.String())
 		}
+	}
+
+	// The snapshot deltas the worker publishes carry the trace on.
+	nc, err := nats.Connect(os.Getenv("CONVSTREAM_NATS_URL"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	subjects, _ := streams.NewSubjects(streams.DefaultPrefix)
+	deltas, err := nc.SubscribeSync(subjects.Snapshots("demo"))
+	if err != nil {
+		t.Fatal(err)
 	}
 
 	run(demo, "send", "--all", "--wait", "demo")
@@ -61,6 +77,19 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 	}
 	if sends != 4 || processed != 4 {
 		t.Errorf("%d send spans and %d process spans, want 4 and 4", sends, processed)
+	}
+	for i := 0; i < 4; i++ {
+		m, err := deltas.NextMsg(10 * time.Second)
+		if err != nil {
+			t.Fatalf("delta %d: %v", i+1, err)
+		}
+		ev, err := streams.DecodeEvent(m.Header, m.Data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := trace.SpanContextFromContext(streams.ExtractTraceContext(context.Background(), ev)).TraceID(); got != traceID {
+			t.Errorf("snapshot delta %d in trace %s, not convctl's %s", i+1, got, traceID)
+		}
 	}
 
 	exp.Reset()
