@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -68,6 +69,13 @@ func TestWatchExplains(t *testing.T) {
 	code, _, errOut := convctl(t, "", "watch", "--once", "stored")
 	if code != 1 || !strings.Contains(errOut, "events stored") || !strings.Contains(errOut, "no worker has applied them") {
 		t.Fatalf("watch stored: %d\n%s", code, errOut)
+	}
+	// Following such a conversation waits, saying why nothing comes.
+	wctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var out, werr bytes.Buffer
+	if code := dispatch(wctx, []string{"watch", "stored"}, nil, &out, &werr); code != 0 || !strings.Contains(werr.String(), "waiting:") || !strings.Contains(werr.String(), "no worker has applied them") {
+		t.Fatalf("watch stored, following: %d\n%s", code, werr.String())
 	}
 	code, _, errOut = convctl(t, "", "watch", "--once", "never")
 	if code != 1 || !strings.Contains(errOut, "unknown conversation") || strings.Contains(errOut, "no worker") {
