@@ -110,6 +110,7 @@ func (c *Client) Send(ctx context.Context, conversationID, typ string, data any,
 	ctx, span := c.tracer.Start(ctx, "send "+typ, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.name", "publish"),
 			attribute.String("messaging.operation.type", "send"),
 			attribute.String("messaging.destination.name", subject),
 			attribute.String("messaging.message.id", o.id),
@@ -151,6 +152,8 @@ func (c *Client) Infer(ctx context.Context, req InferenceRequest, opts ...SendOp
 	ctx, span := c.tracer.Start(ctx, "infer", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.name", "request"),
+			attribute.String("messaging.operation.type", "send"),
 			attribute.String("messaging.destination.name", subject),
 			attribute.String("messaging.message.id", o.id),
 			attribute.String("convstream.conversation_id", req.ConversationID),
@@ -242,6 +245,7 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *Snap
 }
 
 func fail(span trace.Span, err error) error {
+	span.SetAttributes(attribute.String("error.type", errorType(err)))
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 	return err

@@ -107,6 +107,9 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	ctx, span := w.tracer.Start(ctx, "inference", trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.name", "process"),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.consumer.group.name", micro.DefaultQueueGroup),
 			attribute.String("messaging.destination.name", r.Subject()),
 			attribute.String("messaging.message.id", requestID),
 			attribute.String("convstream.conversation_id", conv),
@@ -114,8 +117,12 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	defer span.End()
 
 	outcome := "context"
+	errType := "_OTHER" // error.type of a failure: the rejection's or failure's code
 	defer func() {
 		span.SetAttributes(attribute.String("convstream.outcome", outcome))
+		if outcome != "context" {
+			span.SetAttributes(attribute.String("error.type", errType))
+		}
 		w.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 	}()
 
@@ -140,7 +147,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		}
 	}
 	if rej != nil {
-		outcome = "rejected"
+		outcome, errType = "rejected", rej.Code
 		span.SetStatus(codes.Error, rej.Error())
 		w.rejectInference(ctx, r, conv, requestID, ev, rej)
 		return
@@ -156,6 +163,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		failed := pipelineFailure(requestID, conv, req.Pipeline, err)
+		errType = failed.Code
 		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
 			"processor", failed.Processor, "code", failed.Code, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
@@ -168,6 +176,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		failed := formatFailure(requestID, conv, req.Pipeline, err)
+		errType = failed.Code
 		w.cfg.logger.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, TypePipelineFailed, failed, "500", failed.Message)
 		w.storeFailure(ctx, "failed:"+requestID, failed)
@@ -206,6 +215,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	if size, limit := replySize(msg, "", ""), int(w.nc.MaxPayload()); size > limit {
 		outcome = "failed"
 		failed := tooLargeFailure(out, size, limit)
+		errType = failed.Code
 		span.SetStatus(codes.Error, failed.Message)
 		w.cfg.logger.WarnContext(ctx, "inference context too large for a reply", "conversation", conv, "pipeline", req.Pipeline,
 			"bytes", size, "max_payload", limit)

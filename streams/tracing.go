@@ -3,9 +3,12 @@ package streams
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -81,6 +84,7 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 			trace.WithSpanKind(trace.SpanKindConsumer),
 			trace.WithAttributes(
 				attribute.String("messaging.system", "nats"),
+				attribute.String("messaging.operation.name", "process"),
 				attribute.String("messaging.operation.type", "process"),
 				attribute.String("messaging.destination.name", d.subject),
 				attribute.String("messaging.message.id", d.eventID),
@@ -89,6 +93,11 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 				attribute.String("convstream.conversation_id", d.conversationID),
 			))
 		defer span.End()
+		if d.msg != nil {
+			if md, err := d.msg.Metadata(); err == nil {
+				span.SetAttributes(attribute.String("messaging.consumer.group.name", md.Consumer))
+			}
+		}
 		err := next(ctx, d)
 		span.SetAttributes(attribute.String("convstream.outcome", d.outcome.String()))
 		if d.version > 0 {
@@ -97,9 +106,10 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 		var re *RejectError
 		switch {
 		case errors.As(err, &re):
-			span.SetAttributes(attribute.String("convstream.reject_code", re.Code))
+			span.SetAttributes(attribute.String("convstream.reject_code", re.Code), attribute.String("error.type", re.Code))
 			span.SetStatus(codes.Error, re.Error())
 		case err != nil:
+			span.SetAttributes(attribute.String("error.type", errorType(err)))
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
 		}
@@ -112,4 +122,28 @@ func (w *Worker) tracing(next handlerFunc) handlerFunc {
 func traced(tp trace.TracerProvider) bool {
 	_, noop := tp.(tracenoop.TracerProvider)
 	return !noop
+}
+
+// errorType is the error.type attribute of a failed span, a value of few
+// kinds as the semantic conventions ask: a rejection's code, a name for the
+// failures a client meets (no responder, no stream, a timeout), else the Go
+// type of the innermost error (TestErrorType).
+func errorType(err error) string {
+	var re *RejectError
+	switch {
+	case errors.As(err, &re):
+		return re.Code
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	case errors.Is(err, nats.ErrNoResponders):
+		return "no_responders"
+	case errors.Is(err, jetstream.ErrNoStreamResponse):
+		return "no_stream_response"
+	}
+	for u := errors.Unwrap(err); u != nil; u = errors.Unwrap(err) {
+		err = u
+	}
+	return fmt.Sprintf("%T", err)
 }

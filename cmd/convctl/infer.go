@@ -62,7 +62,9 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 			return 2
 		}
 	}
-	nc, c, err := nf.client()
+	tp, flush := tracing(ctx, stderr)
+	defer flush()
+	nc, c, err := nf.client(streams.WithClientTracerProvider(tp))
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl infer:", err)
 		return 1

@@ -8,14 +8,18 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/internal/workertest"
+	"github.com/convstream/convstream/streams"
 )
 
 // startWorker runs an embedded JetStream server and a worker with the
-// built-in pipelines (workertest.Start), and points the NATS flags at it
-// through $CONVSTREAM_NATS_URL.
-func startWorker(t *testing.T) {
+// built-in pipelines and opts (workertest.Start), and points the NATS
+// flags at it through $CONVSTREAM_NATS_URL. It returns a function that
+// stops the worker, leaving the server and what it stores.
+func startWorker(t *testing.T, opts ...streams.Option) (stop func()) {
 	t.Helper()
-	t.Setenv("CONVSTREAM_NATS_URL", workertest.Start(t).URL)
+	run := workertest.Start(t, opts...)
+	t.Setenv("CONVSTREAM_NATS_URL", run.URL)
+	return run.Stop
 }
 
 // convctl runs one command and returns its status, stdout and stderr.

@@ -79,7 +79,7 @@ func (n *natsFlags) applyEnv() error {
 
 // client connects and returns a streams client; close the connection when
 // done.
-func (n *natsFlags) client() (*nats.Conn, *streams.Client, error) {
+func (n *natsFlags) client(opts ...streams.ClientOption) (*nats.Conn, *streams.Client, error) {
 	subjects, err := streams.NewSubjects(n.prefix)
 	if err != nil {
 		return nil, nil, err
@@ -97,7 +97,8 @@ func (n *natsFlags) client() (*nats.Conn, *streams.Client, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := streams.NewClient(nc, streams.WithClientSubjects(subjects), streams.WithClientSource("urn:convstream:convctl"))
+	opts = append([]streams.ClientOption{streams.WithClientSubjects(subjects), streams.WithClientSource("urn:convstream:convctl")}, opts...)
+	c, err := streams.NewClient(nc, opts...)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
@@ -37,11 +38,15 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	msgpack := fs.Bool("msgpack", false, "encode data as application/msgpack instead of JSON")
 	eventID := fs.String("event-id", "", "event id (default: a random UUID); with several events, a suffix -N is added")
 	wait := fs.Bool("wait", false, "wait (up to --timeout) until the worker has applied or rejected every event; exit 1 on a rejection")
+	waitRejections := fs.Duration("wait-rejections", 2*time.Second, "without --wait, how long to wait for the worker to reject an event sent (it stops sooner once every event is applied); exit 1 on a rejection")
+	noWait := fs.Bool("no-wait", false, "exit once the events are stored, without waiting for rejections")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl send [flags] CONV [FILE]")
 		fmt.Fprintln(stderr, "Publishes message events to the conversation CONV: one event per JSON object in FILE")
 		fmt.Fprintln(stderr, "(stdin when absent or -), or with --all every message of a conversation document.")
-		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored.`)
+		fmt.Fprintln(stderr, `Prints {"eventId","type","sequence","duplicate"} per event stored (several events to a`)
+		fmt.Fprintln(stderr, "terminal show a progress bar instead), then waits briefly for rejections")
+		fmt.Fprintln(stderr, "(--wait-rejections, --no-wait) and ends with a summary on stderr.")
 		fs.PrintDefaults()
 	}
 	pos, ok := nf.parse(fs, args, "send", stderr)
@@ -99,6 +104,10 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 					fmt.Fprintf(stderr, "convctl send: data object %d: %v\n", len(events)+1, err)
 					return 1
 				}
+				if isDocument(obj) {
+					fmt.Fprintf(stderr, "convctl send: data object %d is a whole conversation document (messages, not a message): send it with --all to append every message\n", len(events)+1)
+					return 2
+				}
 				events = append(events, event{eventType, obj})
 			}
 		}
@@ -108,20 +117,31 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return 1
 	}
 
-	nc, c, err := nf.client()
+	tp, flush := tracing(ctx, stderr)
+	defer flush()
+	// One span for the command: the events it sends, and what the worker
+	// does with them, are one trace (TestOneTraceFromSenderToProcessors).
+	ctx, span := commandSpan(ctx, tp, "convctl send", conv)
+	defer span.End()
+	nc, c, err := nf.client(streams.WithClientTracerProvider(tp))
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl send:", err)
 		return 1
 	}
 	defer nc.Close()
 	var w *waiter
-	if *wait {
+	if *wait || !*noWait {
 		if w, err = newWaiter(nc, nf.prefix, conv); err != nil {
 			fmt.Fprintln(stderr, "convctl send:", err)
 			return 1
 		}
 		defer w.close()
 	}
+	start := time.Now()
+	bar := newProgress(stderr, len(events))
+	// A line per event is for a script; on a terminal, thousands of them
+	// would bury the summary, so the bar stands for them there.
+	lines := len(events) == 1 || !isTerminal(stdout)
 	enc := json.NewEncoder(stdout)
 	for i, e := range events {
 		var opts []streams.SendOption
@@ -142,30 +162,72 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		sent, err := c.Send(sctx, conv, e.typ, e.data, opts...)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "convctl send: event %d of %d: %v\n", i+1, len(events), err)
+			bar.clear()
+			fmt.Fprintf(stderr, "convctl send: event %d of %d: %v\n", i+1, len(events), sendError(err, nf.prefix))
+			fmt.Fprintf(stderr, "convctl send: sent %d of %d, in %s\n", i, len(events), roundDuration(time.Since(start)))
 			return 1
 		}
-		_ = enc.Encode(map[string]any{"eventId": sent.EventID, "type": e.typ, "sequence": sent.Sequence, "duplicate": sent.Duplicate})
+		if lines {
+			_ = enc.Encode(map[string]any{"eventId": sent.EventID, "type": e.typ, "sequence": sent.Sequence, "duplicate": sent.Duplicate})
+		}
 		if w != nil {
 			w.expect(sent)
 		}
+		bar.update(i + 1)
 	}
+	bar.clear()
+	code := 0
+	var rejected []streams.EventRejected
 	if w != nil {
-		wctx, cancel := context.WithTimeout(ctx, nf.timeout)
+		// With --wait every event must be applied within --timeout; else
+		// the wait is a short look for rejections, which ends early once
+		// the snapshot covers every event sent.
+		limit := *waitRejections
+		if *wait {
+			limit = nf.timeout
+		}
+		wctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		rejected, err := w.wait(wctx, c)
+		var err error
+		rejected, err = w.wait(wctx, c)
 		for _, r := range rejected {
 			fmt.Fprintf(stderr, "convctl send: event %s rejected: %s: %s\n", deref(r.EventID), r.Code, r.Reason)
 		}
-		if err != nil {
+		switch {
+		case err != nil && *wait:
 			fmt.Fprintln(stderr, "convctl send:", err)
-			return 1
+			code = 1
+		case err != nil:
+			fmt.Fprintf(stderr, "convctl send: %d events not applied within %s; later rejections: convctl errors %s\n", len(w.pending), limit, conv)
 		}
 		if len(rejected) > 0 {
-			return 1
+			code = 1
 		}
 	}
-	return 0
+	fmt.Fprintf(stderr, "convctl send: sent %d, rejected %d, in %s\n", len(events), len(rejected), roundDuration(time.Since(start)))
+	return code
+}
+
+// isDocument reports whether a data object is a whole conversation
+// ({"messages": [...]}, or an array of messages), which only --all sends.
+func isDocument(obj json.RawMessage) bool {
+	var doc struct {
+		ID       json.RawMessage   `json:"id"`
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(obj, &doc) == nil {
+		return doc.ID == nil && doc.Messages != nil
+	}
+	var arr []json.RawMessage
+	return json.Unmarshal(obj, &arr) == nil
+}
+
+// roundDuration is d as a summary shows it.
+func roundDuration(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
 }
 
 // waiter follows what the worker made of the events sent: their rejections
@@ -242,4 +304,14 @@ func deref(s *string) string {
 		return "(no id)"
 	}
 	return *s
+}
+
+// sendError explains a send no stream answered: nothing stores the
+// conversation's events subject, which is a wrong --subject-prefix or no
+// worker ever started with it.
+func sendError(err error, prefix string) error {
+	if errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) {
+		return fmt.Errorf("no stream stores the events of subject prefix %q: check --subject-prefix (CONVSTREAM_SUBJECT_PREFIX), or start a worker with that prefix, which creates its streams: %w", prefix, err)
+	}
+	return err
 }

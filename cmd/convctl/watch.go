@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -61,11 +62,24 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *once {
 		s, err := c.Snapshot(ctx, conv)
 		if err != nil {
-			fmt.Fprintln(stderr, "convctl watch:", err)
+			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
 			return 1
 		}
 		print(s)
 		return 0
+	}
+	// Following waits for the first snapshot; say why none may come.
+	if _, err := c.Snapshot(ctx, conv); err != nil {
+		var na *notAppliedError
+		switch err = explain(ctx, nc, nf.prefix, conv, err); {
+		case errors.As(err, &na):
+			fmt.Fprintln(stderr, "convctl watch: waiting:", err)
+		case errors.Is(err, streams.ErrUnknownConversation):
+			// Nothing sent yet: the first snapshot is what to wait for.
+		default:
+			fmt.Fprintln(stderr, "convctl watch:", err)
+			return 1
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -74,7 +88,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *deltas {
 		ds, err := c.Deltas(ctx, conv)
 		if err != nil {
-			fmt.Fprintln(stderr, "convctl watch:", err)
+			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
 			return 1
 		}
 		for d := range ds {
@@ -87,7 +101,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	views, err := c.Follow(ctx, conv, *resync)
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl watch:", err)
+		fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
 		return 1
 	}
 	for v := range views {

@@ -193,11 +193,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
 	ef.bind("metrics", "CONVSTREAM_METRICS")
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: worker [flags]")
-		fmt.Fprintln(stderr, "Runs convstream. Flags override environment variables; OTEL_* variables configure telemetry.")
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { printUsage(stderr, fs) }
 	if err := ef.parse(args, getenv); err != nil {
 		return nil, err
 	}

@@ -6,19 +6,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	otelruntime "go.opentelemetry.io/contrib/instrumentation/runtime"
-	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/convstream/convstream/internal/otelsetup"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
@@ -49,42 +47,34 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 		opt(&o)
 	}
 	t := &telemetry{tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider()}
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
+	if otelsetup.Disabled(getenv) {
 		return t, nil
 	}
-	traces, err := exporterWanted(getenv, "TRACES")
+	traces, err := otelsetup.ExporterWanted(getenv, "TRACES")
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := exporterWanted(getenv, "METRICS")
+	metrics, err := otelsetup.ExporterWanted(getenv, "METRICS")
 	if err != nil {
 		return nil, err
 	}
 	if !traces && !metrics && !o.prometheus {
 		return t, nil
 	}
-	for _, v := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"} {
-		if p := getenv(v); p != "" && p != "http/protobuf" {
-			return nil, fmt.Errorf("%s=%s: only http/protobuf is supported", v, p)
-		}
+	if err := otelsetup.CheckProtocol(getenv); err != nil {
+		return nil, err
 	}
-	res, err := resource.New(ctx,
-		resource.WithAttributes(attribute.String("service.name", "convstream-worker")),
-		resource.WithFromEnv(), // OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES override
-		resource.WithTelemetrySDK(),
-		resource.WithHost(),
-	)
-	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
-		return nil, fmt.Errorf("telemetry resource: %w", err)
+	res, err := otelsetup.Resource(ctx, "convstream-worker")
+	if err != nil {
+		return nil, err
 	}
 	if traces {
-		exp, err := otlptracehttp.New(ctx)
+		tr, err := otelsetup.Traces(ctx, getenv, log, res)
 		if err != nil {
-			return nil, fmt.Errorf("OTLP trace exporter: %w", err)
+			return nil, err
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-		t.tracer = tp
-		t.shutdown = append(t.shutdown, tp.Shutdown)
+		t.tracer = tr.Provider
+		t.shutdown = append(t.shutdown, tr.Shutdown)
 		log.Info("exporting traces over OTLP/HTTP")
 	}
 	var readers []sdkmetric.Reader
@@ -93,7 +83,7 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 		if err != nil {
 			return nil, fmt.Errorf("OTLP metric exporter: %w", err)
 		}
-		readers = append(readers, sdkmetric.NewPeriodicReader(exp, runtimeProducer()))
+		readers = append(readers, sdkmetric.NewPeriodicReader(otelsetup.LogMetricErrors(exp, log), runtimeProducer()))
 		log.Info("exporting metrics over OTLP/HTTP")
 	}
 	if o.prometheus {
@@ -137,20 +127,6 @@ func meterProvider(res *resource.Resource, readers ...sdkmetric.Reader) (*sdkmet
 // (go.schedule.duration) to what a reader collects.
 func runtimeProducer() sdkmetric.ReaderOption {
 	return sdkmetric.WithProducer(otelruntime.NewProducer())
-}
-
-// exporterWanted reads OTEL_<KIND>_EXPORTER.
-func exporterWanted(getenv func(string) string, kind string) (bool, error) {
-	v := strings.ToLower(strings.TrimSpace(getenv("OTEL_" + kind + "_EXPORTER")))
-	switch v {
-	case "":
-		return getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || getenv("OTEL_EXPORTER_OTLP_"+kind+"_ENDPOINT") != "", nil
-	case "none":
-		return false, nil
-	case "otlp":
-		return true, nil
-	}
-	return false, fmt.Errorf("OTEL_%s_EXPORTER=%s: only otlp and none are supported", kind, v)
 }
 
 // close flushes and stops the exporters.

@@ -5,6 +5,7 @@ package workertest
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +27,9 @@ type Running struct {
 	// Conn is a connection of the test's own to the server.
 	Conn   *nats.Conn
 	Worker *streams.Worker
+	// Stop stops the worker and waits for it, leaving the server and what
+	// it stores; the test's end calls it too.
+	Stop func()
 }
 
 // Pipelines serves the built-in specs (processors.BuiltinSpec) with an
@@ -66,7 +70,8 @@ func Start(t testing.TB, opts ...streams.Option) *Running {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
+	stop := sync.OnceFunc(func() { cancel(); <-done })
+	t.Cleanup(stop)
 	deadline := time.Now().Add(ReadyWithin)
 	for w.Ready() != nil {
 		if time.Now().After(deadline) {
@@ -74,5 +79,5 @@ func Start(t testing.TB, opts ...streams.Option) *Running {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return &Running{URL: ns.ClientURL(), Conn: nc, Worker: w}
+	return &Running{URL: ns.ClientURL(), Conn: nc, Worker: w, Stop: stop}
 }
