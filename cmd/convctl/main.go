@@ -28,6 +28,7 @@ func commands() map[string]command {
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
 		"load":     {summary: "drive many conversations through a worker and measure events/s and snapshot latency against raw JetStream", run: runLoad},
+		"doctor":   {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},
 
 		"permissions": {summary: "print the NATS permissions of a role (worker, ui, orchestrator) of a subject prefix, or a tenants file's accounts, as nats-server configuration", run: runPermissions},
 	}
