@@ -3,6 +3,7 @@ package conversation
 import (
 	"encoding/json"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
@@ -522,5 +523,54 @@ func TestRepairJSON(t *testing.T) {
 		if err := json.Unmarshal(got, &back); err != nil || back != tc.r {
 			t.Errorf("round trip: %+v, %v", back, err)
 		}
+	}
+}
+
+// TestDiagnoseCorpus runs Diagnose over every conformance input (the
+// robustness cases included): it answers without panicking, every id it
+// names is a message of the input, its repairs apply, and the repaired
+// conversation parses.
+func TestDiagnoseCorpus(t *testing.T) {
+	files, err := filepath.Glob("testdata/conformance/*.jsonl.gz")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no conformance files: %v", err)
+	}
+	for _, file := range files {
+		kinds := map[FindingKind]int{}
+		for _, c := range readCases(t, file) {
+			msgs, groups, err := DecodeInputBytes(c.Input)
+			if err != nil {
+				continue
+			}
+			d, err := Diagnose(msgs, groups)
+			if err != nil {
+				if _, perr := Parse(msgs, groups); perr == nil {
+					t.Errorf("%s: Diagnose: %v, but Parse succeeds", c.Name, err)
+				}
+				continue
+			}
+			ids := map[string]bool{}
+			for _, m := range msgs {
+				ids[m.ID()] = true
+			}
+			for _, f := range d.Findings {
+				kinds[f.Kind]++
+				named := slices.Concat([]string{f.MessageID}, f.HiddenMessageIDs, f.ReattachedMessageIDs, f.LostMessageIDs)
+				for _, id := range named {
+					if !ids[id] {
+						t.Errorf("%s: finding %s names %q, not a message", c.Name, f.Kind, id)
+					}
+				}
+			}
+			fixed, err := ApplyRepairs(msgs, d.Repairs())
+			if err != nil {
+				t.Errorf("%s: %v", c.Name, err)
+				continue
+			}
+			if _, err := Parse(fixed, groups); err != nil {
+				t.Errorf("%s: repaired conversation: %v", c.Name, err)
+			}
+		}
+		t.Logf("%s: findings %v", filepath.Base(file), kinds)
 	}
 }
