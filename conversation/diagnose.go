@@ -146,6 +146,14 @@ type dmsg struct {
 	at               float64
 	pos              int // in doctor.sorted
 	fields           map[string]any
+	substance        bool // hasSubstance
+	anchor           bool // canAnchor
+
+	// Of the subtree under the message (see doctor.summarize): the span of
+	// its times (NaN when one is not a number), and whether it holds a
+	// message Parse hides that would show something.
+	lo, hi  float64
+	dropped bool
 }
 
 // doctor holds the main-flow messages in time order, the links between
@@ -158,6 +166,7 @@ type doctor struct {
 	rendered map[string]bool
 	findings []Finding
 	hidden   map[string]bool
+	subtrees map[string][]*dmsg // subtree results, by root id
 }
 
 func newDoctor(messages []*Message, rendered map[string]bool) *doctor {
@@ -166,6 +175,7 @@ func newDoctor(messages []*Message, rendered map[string]bool) *doctor {
 		children: make(map[string][]*dmsg),
 		rendered: rendered,
 		hidden:   make(map[string]bool),
+		subtrees: make(map[string][]*dmsg),
 	}
 	// A message written after a compression names the last message hidden
 	// in the compressed group as its parent; Parse puts it under the group.
@@ -177,6 +187,8 @@ func newDoctor(messages []*Message, rendered map[string]bool) *doctor {
 		f := m.Fields()
 		pid, _ := f["parentId"].(string)
 		dm := &dmsg{id: m.ID(), role: m.Role(), parent: pid, at: m.createdAt, fields: f}
+		dm.substance = dm.hasSubstance()
+		dm.anchor = dm.canAnchor()
 		if dm.role == "compressedGroup" {
 			if last, ok := lastCompressedID(f); ok && last != "" {
 				redirect[last] = dm.id
@@ -213,7 +225,76 @@ func newDoctor(messages []*Message, rendered map[string]bool) *doctor {
 		}
 		d.children[m.parent] = append(d.children[m.parent], m)
 	}
+	d.summarize()
 	return d
+}
+
+// summarize sets lo, hi and dropped of every message from its subtree, in
+// one post-order walk, so that the checks materialise a subtree only where
+// a finding is possible: on a long conversation with many branch points,
+// collecting the subtree of each would be quadratic (BenchmarkDiagnose). A
+// child met again while its own walk is in progress (a parent cycle) adds
+// nothing.
+func (d *doctor) summarize() {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := make(map[*dmsg]uint8, len(d.sorted))
+	type frame struct {
+		m    *dmsg
+		next int // the next child to visit
+	}
+	var stack []frame
+	for _, start := range d.sorted {
+		if state[start] != unseen {
+			continue
+		}
+		stack = append(stack[:0], frame{m: start})
+		state[start] = open
+		start.lo, start.hi = start.at, start.at
+		start.dropped = start.substance && !d.rendered[start.id]
+		for len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			kids := d.children[top.m.id]
+			if top.next < len(kids) {
+				c := kids[top.next]
+				top.next++
+				if state[c] == unseen {
+					state[c] = open
+					c.lo, c.hi = c.at, c.at
+					c.dropped = c.substance && !d.rendered[c.id]
+					stack = append(stack, frame{m: c})
+				}
+				continue
+			}
+			m := top.m
+			state[m] = done
+			stack = stack[:len(stack)-1]
+			if len(stack) > 0 {
+				p := stack[len(stack)-1].m
+				p.lo, p.hi = spanMin(p.lo, m.lo), spanMax(p.hi, m.hi)
+				p.dropped = p.dropped || m.dropped
+			}
+		}
+	}
+}
+
+// spanMin and spanMax combine span ends as Math.min and Math.max do: NaN
+// wins.
+func spanMin(a, b float64) float64 {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.NaN()
+	}
+	return min(a, b)
+}
+
+func spanMax(a, b float64) float64 {
+	if math.IsNaN(a) || math.IsNaN(b) {
+		return math.NaN()
+	}
+	return max(a, b)
 }
 
 func (d *doctor) report(f Finding) {
@@ -227,8 +308,12 @@ func (d *doctor) report(f Finding) {
 	d.findings = append(d.findings, f)
 }
 
-// subtree returns root and everything under it, in time order.
+// subtree returns root and everything under it, in time order. The result
+// is shared between callers: it must not be changed.
 func (d *doctor) subtree(root string) []*dmsg {
+	if out, ok := d.subtrees[root]; ok {
+		return out
+	}
 	var out []*dmsg
 	seen := map[string]bool{}
 	stack := []string{root}
@@ -247,6 +332,7 @@ func (d *doctor) subtree(root string) []*dmsg {
 		}
 	}
 	d.timeOrder(out)
+	d.subtrees[root] = out
 	return out
 }
 
@@ -266,7 +352,7 @@ func (d *doctor) restorable(msgs []*dmsg) []string {
 		if !d.rendered[m.id] && !seen[m] {
 			seen[m] = true
 			hidden = append(hidden, m)
-			worth = worth || m.hasSubstance()
+			worth = worth || m.substance
 		}
 	}
 	if !worth {
@@ -282,7 +368,7 @@ func (d *doctor) restorable(msgs []*dmsg) []string {
 func latestAnchor(msgs []*dmsg, ok func(*dmsg) bool) *dmsg {
 	var best *dmsg
 	for _, m := range msgs {
-		if m.canAnchor() && ok(m) && (best == nil || m.at > best.at) {
+		if m.anchor && ok(m) && (best == nil || m.at > best.at) {
 			best = m
 		}
 	}
@@ -323,19 +409,20 @@ func (d *doctor) segmentSplits() {
 	if len(roots) < 2 {
 		return
 	}
+	before := d.anchorsByTime()
 	for _, root := range roots[1:] {
 		if root.role != "user" {
 			continue
 		}
 		section := d.subtree(root.id)
-		if !slices.ContainsFunc(section, (*dmsg).hasSubstance) {
+		if !slices.ContainsFunc(section, func(m *dmsg) bool { return m.substance }) {
 			continue
 		}
-		in := make(map[string]bool, len(section))
+		in := make(map[*dmsg]bool, len(section))
 		for _, m := range section {
-			in[m.id] = true
+			in[m] = true
 		}
-		anchor := latestAnchor(d.sorted, func(m *dmsg) bool { return m.at < root.at && !in[m.id] })
+		anchor := before.latest(root.at, in)
 		if anchor == nil {
 			continue
 		}
@@ -347,6 +434,68 @@ func (d *doctor) segmentSplits() {
 			Repair:               &Repair{Op: RepairReparent, MessageID: root.id, ParentID: anchor.anchorID()},
 		})
 	}
+}
+
+// anchorTimeline is the messages a turn may follow, by time, for finding
+// the newest one written before a given time in O(log n): segmentSplits
+// asks once per stranded root, and a conversation of thousands of
+// parentless turns would make a scan per root quadratic (BenchmarkDiagnose,
+// flat-10000).
+type anchorTimeline struct {
+	msgs     []*dmsg // by time, then by position in doctor.sorted
+	runStart []int   // the index of the first message with the same time
+}
+
+func (d *doctor) anchorsByTime() anchorTimeline {
+	var tl anchorTimeline
+	for _, m := range d.sorted {
+		if m.anchor && !math.IsNaN(m.at) {
+			tl.msgs = append(tl.msgs, m)
+		}
+	}
+	slices.SortStableFunc(tl.msgs, func(a, b *dmsg) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return a.pos - b.pos
+	})
+	tl.runStart = make([]int, len(tl.msgs))
+	for i := range tl.msgs {
+		if i > 0 && tl.msgs[i].at == tl.msgs[i-1].at {
+			tl.runStart[i] = tl.runStart[i-1]
+		} else {
+			tl.runStart[i] = i
+		}
+	}
+	return tl
+}
+
+// latest returns the newest message written before t that is not in
+// skip, the earliest in time order among equals (as a stable sort by
+// descending time puts first), or nil. The work beyond the search is
+// bounded by the size of skip.
+func (tl anchorTimeline) latest(t float64, skip map[*dmsg]bool) *dmsg {
+	i, _ := slices.BinarySearchFunc(tl.msgs, t, func(m *dmsg, t float64) int {
+		if m.at < t {
+			return -1
+		}
+		return 1
+	})
+	i--
+	for i >= 0 && skip[tl.msgs[i]] {
+		i--
+	}
+	if i < 0 {
+		return nil
+	}
+	j := tl.runStart[i]
+	for skip[tl.msgs[j]] {
+		j++
+	}
+	return tl.msgs[j]
 }
 
 // concurrentForks: a user turn and an assistant continuation under the same
@@ -372,12 +521,12 @@ func (d *doctor) concurrentForks() {
 			continue
 		}
 		for _, u := range users {
-			userTree := d.subtree(u.id)
 			for _, r := range runs {
-				runTree := d.subtree(r.id)
-				if !overlap(userTree, runTree) {
+				// Only a race that hides something is reported.
+				if !(u.lo <= r.hi && r.lo <= u.hi) || !(u.dropped || r.dropped) {
 					continue
 				}
+				userTree, runTree := d.subtree(u.id), d.subtree(r.id)
 				hidden := d.restorable(append(slices.Clone(userTree), runTree...))
 				if len(hidden) == 0 {
 					continue
@@ -400,26 +549,6 @@ func (d *doctor) concurrentForks() {
 	}
 }
 
-// overlap reports whether the time spans of a and b overlap. A span with a
-// time that is not a number overlaps nothing, as NaN compares in the
-// reference.
-func overlap(a, b []*dmsg) bool {
-	a0, a1 := span(a)
-	b0, b1 := span(b)
-	return a0 <= b1 && b0 <= a1
-}
-
-func span(msgs []*dmsg) (lo, hi float64) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, m := range msgs {
-		if math.IsNaN(m.at) {
-			return math.NaN(), math.NaN()
-		}
-		lo, hi = min(lo, m.at), max(hi, m.at)
-	}
-	return lo, hi
-}
-
 // orphanSignalTurns: a signal callback turn must hang off the tool result
 // that triggered it; under an assistant it is neither on the main chain nor
 // among a tool's callbacks. Only those Parse actually drops are reported,
@@ -431,7 +560,7 @@ func (d *doctor) orphanSignalTurns() {
 		if !ok || m.parent == "" {
 			continue
 		}
-		if p, ok := d.byID[m.parent]; ok && p.role == "tool" {
+		if p, ok := d.byID[m.parent]; (ok && p.role == "tool") || !m.dropped {
 			continue
 		}
 		own := d.subtree(m.id)
@@ -439,9 +568,13 @@ func (d *doctor) orphanSignalTurns() {
 		if len(hidden) == 0 {
 			continue
 		}
+		in := make(map[*dmsg]bool, len(own))
+		for _, o := range own {
+			in[o] = true
+		}
 		var named, newest *dmsg
 		for _, c := range d.sorted {
-			if c.role != "tool" || !(c.at < m.at) || slices.Contains(own, c) {
+			if c.role != "tool" || !(c.at < m.at) || in[c] {
 				continue
 			}
 			if tc, _ := c.fields["tool_call_id"].(string); named == nil && tc != "" && tc == sig {
