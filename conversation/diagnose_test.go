@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -572,5 +573,40 @@ func TestDiagnoseCorpus(t *testing.T) {
 			}
 		}
 		t.Logf("%s: findings %v", filepath.Base(file), kinds)
+	}
+}
+
+// TestDiagnoseOddInput: parent cycles, repeated ids, times that are not
+// numbers and thread messages are diagnosed without a panic or a hang, and
+// thread messages are never named.
+func TestDiagnoseOddInput(t *testing.T) {
+	docs := []string{
+		`[{"id":"r","role":"user","content":"q","createdAt":1},{"id":"a","role":"assistant","content":"x","parentId":"b","createdAt":2},{"id":"b","role":"user","content":"y","parentId":"a","createdAt":3}]`,
+		`[{"id":"u","role":"user","content":"q","createdAt":1},{"id":"u","role":"user","content":"again","createdAt":2},{"id":"a","role":"assistant","content":"x","parentId":"u","createdAt":3}]`,
+		`[{"id":"u","role":"user","content":"q","createdAt":"soon"},{"id":"u2","role":"user","content":"q2","createdAt":null},{"id":"a","role":"assistant","content":"x","parentId":"u","createdAt":{}}]`,
+		`[{"id":"u","role":"user","content":"q","createdAt":1},{"id":"a","role":"assistant","content":"x","parentId":"u","createdAt":2},
+		  {"id":"t1","role":"user","content":"in a thread","threadId":"th","createdAt":3},{"id":"t2","role":"assistant","content":"","threadId":"th","parentId":"t1","createdAt":4},
+		  {"id":"t3","role":"assistant","content":"","threadId":"th","parentId":"t2","createdAt":5},{"id":"t4","role":"user","content":"z","threadId":"th","parentId":"t3","createdAt":6}]`,
+	}
+	for i, doc := range docs {
+		msgs, groups, err := DecodeInputBytes([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := Diagnose(msgs, groups)
+		if err != nil {
+			t.Fatalf("doc %d: %v", i, err)
+		}
+		for _, f := range d.Findings {
+			named := slices.Concat([]string{f.MessageID}, f.HiddenMessageIDs, f.ReattachedMessageIDs, f.LostMessageIDs)
+			for _, id := range named {
+				if strings.HasPrefix(id, "t") {
+					t.Errorf("doc %d: thread message %s named by %s", i, id, f.Kind)
+				}
+			}
+		}
+		if _, err := ApplyRepairs(msgs, d.Repairs()); err != nil {
+			t.Errorf("doc %d: %v", i, err)
+		}
 	}
 }
