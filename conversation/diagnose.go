@@ -196,7 +196,7 @@ func newDoctor(messages []*Message, rendered map[string]bool) *doctor {
 		}
 		d.sorted = append(d.sorted, dm)
 	}
-	// Stable, and NaN equal to everything: as the reference's
+	// Stable, and NaN equal to everything: as upstream's
 	// `toTime(a) - toTime(b)` comparator sorts.
 	slices.SortStableFunc(d.sorted, func(a, b *dmsg) int {
 		switch {
@@ -362,13 +362,13 @@ func (d *doctor) restorable(msgs []*dmsg) []string {
 	return ids(hidden)
 }
 
-// latestAnchor returns the newest message of msgs that can take a turn
-// after it (see canAnchor), or nil. Among equal times the earliest in time
-// order wins.
-func latestAnchor(msgs []*dmsg, ok func(*dmsg) bool) *dmsg {
+// latestAnchor returns the newest message of msgs, which are in time
+// order, that can take a turn after it (see canAnchor), or nil. Among equal
+// times the earliest wins.
+func latestAnchor(msgs []*dmsg) *dmsg {
 	var best *dmsg
 	for _, m := range msgs {
-		if m.anchor && ok(m) && (best == nil || m.at > best.at) {
+		if m.anchor && (best == nil || m.at > best.at) {
 			best = m
 		}
 	}
@@ -532,7 +532,7 @@ func (d *doctor) concurrentForks() {
 					continue
 				}
 				inRun := slices.ContainsFunc(runTree, func(m *dmsg) bool { return m.id == u.id })
-				anchor := latestAnchor(runTree, func(*dmsg) bool { return true })
+				anchor := latestAnchor(runTree)
 				f := Finding{
 					Kind:             KindConcurrentFork,
 					MessageID:        pid,
