@@ -384,7 +384,7 @@ func (m *Message) index(f map[string]any, id string) {
 	if role == "compressedGroup" {
 		r.lastCompressed, r.hasLastCompressed = lastCompressedID(f)
 	}
-	m.createdAt = toNumber(f["createdAt"], hasKey(f, "createdAt"))
+	m.createdAt = timeOf(f["createdAt"], hasKey(f, "createdAt"))
 	m.updatedAt = toNumber(f["updatedAt"], hasKey(f, "updatedAt"))
 	md, _ := f["metadata"].(map[string]any)
 	if role == "assistant" && nonEmptyList(f["tools"]) && truthy(f["metadata"]) {

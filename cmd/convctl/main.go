@@ -29,6 +29,7 @@ func commands() map[string]command {
 		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
+		"doctor":   {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},
 
 		"permissions": {summary: "print the NATS permissions of a role (worker, ui, orchestrator) of a subject prefix, or a tenants file's accounts, as nats-server configuration", run: runPermissions},
 	}
