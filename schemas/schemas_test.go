@@ -13,7 +13,7 @@ func TestCompileAll(t *testing.T) {
 		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
 		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.snapshot.delta.v1", "convstream.inference.requested.v1",
 		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1",
-		"convstream.event.deadlettered.v1"}
+		"convstream.event.deadlettered.v1", "convstream.doctor.requested.v1", "convstream.doctor.diagnosis.v1"}
 	for _, n := range want {
 		if _, ok := s.byName[n]; !ok {
 			t.Errorf("no schema %s", n)

@@ -46,26 +46,32 @@ func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
 		return fmt.Errorf("streams: inference service: %w", err)
 	}
 	s.sem = make(chan struct{}, w.cfg.inferenceWorkers)
-	handler := micro.HandlerFunc(func(r micro.Request) {
-		s.mu.Lock()
-		if s.closed {
+	handler := func(serve func(context.Context, micro.Request)) micro.Handler {
+		return micro.HandlerFunc(func(r micro.Request) {
+			s.mu.Lock()
+			if s.closed {
+				s.mu.Unlock()
+				_ = r.Error("503", "worker shutting down", nil)
+				return
+			}
+			s.wg.Add(1)
 			s.mu.Unlock()
-			_ = r.Error("503", "worker shutting down", nil)
-			return
-		}
-		s.wg.Add(1)
-		s.mu.Unlock()
-		// Blocking here when all workers are busy holds further requests
-		// in the subscription: backpressure rather than unbounded goroutines.
-		s.sem <- struct{}{}
-		go func() {
-			defer func() { <-s.sem; s.wg.Done() }()
-			w.serveInference(ctx, r)
-		}()
-	})
-	if err := svc.AddEndpoint("inference", handler, micro.WithEndpointSubject(w.cfg.subjects.AllInference())); err != nil {
+			// Blocking here when all workers are busy holds further requests
+			// in the subscription: backpressure rather than unbounded goroutines.
+			s.sem <- struct{}{}
+			go func() {
+				defer func() { <-s.sem; s.wg.Done() }()
+				serve(ctx, r)
+			}()
+		})
+	}
+	if err := svc.AddEndpoint("inference", handler(w.serveInference), micro.WithEndpointSubject(w.cfg.subjects.AllInference())); err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("streams: inference endpoint: %w", err)
+	}
+	if err := svc.AddEndpoint("doctor", handler(w.serveDoctor), micro.WithEndpointSubject(w.cfg.subjects.AllDoctor())); err != nil {
+		_ = svc.Stop()
+		return fmt.Errorf("streams: doctor endpoint: %w", err)
 	}
 	s.svc = svc
 	return nil

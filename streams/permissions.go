@@ -194,6 +194,7 @@ func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 		Publish: append([]string{
 			p + ".events.>",
 			p + ".inference.*",
+			p + ".doctor.*",
 			"$JS.API.CONSUMER.CREATE." + kvStream,
 			"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
 			"$JS.FC." + kvStream + ".>", // the watch's flow control
@@ -217,6 +218,7 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 		Publish: append([]string{
 			p + ".events.>",
 			p + ".inference.*",
+			p + ".doctor.*",
 		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",

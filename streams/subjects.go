@@ -84,6 +84,14 @@ func (s Subjects) Inference(conversationID string) string {
 // AllInference returns the wildcard subject the inference service listens on.
 func (s Subjects) AllInference() string { return s.prefix + ".inference.*" }
 
+// Doctor returns the subject a conversation's diagnosis is requested on.
+func (s Subjects) Doctor(conversationID string) string {
+	return s.prefix + ".doctor." + conversationID
+}
+
+// AllDoctor returns the wildcard subject the doctor endpoint listens on.
+func (s Subjects) AllDoctor() string { return s.prefix + ".doctor.*" }
+
 // Results returns the subject inference results of a conversation are
 // published on.
 func (s Subjects) Results(conversationID string) string {

@@ -3,6 +3,7 @@ package streams
 import (
 	"encoding/json"
 
+	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/providers"
 )
@@ -34,6 +35,10 @@ const (
 	TypeEventRejected = "convstream.event.rejected.v1"
 	// TypeEventDeadLettered carries an EventDeadLettered.
 	TypeEventDeadLettered = "convstream.event.deadlettered.v1"
+	// TypeDoctorRequested carries a DoctorRequest.
+	TypeDoctorRequested = "convstream.doctor.requested.v1"
+	// TypeDoctorDiagnosis carries a DoctorDiagnosis.
+	TypeDoctorDiagnosis = "convstream.doctor.diagnosis.v1"
 )
 
 // EventTypes lists the types accepted on the events stream.
@@ -198,4 +203,19 @@ type EventRejected struct {
 	// Sequence is the events-stream sequence of the refused event (0 for
 	// inference requests, which are not stored).
 	Sequence uint64 `json:"sequence,omitempty"`
+}
+
+// DoctorRequest is the data of TypeDoctorRequested: a request for the
+// diagnosis of a conversation's stored messages (conversation.Diagnose).
+type DoctorRequest struct {
+	ConversationID string `json:"conversationId"`
+}
+
+// DoctorDiagnosis is the data of TypeDoctorDiagnosis.
+type DoctorDiagnosis struct {
+	RequestID      string `json:"requestId"`
+	ConversationID string `json:"conversationId"`
+	// Version is the snapshot version the diagnosis was made on.
+	Version   uint64                  `json:"version"`
+	Diagnosis *conversation.Diagnosis `json:"diagnosis"`
 }

@@ -65,3 +65,22 @@ func TestDoctor(t *testing.T) {
 		t.Fatalf("two files: exit %d, want 2", code)
 	}
 }
+
+// TestDoctorAsksTheWorker sends a conversation whose branch index hides
+// its replies, then asks the worker for its diagnosis.
+func TestDoctorAsksTheWorker(t *testing.T) {
+	startWorker(t)
+	doc := `{"messages":[{"id":"u1","role":"user","content":"hi","createdAt":1,"metadata":{"activeBranchIndex":2}},` +
+		`{"id":"a1","role":"assistant","content":"one","parentId":"u1","createdAt":2},` +
+		`{"id":"a2","role":"assistant","content":"two","parentId":"u1","createdAt":3}]}`
+	if code, _, errs := convctl(t, doc, "send", "--all", "--wait", "doc"); code != 0 {
+		t.Fatalf("send: %d %s", code, errs)
+	}
+	code, out, errs := convctl(t, "", "doctor", "--conversation", "doc")
+	if code != doctorFindings || !strings.Contains(out, `"stale-branch-index"`) {
+		t.Fatalf("doctor --conversation: exit %d\n%s\n%s", code, out, errs)
+	}
+	if code, _, errs := convctl(t, "", "doctor", "--conversation", "never-seen"); code != doctorBadInput || !strings.Contains(errs, "not_found") {
+		t.Errorf("unknown conversation: exit %d %s", code, errs)
+	}
+}

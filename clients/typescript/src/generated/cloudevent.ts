@@ -20,7 +20,9 @@ export interface CloudEventEnvelope {
     | "convstream.inference.context.v1"
     | "convstream.pipeline.failed.v1"
     | "convstream.event.rejected.v1"
-    | "convstream.event.deadlettered.v1";
+    | "convstream.event.deadlettered.v1"
+    | "convstream.doctor.requested.v1"
+    | "convstream.doctor.diagnosis.v1";
   time?: string;
   datacontenttype?: "application/json" | "application/msgpack";
   conversationid?: ConversationId;

@@ -1,0 +1,144 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// serveDoctor answers a request for the diagnosis of a conversation
+// (conversation.Diagnose over its stored messages): the messages a user
+// cannot see, and the repairs that would show them. It reads the
+// conversation as inference does, after the events stored before the
+// request (up to the inference wait), and replies with
+// TypeDoctorDiagnosis, or a rejection.
+func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
+	conv, convOK := w.cfg.subjects.conversationOf("doctor", r.Subject())
+	h := nats.Header(r.Headers())
+	ev, decErr := DecodeEvent(h, r.Data())
+	requestID := h.Get(headerMsgID)
+	if ev != nil {
+		requestID = ev.ID()
+		ctx = ExtractTraceContext(ctx, ev)
+	}
+	ctx, span := w.tracer.Start(ctx, "doctor", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.name", "process"),
+			attribute.String("messaging.destination.name", r.Subject()),
+			attribute.String("messaging.message.id", requestID),
+			attribute.String("convstream.conversation_id", conv),
+		))
+	defer span.End()
+
+	rej := w.doctorRequest(conv, convOK, ev, decErr)
+	var msgs []*conversation.Message
+	var groups []*conversation.MessageGroup
+	var version uint64
+	if rej == nil {
+		msgs, groups, version, rej = w.doctorInput(ctx, conv)
+	}
+	var diag *conversation.Diagnosis
+	if rej == nil {
+		var err error
+		if diag, err = conversation.Diagnose(msgs, groups, conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
+			rej = reject(CodeBadData, "diagnosis: %v", err)
+		}
+	}
+	if rej != nil {
+		span.SetStatus(codes.Error, rej.Error())
+		span.SetAttributes(attribute.String("error.type", rej.Code))
+		w.rejectInference(ctx, r, conv, requestID, ev, rej)
+		return
+	}
+	span.SetAttributes(attribute.Int("convstream.doctor.findings", len(diag.Findings)))
+	w.reply(ctx, r, conv, "doctor:"+requestID, TypeDoctorDiagnosis,
+		DoctorDiagnosis{RequestID: requestID, ConversationID: conv, Version: version, Diagnosis: diag}, "", "")
+}
+
+// doctorRequest checks a diagnosis request against the contract.
+func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *RejectError {
+	switch {
+	case !convOK:
+		return reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
+	case decErr != nil:
+		return reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
+	case ev.Type() != TypeDoctorRequested:
+		return reject(CodeUnknownType, "expected type %s, got %q", TypeDoctorRequested, ev.Type())
+	}
+	return checkConversation(ev, conv, false)
+}
+
+// doctorInput reads the stored messages and groups of conversation id,
+// once the events stored before the request are applied (up to the
+// inference wait).
+func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *RejectError) {
+	target := uint64(0)
+	if last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(id)); err == nil {
+		target = last.Sequence
+	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		w.cfg.logger.WarnContext(ctx, "doctor: reading the last event", "err", err)
+	}
+	deadline := time.Now().Add(w.cfg.inferenceWait)
+	l := w.lanes.pick(id)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		msgs, groups, seq, version, err := w.readMessages(ctx, l, id)
+		var rej *RejectError
+		switch {
+		case errors.Is(err, ErrUnknownConversation):
+			rej = rejectErr(CodeNotFound, err)
+		case err != nil:
+			return nil, nil, 0, reject(CodeInternal, "reading the conversation: %v", err)
+		}
+		if seq >= target || time.Now().After(deadline) {
+			return msgs, groups, version, rej
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, 0, reject(CodeInternal, "%v", ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// readMessages copies, on lane l, the messages and groups of conversation
+// id, loading it off the lane first when the lane does not hold it.
+func (w *Worker) readMessages(ctx context.Context, l *lane, id string) (msgs []*conversation.Message, groups []*conversation.MessageGroup, seq, version uint64, err error) {
+	var pre *convState
+	var lets uint64
+	for range 2 {
+		held := false
+		callErr := w.lanes.call(ctx, l, func() {
+			st := w.stateForRead(l, id, pre, lets)
+			if st == nil {
+				lets = l.cache.lets
+				return
+			}
+			held = true
+			// Messages are immutable: the slices are copied, not them.
+			msgs, groups = slices.Clone(st.conv.Messages()), slices.Clone(st.conv.Groups())
+			seq, version = st.seq, st.version
+		})
+		if callErr != nil {
+			return nil, nil, 0, 0, callErr
+		}
+		if held {
+			return msgs, groups, seq, version, nil
+		}
+		if pre, err = w.loadForRead(ctx, id); err != nil {
+			return nil, nil, 0, 0, err
+		}
+	}
+	return nil, nil, 0, 0, errNotHeld
+}
