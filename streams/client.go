@@ -144,33 +144,39 @@ func (c *Client) message(ctx context.Context, o sendOptions, subject, typ, conve
 // reply: an event of type TypeInferenceContext, TypePipelineFailed or
 // TypeEventRejected. Decode its data with DataAs.
 func (c *Client) Infer(ctx context.Context, req InferenceRequest, opts ...SendOption) (*event.Event, error) {
-	if !ValidConversationID(req.ConversationID) {
-		return nil, fmt.Errorf("%w: conversation id %q", ErrInvalidConfig, req.ConversationID)
+	return c.request(ctx, "infer", "inference", c.subjects.Inference(req.ConversationID), TypeInferenceRequested, req.ConversationID, req, opts)
+}
+
+// request sends a request event of type typ about conversation conv to
+// subject and returns the reply, a CloudEvent, in a client span named
+// name; what names the request in errors.
+func (c *Client) request(ctx context.Context, name, what, subject, typ, conv string, data any, opts []SendOption) (*event.Event, error) {
+	if !ValidConversationID(conv) {
+		return nil, fmt.Errorf("%w: conversation id %q", ErrInvalidConfig, conv)
 	}
 	o := sendOpts(opts)
-	subject := c.subjects.Inference(req.ConversationID)
-	ctx, span := c.tracer.Start(ctx, "infer", trace.WithSpanKind(trace.SpanKindClient),
+	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.operation.name", "request"),
 			attribute.String("messaging.operation.type", "send"),
 			attribute.String("messaging.destination.name", subject),
 			attribute.String("messaging.message.id", o.id),
-			attribute.String("convstream.conversation_id", req.ConversationID),
+			attribute.String("convstream.conversation_id", conv),
 		))
 	defer span.End()
-	msg, err := c.message(ctx, o, subject, TypeInferenceRequested, req.ConversationID, req)
+	msg, err := c.message(ctx, o, subject, typ, conv, data)
 	if err != nil {
 		return nil, fail(span, err)
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
-		return nil, fail(span, fmt.Errorf("streams: inference request: %w", err))
+		return nil, fail(span, fmt.Errorf("streams: %s request: %w", what, err))
 	}
 	out, err := DecodeEvent(reply.Header, reply.Data)
 	if err != nil {
 		desc := reply.Header.Get("Nats-Service-Error")
-		return nil, fail(span, fmt.Errorf("streams: inference reply is not a CloudEvent (%s): %w", desc, err))
+		return nil, fail(span, fmt.Errorf("streams: %s reply is not a CloudEvent (%s): %w", what, desc, err))
 	}
 	span.SetAttributes(attribute.String("cloudevents.event_type", out.Type()))
 	return out, nil
