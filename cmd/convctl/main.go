@@ -11,6 +11,10 @@ import (
 	"sort"
 	"syscall"
 
+	// Root certificates for TLS to NATS where the system has none, as in
+	// the image make image builds (FROM scratch): used only then.
+	_ "golang.org/x/crypto/x509roots/fallback"
+
 	"github.com/convstream/convstream/internal/buildinfo"
 )
 

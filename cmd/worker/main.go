@@ -24,6 +24,9 @@ import (
 	"syscall"
 	"time"
 	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
+	// Root certificates for TLS to NATS where the system has none, as in
+	// the image make image builds (FROM scratch): used only then.
+	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
