@@ -89,7 +89,12 @@ func BenchmarkDefaultPipelineAllMessages(b *testing.B) {
 }
 
 func benchPipeline(b *testing.B, msgs []enginecore.Message) {
-	e := defaultEngine(b)
+	benchEngine(b, defaultEngine(b), msgs)
+}
+
+// benchEngine times e over msgs and reports the median run (p50-ms) and the
+// messages' count.
+func benchEngine(b *testing.B, e *enginecore.Engine, msgs []enginecore.Message) {
 	ctx := context.Background()
 	var runs []time.Duration
 	b.ReportAllocs()

@@ -1,10 +1,7 @@
 package processors_test
 
 import (
-	"context"
-	"slices"
 	"testing"
-	"time"
 
 	"github.com/convstream/convstream/processors"
 )
@@ -24,17 +21,5 @@ func BenchmarkMessagesEnginePipeline(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	var runs []time.Duration
-	b.ReportAllocs()
-	for b.Loop() {
-		start := time.Now()
-		if _, err := e.Process(ctx, msgs); err != nil {
-			b.Fatal(err)
-		}
-		runs = append(runs, time.Since(start))
-	}
-	slices.Sort(runs)
-	b.ReportMetric(float64(runs[len(runs)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(len(msgs)), "messages")
+	benchEngine(b, e, msgs)
 }
