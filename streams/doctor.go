@@ -7,12 +7,9 @@ import (
 	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/convstream/convstream/conversation"
 )
@@ -24,25 +21,11 @@ import (
 // request (up to the inference wait), and replies with
 // TypeDoctorDiagnosis, or a rejection.
 func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
-	conv, convOK := w.cfg.subjects.conversationOf("doctor", r.Subject())
-	h := nats.Header(r.Headers())
-	ev, decErr := DecodeEvent(h, r.Data())
-	requestID := h.Get(headerMsgID)
-	if ev != nil {
-		requestID = ev.ID()
-		ctx = ExtractTraceContext(ctx, ev)
-	}
-	ctx, span := w.tracer.Start(ctx, "doctor", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
-			attribute.String("messaging.system", "nats"),
-			attribute.String("messaging.operation.name", "process"),
-			attribute.String("messaging.destination.name", r.Subject()),
-			attribute.String("messaging.message.id", requestID),
-			attribute.String("convstream.conversation_id", conv),
-		))
+	ctx, span, q := w.startRequest(ctx, r, "doctor")
 	defer span.End()
+	conv, ev, requestID := q.conv, q.ev, q.id
 
-	rej := w.doctorRequest(conv, convOK, ev, decErr)
+	rej := w.doctorRequest(conv, q.convOK, ev, q.decErr)
 	var msgs []*conversation.Message
 	var groups []*conversation.MessageGroup
 	var version uint64
@@ -84,12 +67,7 @@ func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr
 // once the events stored before the request are applied (up to the
 // inference wait).
 func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *RejectError) {
-	target := uint64(0)
-	if last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(id)); err == nil {
-		target = last.Sequence
-	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		w.cfg.logger.WarnContext(ctx, "doctor: reading the last event", "err", err)
-	}
+	target := w.lastStoredSeq(ctx, id)
 	deadline := time.Now().Add(w.cfg.inferenceWait)
 	l := w.lanes.pick(id)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {

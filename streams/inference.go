@@ -102,25 +102,9 @@ type inferenceView struct {
 // (replied and published on the errors subject).
 func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	start := time.Now()
-	conv, convOK := w.cfg.subjects.conversationOf("inference", r.Subject())
-	h := nats.Header(r.Headers())
-	ev, decErr := DecodeEvent(h, r.Data())
-	requestID := h.Get(headerMsgID)
-	if ev != nil {
-		requestID = ev.ID()
-		ctx = ExtractTraceContext(ctx, ev)
-	}
-	ctx, span := w.tracer.Start(ctx, "inference", trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(
-			attribute.String("messaging.system", "nats"),
-			attribute.String("messaging.operation.name", "process"),
-			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.consumer.group.name", micro.DefaultQueueGroup),
-			attribute.String("messaging.destination.name", r.Subject()),
-			attribute.String("messaging.message.id", requestID),
-			attribute.String("convstream.conversation_id", conv),
-		))
+	ctx, span, q := w.startRequest(ctx, r, "inference")
 	defer span.End()
+	conv, convOK, ev, decErr, requestID := q.conv, q.convOK, q.ev, q.decErr, q.id
 
 	outcome := "context"
 	errType := "_OTHER" // error.type of a failure: the rejection's or failure's code
@@ -231,6 +215,54 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	w.respondMsg(ctx, r, msg, "", "")
 }
 
+// request is a request of the micro service as decoded by startRequest.
+type request struct {
+	conv   string // the conversation of the subject; "" when unusable
+	convOK bool
+	ev     *event.Event // nil when not a CloudEvent
+	decErr error
+	id     string // the event id, else Nats-Msg-Id
+}
+
+// startRequest decodes a request on the subjects of kind (inference,
+// doctor) and starts its server span, continuing the requester's trace.
+func (w *Worker) startRequest(ctx context.Context, r micro.Request, kind string) (context.Context, trace.Span, request) {
+	var q request
+	q.conv, q.convOK = w.cfg.subjects.conversationOf(kind, r.Subject())
+	h := nats.Header(r.Headers())
+	q.ev, q.decErr = DecodeEvent(h, r.Data())
+	q.id = h.Get(headerMsgID)
+	if q.ev != nil {
+		q.id = q.ev.ID()
+		ctx = ExtractTraceContext(ctx, q.ev)
+	}
+	ctx, span := w.tracer.Start(ctx, kind, trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(
+			attribute.String("messaging.system", "nats"),
+			attribute.String("messaging.operation.name", "process"),
+			attribute.String("messaging.operation.type", "process"),
+			attribute.String("messaging.consumer.group.name", micro.DefaultQueueGroup),
+			attribute.String("messaging.destination.name", r.Subject()),
+			attribute.String("messaging.message.id", q.id),
+			attribute.String("convstream.conversation_id", q.conv),
+		))
+	return ctx, span, q
+}
+
+// lastStoredSeq returns the stream sequence of the last event of
+// conversation id (0: none, or it could not be read): what a read waits to
+// see applied, so that a client reads its own writes.
+func (w *Worker) lastStoredSeq(ctx context.Context, id string) uint64 {
+	last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(id))
+	if err == nil {
+		return last.Sequence
+	}
+	if !errors.Is(err, jetstream.ErrMsgNotFound) {
+		w.cfg.logger.WarnContext(ctx, "reading the last event of a conversation", "conversation", id, "err", err)
+	}
+	return 0
+}
+
 // inferenceRequest checks a request against the contract.
 func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, decErr error) (InferenceRequest, *RejectError) {
 	var req InferenceRequest
@@ -285,12 +317,7 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 // stored before the request has been handled, so that a client that
 // publishes and then asks sees its own events.
 func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (inferenceView, *RejectError) {
-	target := uint64(0)
-	if last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(req.ConversationID)); err == nil {
-		target = last.Sequence
-	} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		w.cfg.logger.WarnContext(ctx, "inference: reading the last event", "err", err)
-	}
+	target := w.lastStoredSeq(ctx, req.ConversationID)
 	deadline := time.Now().Add(w.cfg.inferenceWait)
 	l := w.lanes.pick(req.ConversationID)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
