@@ -67,7 +67,7 @@ func applyEvent(conv *conversation.Conversation, typ string, data map[string]any
 			err = conv.UpsertGroup(g)
 		}
 	default:
-		return reject(CodeUnknownType, "unknown event type %q", typ)
+		return Reject(CodeUnknownType, "unknown event type %q", typ)
 	}
 	if err == nil {
 		return nil
@@ -80,13 +80,13 @@ func applyEvent(conv *conversation.Conversation, typ string, data map[string]any
 func conversationReject(err error) *RejectError {
 	switch {
 	case errors.Is(err, conversation.ErrCycle):
-		return rejectErr(CodeCycle, err)
+		return RejectErr(CodeCycle, err)
 	case errors.Is(err, conversation.ErrMessageExists):
-		return rejectErr(CodeExists, err)
+		return RejectErr(CodeExists, err)
 	case errors.Is(err, conversation.ErrMessageNotFound):
-		return rejectErr(CodeNotFound, err)
+		return RejectErr(CodeNotFound, err)
 	case errors.Is(err, conversation.ErrTooManyMessages):
-		return rejectErr(CodeTooManyMessages, err)
+		return RejectErr(CodeTooManyMessages, err)
 	}
-	return rejectErr(CodeInvalidData, err)
+	return RejectErr(CodeInvalidData, err)
 }

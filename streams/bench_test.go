@@ -39,7 +39,7 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 						}
 						more = true
 						conv := fmt.Sprintf("b%d-%d", i, k)
-						ev, err := newEvent(fmt.Sprintf("%s-%d", conv, j), TypeMessageAppended, "urn:bench", conv, cc.msgs[j])
+						ev, err := NewEvent(fmt.Sprintf("%s-%d", conv, j), TypeMessageAppended, "urn:bench", conv, cc.msgs[j])
 						if err != nil {
 							b.Fatal(err)
 						}

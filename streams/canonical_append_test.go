@@ -32,7 +32,7 @@ var appendForms = []struct {
 func TestCanonicalAppend(t *testing.T) {
 	var want []byte
 	for _, f := range appendForms {
-		ev, err := newEvent("ev-"+f.name, TypeMessageAppended, "urn:test", "c1", json.RawMessage(f.data))
+		ev, err := NewEvent("ev-"+f.name, TypeMessageAppended, "urn:test", "c1", json.RawMessage(f.data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +76,7 @@ func TestCanonicalAppend(t *testing.T) {
 		// Deeper than the fast path follows, within MaxDataDepth.
 		`{"id":"a","x":` + strings.Repeat("[", MaxDataDepth-1) + strings.Repeat("]", MaxDataDepth-1) + `}`: "",
 	} {
-		ev, err := newEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
+		ev, err := NewEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func BenchmarkValidateAppend(b *testing.B) {
 	for _, f := range appendForms {
 		data := strings.Replace(f.data, `"content":"`, `"content":"`+content, 1)
 		data = strings.Replace(data, `"content": "`, `"content": "`+content, 1)
-		ev, err := newEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
+		ev, err := NewEvent("ev", TypeMessageAppended, "urn:test", "c1", json.RawMessage(data))
 		if err != nil {
 			b.Fatal(err)
 		}

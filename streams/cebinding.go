@@ -39,7 +39,7 @@ const (
 
 const (
 	headerPrefix      = "ce-"
-	headerContentType = "content-type"
+	HeaderContentType = "content-type"
 	// headerMsgID is JetStream's deduplication header.
 	headerMsgID = "Nats-Msg-Id"
 )
@@ -47,7 +47,7 @@ const (
 // specs maps attribute names to header names for binary mode.
 var specs = spec.WithPrefixMatchExact(func(name string) string {
 	if name == "datacontenttype" {
-		return headerContentType
+		return HeaderContentType
 	}
 	return headerPrefix + name
 }, headerPrefix)
@@ -69,7 +69,7 @@ var (
 )
 
 func newNATSMessage(h nats.Header, body []byte) *natsMessage {
-	if vs := h[headerContentType]; len(vs) > 0 && vs[0] == ContentTypeCloudEvents {
+	if vs := h[HeaderContentType]; len(vs) > 0 && vs[0] == ContentTypeCloudEvents {
 		// What EncodeEvent writes in structured mode: only the payload is
 		// read (toEvent), so the headers need no copy.
 		return &natsMessage{body: body, format: format.JSON}
@@ -89,7 +89,7 @@ func newNATSMessage(h nats.Header, body []byte) *natsMessage {
 		}
 		m.header[k] = v
 	}
-	if ct := m.header[headerContentType]; ct != "" && isCloudEventsMedia(ct) {
+	if ct := m.header[HeaderContentType]; ct != "" && isCloudEventsMedia(ct) {
 		m.format = format.Lookup(ct)
 		if m.format == nil {
 			// Ask for the JSON format even with parameters such as charset.
@@ -182,7 +182,7 @@ var errNotCloudEvent = errors.New("neither a structured (content-type applicatio
 func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	m := newNATSMessage(h, payload)
 	if m.badHeader != "" {
-		return nil, &attrError{attr: strings.TrimPrefix(m.badHeader, headerPrefix), msg: "malformed percent-encoding (a % not followed by two hex digits)"}
+		return nil, &AttributeError{Attr: strings.TrimPrefix(m.badHeader, headerPrefix), Msg: "malformed percent-encoding (a % not followed by two hex digits)"}
 	}
 	if m.ReadEncoding() == binding.EncodingUnknown {
 		return nil, errNotCloudEvent
@@ -217,14 +217,14 @@ func DecodeEvent(h nats.Header, payload []byte) (*event.Event, error) {
 	return ev, nil
 }
 
-// attrError is a fault of one attribute of an event's envelope; decode
+// AttributeError is a fault of one attribute of an event's envelope; decode
 // names the attribute in the rejection (RejectError.Path).
-type attrError struct {
-	attr string
-	msg  string
+type AttributeError struct {
+	Attr string
+	Msg  string
 }
 
-func (e *attrError) Error() string { return e.attr + ": " + e.msg }
+func (e *AttributeError) Error() string { return e.Attr + ": " + e.Msg }
 
 // checkEnvelope refuses what schemas/cloudevent.json does not admit and
 // the SDK reads anyway: another specversion than 1.0 (the SDK reads 0.3,
@@ -234,20 +234,20 @@ func (e *attrError) Error() string { return e.attr + ": " + e.msg }
 // passed on).
 func checkEnvelope(ev *event.Event) error {
 	if v := ev.SpecVersion(); v != event.CloudEventsVersionV1 {
-		return &attrError{attr: "specversion", msg: fmt.Sprintf("must be %q, not %q", event.CloudEventsVersionV1, v)}
+		return &AttributeError{Attr: "specversion", Msg: fmt.Sprintf("must be %q, not %q", event.CloudEventsVersionV1, v)}
 	}
 	for _, a := range [...]struct{ name, v string }{
 		{"id", ev.ID()}, {"source", ev.Source()}, {"type", ev.Type()}, {"subject", ev.Subject()},
 		{"dataschema", ev.DataSchema()}, {"datacontenttype", ev.DataContentType()},
 	} {
 		if !utf8.ValidString(a.v) {
-			return &attrError{attr: a.name, msg: "invalid UTF-8"}
+			return &AttributeError{Attr: a.name, Msg: "invalid UTF-8"}
 		}
 	}
 	if c, ok := ev.Context.(*event.EventContextV1); ok {
 		for name, v := range c.Extensions {
 			if s, ok := v.(string); ok && !utf8.ValidString(s) {
-				return &attrError{attr: name, msg: "invalid UTF-8"}
+				return &AttributeError{Attr: name, Msg: "invalid UTF-8"}
 			}
 		}
 	}
@@ -285,7 +285,7 @@ func checkEnvelopeNames(body []byte) error {
 					decoded = []byte(s)
 				}
 				if w.key(decoded) != nil {
-					return &attrError{attr: string(decoded), msg: "attribute given twice"}
+					return &AttributeError{Attr: string(decoded), Msg: "attribute given twice"}
 				}
 			}
 			i = end
@@ -346,7 +346,7 @@ func EncodeEvent(subject string, ev *event.Event, mode Mode) (*nats.Msg, error) 
 		if err != nil {
 			return nil, fmt.Errorf("streams: encode event: %w", err)
 		}
-		msg.Header.Set(headerContentType, ContentTypeCloudEvents)
+		msg.Header.Set(HeaderContentType, ContentTypeCloudEvents)
 		msg.Data = body
 		return msg, nil
 	}
@@ -364,7 +364,7 @@ func EncodeEvent(subject string, ev *event.Event, mode Mode) (*nats.Msg, error) 
 			return nil, fmt.Errorf("streams: encode event: %s: %w", attr.Name(), err)
 		}
 		if attr.Kind() == spec.DataContentType {
-			msg.Header.Set(headerContentType, s)
+			msg.Header.Set(HeaderContentType, s)
 			continue
 		}
 		msg.Header.Set(attr.PrefixedName(), percentEncode(s))

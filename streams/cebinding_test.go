@@ -12,7 +12,7 @@ func TestEventRoundTrip(t *testing.T) {
 	data := map[string]any{"id": "m1", "content": "héllo \"quoted\" 100%", "n": 3.5}
 	for _, mode := range []Mode{Structured, Binary} {
 		for _, ct := range []string{ContentTypeJSON, ContentTypeMsgpack} {
-			ev, err := newEventAs("ev 1%", TypeMessageAppended, "urn:test", "conv-1", ct, data)
+			ev, err := NewEventAs("ev 1%", TypeMessageAppended, "urn:test", "conv-1", ct, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +48,7 @@ func TestEventRoundTrip(t *testing.T) {
 			if got := (eventCarrier{back}).Get(ExtConversationID); got != "conv-1" {
 				t.Errorf("conversationid = %q", got)
 			}
-			obj, err := decodeData(back)
+			obj, err := DecodeData(back)
 			if err != nil {
 				t.Fatalf("mode %d %s: %v", mode, ct, err)
 			}
@@ -88,14 +88,14 @@ func TestDecodeDataRefuses(t *testing.T) {
 		"empty":        {ContentTypeJSON, ``},
 		"msgpack junk": {ContentTypeMsgpack, "\xc1"},
 	} {
-		ev, err := newEventAs("1", TypeMessageAppended, "s", "c", ContentTypeJSON, json.RawMessage(`{}`))
+		ev, err := NewEventAs("1", TypeMessageAppended, "s", "c", ContentTypeJSON, json.RawMessage(`{}`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := ev.SetData(c.ct, []byte(c.data)); err != nil {
 			t.Fatal(err)
 		}
-		if obj, err := decodeData(ev); err == nil {
+		if obj, err := DecodeData(ev); err == nil {
 			t.Errorf("%s: decoded %v", name, obj)
 		}
 	}
@@ -126,11 +126,11 @@ func TestSubjects(t *testing.T) {
 	if s.Events("c1") != "convstream.events.c1" || s.EventsStream() != "CONVSTREAM_EVENTS" || s.SnapshotBucket() != "CONVSTREAM_SNAPSHOTS" {
 		t.Errorf("names: %s %s %s", s.Events("c1"), s.EventsStream(), s.SnapshotBucket())
 	}
-	if id, ok := s.conversationOf("events", "convstream.events.a_b-C9"); !ok || id != "a_b-C9" {
+	if id, ok := s.ConversationOf("events", "convstream.events.a_b-C9"); !ok || id != "a_b-C9" {
 		t.Errorf("conversationOf = %q %v", id, ok)
 	}
 	for _, bad := range []string{"convstream.events.a.b", "convstream.events.", "convstream.snapshots.a", "other.events.a"} {
-		if _, ok := s.conversationOf("events", bad); ok {
+		if _, ok := s.ConversationOf("events", bad); ok {
 			t.Errorf("%s accepted", bad)
 		}
 	}

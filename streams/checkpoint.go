@@ -35,10 +35,6 @@ import (
 // however old it is: an outdated one only leaves more events to replay.
 // Writes need no compare-and-set, and reads may come from any replica.
 
-// CheckpointBucket returns the name of the checkpoint bucket:
-// CONVSTREAM_CHECKPOINTS for the default prefix.
-func (s Subjects) CheckpointBucket() string { return s.streamName() + "_CHECKPOINTS" }
-
 // checkpointFormat is the version of the encoding below; a checkpoint of
 // another version is ignored (the conversation is replayed in full).
 // Format 2 added Sum, which lets a rebuild take the messages as they were

@@ -40,7 +40,7 @@ func WithClientSource(source string) ClientOption { return func(c *Client) { c.s
 func WithClientTracerProvider(tp trace.TracerProvider) ClientOption {
 	return func(c *Client) {
 		if tp != nil {
-			c.tracer = tp.Tracer(instrumentationName)
+			c.tracer = tp.Tracer(InstrumentationName)
 		}
 	}
 }
@@ -53,7 +53,7 @@ func NewClient(nc *nats.Conn, opts ...ClientOption) (*Client, error) {
 	}
 	s, _ := NewSubjects(DefaultPrefix)
 	c := &Client{nc: nc, js: js, subjects: s, source: "urn:convstream:client",
-		tracer: tracenoop.NewTracerProvider().Tracer(instrumentationName)}
+		tracer: tracenoop.NewTracerProvider().Tracer(InstrumentationName)}
 	for _, opt := range opts {
 		opt(c)
 	}
@@ -132,7 +132,7 @@ func (c *Client) Send(ctx context.Context, conversationID, typ string, data any,
 // message builds the CloudEvent of a send or an inference request, with
 // the trace context of ctx, as a NATS message to subject.
 func (c *Client) message(ctx context.Context, o sendOptions, subject, typ, conversationID string, data any) (*nats.Msg, error) {
-	ev, err := newEventAs(o.id, typ, c.source, conversationID, o.contentType, data)
+	ev, err := NewEventAs(o.id, typ, c.source, conversationID, o.contentType, data)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *Snap
 }
 
 func fail(span trace.Span, err error) error {
-	span.SetAttributes(attribute.String("error.type", errorType(err)))
+	span.SetAttributes(attribute.String("error.type", ErrorType(err)))
 	span.RecordError(err)
 	span.SetStatus(codes.Error, err.Error())
 	return err

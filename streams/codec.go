@@ -14,9 +14,9 @@ import (
 	"github.com/convstream/convstream/conversation"
 )
 
-// errUnsupportedContentType is returned by decodeData for media types other
+// ErrUnsupportedContentType is returned by DecodeData for media types other
 // than JSON and msgpack.
-var errUnsupportedContentType = errors.New("unsupported datacontenttype")
+var ErrUnsupportedContentType = errors.New("unsupported datacontenttype")
 
 // mediaType returns the bare media type of a datacontenttype; an absent
 // one means JSON, as the JSON event format says.
@@ -29,7 +29,7 @@ func mediaType(ct string) (string, error) {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return "", fmt.Errorf("%w %q: %w", errUnsupportedContentType, ct, err)
+		return "", fmt.Errorf("%w %q: %w", ErrUnsupportedContentType, ct, err)
 	}
 	switch mt {
 	case ContentTypeJSON, "text/json":
@@ -37,15 +37,15 @@ func mediaType(ct string) (string, error) {
 	case ContentTypeMsgpack, "application/x-msgpack", "application/vnd.msgpack":
 		return ContentTypeMsgpack, nil
 	}
-	return "", fmt.Errorf("%w %q (want %s or %s)", errUnsupportedContentType, ct, ContentTypeJSON, ContentTypeMsgpack)
+	return "", fmt.Errorf("%w %q (want %s or %s)", ErrUnsupportedContentType, ct, ContentTypeJSON, ContentTypeMsgpack)
 }
 
-// decodeData decodes an event's data into a JSON object as encoding/json
+// DecodeData decodes an event's data into a JSON object as encoding/json
 // would produce it (float64 numbers, map[string]any objects, []any arrays).
 // msgpack data is converted through JSON so that both encodings yield the
 // same values: integers become numbers, binary becomes base64 text,
 // timestamps become RFC 3339 text.
-func decodeData(ev *event.Event) (map[string]any, error) {
+func DecodeData(ev *event.Event) (map[string]any, error) {
 	mt, err := mediaType(ev.DataContentType())
 	if err != nil {
 		return nil, err
@@ -109,13 +109,13 @@ func encodeData(mt string, v any) ([]byte, error) {
 	return json.Marshal(v)
 }
 
-// newEvent builds a CloudEvent of the contract. data is encoded as JSON
+// NewEvent builds a CloudEvent of the contract. data is encoded as JSON
 // unless it is already a json.RawMessage.
-func newEvent(id, typ, source, conversationID string, data any) (*event.Event, error) {
-	return newEventAs(id, typ, source, conversationID, ContentTypeJSON, data)
+func NewEvent(id, typ, source, conversationID string, data any) (*event.Event, error) {
+	return NewEventAs(id, typ, source, conversationID, ContentTypeJSON, data)
 }
 
-func newEventAs(id, typ, source, conversationID, mt string, data any) (*event.Event, error) {
+func NewEventAs(id, typ, source, conversationID, mt string, data any) (*event.Event, error) {
 	ev := event.New()
 	ev.SetID(id)
 	ev.SetType(typ)

@@ -25,7 +25,7 @@ func BenchmarkDecodeAppend(b *testing.B) {
 		{"binary-msgpack", ContentTypeMsgpack, Binary},
 	} {
 		b.Run(enc.name, func(b *testing.B) {
-			ev, err := newEventAs("ev-1", TypeMessageAppended, "urn:bench", "chat-1", enc.mt, data)
+			ev, err := NewEventAs("ev-1", TypeMessageAppended, "urn:bench", "chat-1", enc.mt, data)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -39,7 +39,7 @@ func BenchmarkDecodeAppend(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if _, err := decodeData(got); err != nil {
+				if _, err := DecodeData(got); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -88,7 +88,7 @@ func (r shapeRule) check(k fieldKind) *RejectError {
 	if k == 0 || strings.IndexByte(r.allowed, byte(k)) >= 0 {
 		return nil
 	}
-	return rejectAt(CodeBadData, "data."+r.field, "%s", r.want)
+	return RejectAt(CodeBadData, "data."+r.field, "%s", r.want)
 }
 
 // appendShapeOK reports whether the canonical JSON text of an append's

@@ -63,12 +63,6 @@ type maxDeliveriesAdvisory struct {
 	Deliveries uint64 `json:"deliveries"`
 }
 
-// maxDeliveriesSubject is where JetStream announces the events a consumer
-// of stream gave up on.
-func maxDeliveriesSubject(stream string) string {
-	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".*"
-}
-
 // unsettledReason is the reason of a dead letter no worker reported a
 // failure for.
 const unsettledReason = "its last delivery was not settled within the ack wait (a worker stopped or stalled holding it); no failure was reported"
@@ -151,7 +145,7 @@ func consumerOf(m jetstream.Msg) string {
 // pulls hears every one of its own. Workers share the advisories in a
 // queue group; a record stored twice is deduplicated by its id.
 func (w *Worker) watchDeadLetters(ctx context.Context) (*nats.Subscription, error) {
-	subject := maxDeliveriesSubject(w.cfg.subjects.EventsStream())
+	subject := MaxDeliveriesAdvisory(w.cfg.subjects.EventsStream())
 	sub, err := w.nc.QueueSubscribe(subject, w.cfg.consumer, func(m *nats.Msg) {
 		var adv maxDeliveriesAdvisory
 		if err := json.Unmarshal(m.Data, &adv); err != nil {
@@ -184,13 +178,13 @@ func (w *Worker) deadLetterAnnounced(ctx context.Context, adv maxDeliveriesAdvis
 	switch {
 	case err == nil:
 		dl.Subject = raw.Subject
-		if id, ok := w.cfg.subjects.storedConversationOf(raw.Subject, w.partitions()); ok {
+		if id, ok := w.cfg.subjects.StoredConversationOf(raw.Subject, w.partitions()); ok {
 			dl.ConversationID = id
 		}
 		if ev, decErr := DecodeEvent(raw.Header, raw.Data); decErr == nil {
 			id := ev.ID()
 			dl.EventID, dl.Type = &id, ev.Type()
-		} else if id := raw.Header.Get(headerMsgID); id != "" {
+		} else if id := raw.Header.Get(jetstream.MsgIDHeader); id != "" {
 			dl.EventID = &id
 		}
 	case errors.Is(err, jetstream.ErrMsgNotFound):
@@ -208,7 +202,7 @@ func (w *Worker) storeDeadLetter(ctx context.Context, dl EventDeadLettered) erro
 	if conv == "" {
 		conv = UnknownConversation
 	}
-	ev, err := newEvent("deadlettered:"+strconv.FormatUint(dl.Sequence, 10), TypeEventDeadLettered, w.cfg.source, dl.ConversationID, dl)
+	ev, err := NewEvent("deadlettered:"+strconv.FormatUint(dl.Sequence, 10), TypeEventDeadLettered, w.cfg.source, dl.ConversationID, dl)
 	if err != nil {
 		return err
 	}

@@ -36,14 +36,14 @@ func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
 	d.size = len(data) + headerSize(h)
 	// The publisher sets Nats-Msg-Id to the event id; it names the event in
 	// a rejection when the event itself cannot be read.
-	d.eventID = h.Get(headerMsgID)
+	d.eventID = h.Get(jetstream.MsgIDHeader)
 
-	id, ok := w.cfg.subjects.storedConversationOf(d.subject, w.partitions())
+	id, ok := w.cfg.subjects.StoredConversationOf(d.subject, w.partitions())
 	if ok {
 		d.conversationID = id
 	}
 	if d.size > w.cfg.limits.MaxEventBytes {
-		d.decodeErr = reject(CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
+		d.decodeErr = Reject(CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
 		return
 	}
 	ev, err := DecodeEvent(h, data)
@@ -52,14 +52,14 @@ func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
 	}
 	switch {
 	case !ok:
-		d.decodeErr = reject(CodeBadSubject, "subject %q does not end in a conversation id matching [A-Za-z0-9_-]{1,128}", d.subject)
+		d.decodeErr = Reject(CodeBadSubject, "subject %q does not end in a conversation id matching [A-Za-z0-9_-]{1,128}", d.subject)
 	case err != nil:
-		var ae *attrError
+		var ae *AttributeError
 		if errors.As(err, &ae) {
-			d.decodeErr = rejectAt(CodeNotCloudEvent, ae.attr, "%s", ae.msg)
+			d.decodeErr = RejectAt(CodeNotCloudEvent, ae.Attr, "%s", ae.Msg)
 			break
 		}
-		d.decodeErr = reject(CodeNotCloudEvent, "not a CloudEvent: %v", err)
+		d.decodeErr = Reject(CodeNotCloudEvent, "not a CloudEvent: %v", err)
 	default:
 		d.event = ev
 	}

@@ -205,7 +205,7 @@ func (w *Worker) degradedReport() string {
 
 // observeDegraded reports how many conversations are degraded as a gauge.
 func (w *Worker) observeDegraded(mp metric.MeterProvider) error {
-	_, err := mp.Meter(instrumentationName).Int64ObservableGauge(MetricConversationsDegraded,
+	_, err := mp.Meter(InstrumentationName).Int64ObservableGauge(MetricConversationsDegraded,
 		metric.WithDescription("Conversations held at a limit: an event refused for one, or a snapshot no retry can store (see /readyz)."),
 		metric.WithUnit("{conversation}"),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {

@@ -12,7 +12,7 @@ import (
 // DegradedFor after its last refusal.
 func TestDegradedSet(t *testing.T) {
 	var s degradedSet
-	re := reject(CodeSnapshotTooLarge, "over")
+	re := Reject(CodeSnapshotTooLarge, "over")
 	if s.strict("a", 1) || s.count() != 0 {
 		t.Fatal("an empty set measures or counts")
 	}

@@ -2,7 +2,6 @@ package streams
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 	"strconv"
 
@@ -118,16 +117,4 @@ func encodeDelta(b []byte, id string, version, base, seq uint64, length int, d f
 		b = append(b, raw...)
 	}
 	return append(b, "]}"...)
-}
-
-// Apply applies a delta to the flatList of its base version and returns
-// the flatList of its version. list is not modified.
-func (d *SnapshotDelta) Apply(list []json.RawMessage) ([]json.RawMessage, bool) {
-	if d.From < 0 || d.Keep < 0 || d.From+d.Keep > len(list) || d.From+len(d.FlatList)+d.Keep != d.Length {
-		return nil, false
-	}
-	out := make([]json.RawMessage, 0, d.Length)
-	out = append(out, list[:d.From]...)
-	out = append(out, d.FlatList...)
-	return append(out, list[len(list)-d.Keep:]...), true
 }

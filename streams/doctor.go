@@ -36,7 +36,7 @@ func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
 	if rej == nil {
 		var err error
 		if diag, err = conversation.Diagnose(msgs, groups, conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
-			rej = reject(CodeBadData, "diagnosis: %v", err)
+			rej = Reject(CodeBadData, "diagnosis: %v", err)
 		}
 	}
 	if rej != nil {
@@ -54,13 +54,13 @@ func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
 func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *RejectError {
 	switch {
 	case !convOK:
-		return reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
+		return Reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
 	case decErr != nil:
-		return reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
+		return Reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
 	case ev.Type() != TypeDoctorRequested:
-		return reject(CodeUnknownType, "expected type %s, got %q", TypeDoctorRequested, ev.Type())
+		return Reject(CodeUnknownType, "expected type %s, got %q", TypeDoctorRequested, ev.Type())
 	}
-	return checkConversation(ev, conv, false)
+	return CheckConversation(ev, conv, false)
 }
 
 // doctorInput reads the stored messages and groups of conversation id,
@@ -75,16 +75,16 @@ func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Me
 		var rej *RejectError
 		switch {
 		case errors.Is(err, ErrUnknownConversation):
-			rej = rejectErr(CodeNotFound, err)
+			rej = RejectErr(CodeNotFound, err)
 		case err != nil:
-			return nil, nil, 0, reject(CodeInternal, "reading the conversation: %v", err)
+			return nil, nil, 0, Reject(CodeInternal, "reading the conversation: %v", err)
 		}
 		if seq >= target || time.Now().After(deadline) {
 			return msgs, groups, version, rej
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, 0, reject(CodeInternal, "%v", ctx.Err())
+			return nil, nil, 0, Reject(CodeInternal, "%v", ctx.Err())
 		case <-time.After(pause):
 		}
 	}

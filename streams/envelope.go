@@ -9,6 +9,8 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/cloudevents/sdk-go/v2/types"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/convstream/convstream/internal/jsvalue"
 )
@@ -62,7 +64,7 @@ func (t *traceFields) Keys() []string { return []string{"traceparent", "tracesta
 // lane's), valid until its next deltaMsg.
 func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
 	var tf traceFields
-	propagator.Inject(ctx, &tf)
+	propagation.TraceContext{}.Inject(ctx, &tf)
 	// The envelope's attributes, with room for a trace context: one
 	// allocation for the whole event, none when the scratch buffer holds it.
 	size := 512 + len(id) + len(source) + len(conv) + dataSize
@@ -119,7 +121,7 @@ const maxScratch = 64 << 10
 func (s *deltaScratch) message(subject, id string, data []byte) *nats.Msg {
 	if s.msg.Header == nil {
 		s.msgID = []string{""}
-		s.msg.Header = nats.Header{headerMsgID: s.msgID, headerContentType: {ContentTypeCloudEvents}}
+		s.msg.Header = nats.Header{jetstream.MsgIDHeader: s.msgID, HeaderContentType: {ContentTypeCloudEvents}}
 	}
 	s.msgID[0] = id
 	s.msg.Subject, s.msg.Data = subject, data

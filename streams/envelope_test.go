@@ -49,7 +49,7 @@ func TestDeltaEnvelope(t *testing.T) {
 				if !json.Valid(got.Data) {
 					t.Fatalf("not JSON: %s", got.Data)
 				}
-				ev, err := newEvent(id, TypeSnapshotDelta, src, "c-1", json.RawMessage(data))
+				ev, err := NewEvent(id, TypeSnapshotDelta, src, "c-1", json.RawMessage(data))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -63,19 +63,19 @@ func (e *RejectError) Error() string { return e.Code + ": " + e.Reason }
 // Unwrap returns the underlying error.
 func (e *RejectError) Unwrap() error { return e.Err }
 
-// reject returns a *RejectError with a formatted reason.
-func reject(code, format string, args ...any) *RejectError {
+// Reject returns a *RejectError with a formatted reason.
+func Reject(code, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Reason: fmt.Sprintf(format, args...)}
 }
 
-// rejectAt returns a *RejectError about what is at path, its reason
+// RejectAt returns a *RejectError about what is at path, its reason
 // "PATH: REASON".
-func rejectAt(code, path, format string, args ...any) *RejectError {
+func RejectAt(code, path, format string, args ...any) *RejectError {
 	return &RejectError{Code: code, Path: path, Reason: path + ": " + fmt.Sprintf(format, args...)}
 }
 
-// rejectErr returns a *RejectError whose reason is err's text.
-func rejectErr(code string, err error) *RejectError {
+// RejectErr returns a *RejectError whose reason is err's text.
+func RejectErr(code string, err error) *RejectError {
 	return &RejectError{Code: code, Reason: err.Error(), Err: err}
 }
 

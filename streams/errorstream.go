@@ -44,13 +44,6 @@ func DefaultErrorRetention() ErrorRetention {
 // DefaultErrorRetention).
 func WithErrorRetention(r ErrorRetention) Option { return func(c *config) { c.errorRetention = r } }
 
-// AllErrors returns the wildcard subject of the errors stream.
-func (s Subjects) AllErrors() string { return s.prefix + ".errors.>" }
-
-// ErrorsStream returns the name of the errors stream: CONVSTREAM_ERRORS for
-// the default prefix.
-func (s Subjects) ErrorsStream() string { return s.streamName() + "_ERRORS" }
-
 // errorsStreamConfig is the errors stream as r and st (its replicas and
 // placement) describe it.
 func errorsStreamConfig(s Subjects, st Storage, r ErrorRetention) jetstream.StreamConfig {
@@ -134,7 +127,7 @@ func (w *Worker) storeReport(ctx context.Context, msg *nats.Msg) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(w.cfg.subjects.ErrorsStream())); err != nil {
-		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(headerMsgID), msg.Subject, err)
+		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
 	}
 	return nil
 }
@@ -143,7 +136,7 @@ func (w *Worker) storeReport(ctx context.Context, msg *nats.Msg) error {
 // subject too, where it is kept (the reply and P.results.<id> reach only
 // those listening at the time).
 func (w *Worker) storeFailure(ctx context.Context, id string, failed PipelineFailed) {
-	ev, err := newEvent(id, TypePipelineFailed, w.cfg.source, failed.ConversationID, failed)
+	ev, err := NewEvent(id, TypePipelineFailed, w.cfg.source, failed.ConversationID, failed)
 	var msg *nats.Msg
 	if err == nil {
 		w.inject(ctx, ev)
@@ -154,23 +147,5 @@ func (w *Worker) storeFailure(ctx context.Context, id string, failed PipelineFai
 	}
 	if err != nil {
 		w.cfg.logger.WarnContext(ctx, "pipeline failure not stored", "conversation", failed.ConversationID, "err", err)
-	}
-}
-
-// errorsWriterPermissions are the subjects a worker needs for the errors
-// stream beyond those of its prefix: create, update and look it up.
-func errorsWriterPermissions(s Subjects) []string {
-	return []string{"$JS.API.STREAM.*." + s.ErrorsStream()}
-}
-
-// errorsReaderPermissions are the subjects a client needs to read the
-// errors stream (Client.Errors): its info, and gets of its messages by
-// subject (direct, or through the leader).
-func errorsReaderPermissions(s Subjects) []string {
-	stream := s.ErrorsStream()
-	return []string{
-		"$JS.API.STREAM.INFO." + stream,
-		"$JS.API.DIRECT.GET." + stream,
-		"$JS.API.STREAM.MSG.GET." + stream,
 	}
 }

@@ -19,14 +19,14 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{reject(CodeNotFound, "no message %q", "x"), CodeNotFound},
+		{Reject(CodeNotFound, "no message %q", "x"), CodeNotFound},
 		{fmt.Errorf("streams: send: %w", jetstream.ErrNoStreamResponse), "no_stream_response"},
 		{fmt.Errorf("streams: inference request: %w", nats.ErrNoResponders), "no_responders"},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), "timeout"},
 		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", codedError{})), "streams.codedError"},
 		{errors.New("plain"), "*errors.errorString"},
 	} {
-		if got := errorType(c.err); got != c.want {
+		if got := ErrorType(c.err); got != c.want {
 			t.Errorf("%v: %q, want %q", c.err, got, c.want)
 		}
 	}

@@ -291,7 +291,7 @@ func TestSameEventThreeTimes(t *testing.T) {
 
 	// Without: the same encoded CloudEvents, Nats-Msg-Id removed.
 	raw := func(typ string, data any) (seqs []uint64) {
-		ev, err := newEvent("ev-raw-"+typ, typ, "urn:test", "thrice", data)
+		ev, err := NewEvent("ev-raw-"+typ, typ, "urn:test", "thrice", data)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestFollowResyncWatches(t *testing.T) {
 	defer func() { _ = counter.Unsubscribe() }()
 	// A delta the follower cannot apply, of the version the next event
 	// will have (the stream holds only this conversation's events).
-	ev, err := newEvent("gap", TypeSnapshotDelta, "urn:test", conv,
+	ev, err := NewEvent("gap", TypeSnapshotDelta, "urn:test", conv,
 		SnapshotDelta{ConversationID: conv, Version: last.Sequence + 1, BaseVersion: last.Sequence + 100, From: 2, Length: 4})
 	if err != nil {
 		t.Fatal(err)

@@ -96,7 +96,7 @@ func FuzzDecodeData(f *testing.F) {
 		ev := event.New()
 		ev.SetDataContentType(contentType)
 		ev.DataEncoded = data
-		obj, err := decodeData(&ev)
+		obj, err := DecodeData(&ev)
 		if err != nil {
 			if obj != nil {
 				t.Fatalf("object and error: %v", err)
@@ -115,7 +115,7 @@ func FuzzDecodeData(f *testing.F) {
 		}
 		again := event.New()
 		again.DataEncoded = raw
-		back, err := decodeData(&again)
+		back, err := DecodeData(&again)
 		if err != nil {
 			t.Fatalf("JSON form refused: %v\n%s", err, raw)
 		}

@@ -131,9 +131,9 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 			enginecore.WithLimits(w.cfg.inferenceLimits))
 		switch {
 		case errors.Is(err, ErrUnknownPipeline):
-			rej = rejectErr(CodeUnknownPipeline, err)
+			rej = RejectErr(CodeUnknownPipeline, err)
 		case err != nil:
-			rej = reject(CodeBadData, "pipeline %q: %v", req.Pipeline, err)
+			rej = Reject(CodeBadData, "pipeline %q: %v", req.Pipeline, err)
 		}
 	}
 	if rej != nil {
@@ -228,10 +228,10 @@ type request struct {
 // doctor) and starts its server span, continuing the requester's trace.
 func (w *Worker) startRequest(ctx context.Context, r micro.Request, kind string) (context.Context, trace.Span, request) {
 	var q request
-	q.conv, q.convOK = w.cfg.subjects.conversationOf(kind, r.Subject())
+	q.conv, q.convOK = w.cfg.subjects.ConversationOf(kind, r.Subject())
 	h := nats.Header(r.Headers())
 	q.ev, q.decErr = DecodeEvent(h, r.Data())
-	q.id = h.Get(headerMsgID)
+	q.id = h.Get(jetstream.MsgIDHeader)
 	if q.ev != nil {
 		q.id = q.ev.ID()
 		ctx = ExtractTraceContext(ctx, q.ev)
@@ -268,25 +268,25 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 	var req InferenceRequest
 	switch {
 	case !convOK:
-		return req, reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
+		return req, Reject(CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
 	case decErr != nil:
-		return req, reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
+		return req, Reject(CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
 	case ev.Type() != TypeInferenceRequested:
-		return req, reject(CodeUnknownType, "expected type %s, got %q", TypeInferenceRequested, ev.Type())
+		return req, Reject(CodeUnknownType, "expected type %s, got %q", TypeInferenceRequested, ev.Type())
 	}
-	if rej := checkConversation(ev, conv, false); rej != nil {
+	if rej := CheckConversation(ev, conv, false); rej != nil {
 		return req, rej
 	}
-	data, err := decodeData(ev)
+	data, err := DecodeData(ev)
 	if err != nil {
-		if errors.Is(err, errUnsupportedContentType) {
-			return req, rejectErr(CodeContentType, err)
+		if errors.Is(err, ErrUnsupportedContentType) {
+			return req, RejectErr(CodeContentType, err)
 		}
-		return req, reject(CodeBadData, "data: %v", err)
+		return req, Reject(CodeBadData, "data: %v", err)
 	}
 	var ok bool
 	if req.ConversationID, ok = data["conversationId"].(string); !ok || req.ConversationID != conv {
-		return req, reject(CodeBadConversation, "data.conversationId %v does not match subject conversation %q", data["conversationId"], conv)
+		return req, Reject(CodeBadConversation, "data.conversationId %v does not match subject conversation %q", data["conversationId"], conv)
 	}
 	for _, f := range []struct {
 		name string
@@ -294,13 +294,13 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 	}{{"leafId", &req.LeafID}, {"pipeline", &req.Pipeline}} {
 		if v, present := data[f.name]; present && v != nil {
 			if *f.dst, ok = v.(string); !ok {
-				return req, reject(CodeBadData, "data.%s must be a string", f.name)
+				return req, Reject(CodeBadData, "data.%s must be a string", f.name)
 			}
 		}
 	}
 	if v, present := data["params"]; present && v != nil {
 		if req.Params, ok = v.(map[string]any); !ok {
-			return req, reject(CodeBadData, "data.params must be an object")
+			return req, Reject(CodeBadData, "data.params must be an object")
 		}
 	}
 	if rej := decodeFormat(data, &req); rej != nil {
@@ -326,9 +326,9 @@ func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (infe
 		switch {
 		case errors.As(err, &rej):
 		case errors.Is(err, ErrUnknownConversation):
-			rej = rejectErr(CodeNotFound, err)
+			rej = RejectErr(CodeNotFound, err)
 		case err != nil:
-			rej = reject(CodeInternal, "reading the conversation: %v", err)
+			rej = Reject(CodeInternal, "reading the conversation: %v", err)
 		}
 		// A missing conversation or leaf may be an event not applied yet:
 		// only a caught-up state settles it.
@@ -345,7 +345,7 @@ func (w *Worker) inferenceInput(ctx context.Context, req InferenceRequest) (infe
 		}
 		select {
 		case <-ctx.Done():
-			return view, reject(CodeInternal, "%v", ctx.Err())
+			return view, Reject(CodeInternal, "%v", ctx.Err())
 		case <-time.After(pause):
 		}
 	}
@@ -396,7 +396,7 @@ func (w *Worker) viewOnLane(ctx context.Context, l *lane, req InferenceRequest, 
 		} else {
 			var path []*conversation.Message
 			if path, err = st.conv.PathTo(req.LeafID); err != nil {
-				err = rejectErr(CodeNotFound, err)
+				err = RejectErr(CodeNotFound, err)
 				return
 			}
 			var res *conversation.Result
@@ -468,7 +468,7 @@ func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ strin
 // subject. On failure it answers r with a bare service error and returns
 // nil.
 func (w *Worker) encodeReply(ctx context.Context, r micro.Request, conv, id, typ string, data any) *nats.Msg {
-	ev, err := newEvent(id, typ, w.cfg.source, conv, data)
+	ev, err := NewEvent(id, typ, w.cfg.source, conv, data)
 	if err == nil {
 		w.inject(ctx, ev)
 	}

@@ -15,13 +15,13 @@ func decodeFormat(data map[string]any, req *InferenceRequest) *RejectError {
 	if v, present := data["format"]; present && v != nil {
 		s, ok := v.(string)
 		if !ok {
-			return reject(CodeBadData, "data.format must be a string")
+			return Reject(CodeBadData, "data.format must be a string")
 		}
 		req.Format = s
 	}
 	f, err := providers.ParseFormat(req.Format)
 	if err != nil {
-		return reject(CodeBadData, "data.format: %v", err)
+		return Reject(CodeBadData, "data.format: %v", err)
 	}
 	req.Format = string(f)
 	if rej := decodeCache(data, req); rej != nil {
@@ -33,10 +33,10 @@ func decodeFormat(data map[string]any, req *InferenceRequest) *RejectError {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return reject(CodeBadData, "data.budget must be an object")
+		return Reject(CodeBadData, "data.budget must be an object")
 	}
 	if f == providers.FormatRaw {
-		return reject(CodeBadData, "data.budget: not for format raw")
+		return Reject(CodeBadData, "data.budget: not for format raw")
 	}
 	b := &TokenBudget{}
 	for name, dst := range map[string]*int{"maxTokens": &b.MaxTokens, "reserve": &b.Reserve, "keepTurns": &b.KeepTurns} {
@@ -46,22 +46,22 @@ func decodeFormat(data map[string]any, req *InferenceRequest) *RejectError {
 		}
 		n, ok := toInt(x)
 		if !ok {
-			return reject(CodeBadData, "data.budget.%s must be an integer", name)
+			return Reject(CodeBadData, "data.budget.%s must be an integer", name)
 		}
 		*dst = n
 	}
 	if x, present := obj["encoding"]; present && x != nil {
 		if b.Encoding, ok = x.(string); !ok {
-			return reject(CodeBadData, "data.budget.encoding must be a string")
+			return Reject(CodeBadData, "data.budget.encoding must be a string")
 		}
 		if b.Encoding != "" {
 			if err := checkEncoding(b.Encoding); err != nil {
-				return reject(CodeBadData, "data.budget.encoding: %v", err)
+				return Reject(CodeBadData, "data.budget.encoding: %v", err)
 			}
 		}
 	}
 	if err := b.budget(nil).Check(); err != nil {
-		return reject(CodeBadData, "data.%v", err)
+		return Reject(CodeBadData, "data.%v", err)
 	}
 	req.Budget = b
 	return nil
@@ -75,28 +75,28 @@ func decodeCache(data map[string]any, req *InferenceRequest) *RejectError {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return reject(CodeBadData, "data.cache must be an object")
+		return Reject(CodeBadData, "data.cache must be an object")
 	}
 	c := &providers.CacheBreakpoints{}
 	for name, dst := range map[string]*bool{"system": &c.System, "tools": &c.Tools} {
 		if x, present := obj[name]; present && x != nil {
 			if *dst, ok = x.(bool); !ok {
-				return reject(CodeBadData, "data.cache.%s must be a boolean", name)
+				return Reject(CodeBadData, "data.cache.%s must be a boolean", name)
 			}
 		}
 	}
 	if x, present := obj["lastUserTurns"]; present && x != nil {
 		if c.LastUserTurns, ok = toInt(x); !ok {
-			return reject(CodeBadData, "data.cache.lastUserTurns must be an integer")
+			return Reject(CodeBadData, "data.cache.lastUserTurns must be an integer")
 		}
 	}
 	if x, present := obj["ttl"]; present && x != nil {
 		if c.TTL, ok = x.(string); !ok {
-			return reject(CodeBadData, "data.cache.ttl must be a string")
+			return Reject(CodeBadData, "data.cache.ttl must be a string")
 		}
 	}
 	if err := c.Check(); err != nil {
-		return reject(CodeBadData, "data.%v", err)
+		return Reject(CodeBadData, "data.%v", err)
 	}
 	req.Cache = c
 	return nil

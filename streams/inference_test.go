@@ -212,7 +212,7 @@ func TestInference(t *testing.T) {
 	}
 	// A request whose data names another conversation.
 	msg := func() *event.Event {
-		e, err := newEvent("mismatch-1", TypeInferenceRequested, "urn:test", "", map[string]any{"conversationId": "other"})
+		e, err := NewEvent("mismatch-1", TypeInferenceRequested, "urn:test", "", map[string]any{"conversationId": "other"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,10 +19,6 @@ type members struct {
 	id string
 }
 
-// MembersBucket returns the name of the bucket of live workers on a
-// partitioned stream: CONVSTREAM_WORKERS for the default prefix.
-func (s Subjects) MembersBucket() string { return s.streamName() + "_WORKERS" }
-
 // joinMembers creates the bucket when missing and registers this worker.
 func joinMembers(ctx context.Context, js jetstream.JetStream, s Subjects, st Storage, ttl time.Duration) (*members, error) {
 	cfg := jetstream.KeyValueConfig{

@@ -76,7 +76,7 @@ const (
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
-	m := mp.Meter(instrumentationName)
+	m := mp.Meter(InstrumentationName)
 	var ins instruments
 	var errs []error
 	counter := func(name, desc string) metric.Int64Counter {
@@ -233,7 +233,7 @@ func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome, siz
 // the conversations being loaded off their lanes and the events parked for
 // them (see WithLoads), as gauges.
 func (w *Worker) observeCache(mp metric.MeterProvider) error {
-	m := mp.Meter(instrumentationName)
+	m := mp.Meter(InstrumentationName)
 	for _, g := range []struct {
 		name, description, unit string
 		read                    func() int64

@@ -30,7 +30,7 @@ func (o processorObserver) ProcessorStarted(ctx context.Context, name string) co
 func (o processorObserver) ProcessorFinished(ctx context.Context, name string, elapsed time.Duration, err error) {
 	span := trace.SpanFromContext(ctx)
 	if err != nil {
-		span.SetAttributes(attribute.String("error.type", errorType(err)))
+		span.SetAttributes(attribute.String("error.type", ErrorType(err)))
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 	}

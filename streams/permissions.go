@@ -161,7 +161,7 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	// clients read it (Client.Errors).
 	perms.Publish = append(perms.Publish, errorsWriterPermissions(s)...)
 	perms.Publish = append(perms.Publish, errorsReaderPermissions(s)...)
-	perms.Subscribe = append(perms.Subscribe, maxDeliveriesSubject(stream))
+	perms.Subscribe = append(perms.Subscribe, MaxDeliveriesAdvisory(stream))
 	return perms
 }
 
@@ -272,4 +272,22 @@ func nonNil(l []string) []string {
 		return []string{}
 	}
 	return l
+}
+
+// errorsWriterPermissions are the subjects a worker needs for the errors
+// stream beyond those of its prefix: create, update and look it up.
+func errorsWriterPermissions(s Subjects) []string {
+	return []string{"$JS.API.STREAM.*." + s.ErrorsStream()}
+}
+
+// errorsReaderPermissions are the subjects a client needs to read the
+// errors stream (Client.Errors): its info, and gets of its messages by
+// subject (direct, or through the leader).
+func errorsReaderPermissions(s Subjects) []string {
+	stream := s.ErrorsStream()
+	return []string{
+		"$JS.API.STREAM.INFO." + stream,
+		"$JS.API.DIRECT.GET." + stream,
+		"$JS.API.STREAM.MSG.GET." + stream,
+	}
 }

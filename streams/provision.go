@@ -76,7 +76,7 @@ func (st Storage) streamConfig(s Subjects) jetstream.StreamConfig {
 		Discard:     jetstream.DiscardOld,
 		Placement:   st.placement(),
 
-		SubjectTransform: s.partitionTransform(st.Partitions),
+		SubjectTransform: s.PartitionTransform(st.Partitions),
 	}
 }
 

@@ -52,7 +52,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	msg := deltaMsg(ctx, &d.lane.delta, w.cfg.subjects.Snapshots(st.id), w.cfg.source, deltaID(st.id, version), st.id, time.Now(),
 		deltaSize(st.id, delta), func(b []byte) []byte { return encodeDelta(b, st.id, version, st.version, d.seq, len(flat), delta) })
 	if n := len(msg.Data) + headerSize(msg.Header); n > int(w.nc.MaxPayload()) {
-		return reject(CodeSnapshotTooLarge, "the snapshot delta event would be %d bytes, over the server's max payload of %d", n, w.nc.MaxPayload())
+		return Reject(CodeSnapshotTooLarge, "the snapshot delta event would be %d bytes, over the server's max payload of %d", n, w.nc.MaxPayload())
 	}
 	if err := w.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("streams: publish snapshot delta: %w", err)

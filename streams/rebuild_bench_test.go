@@ -80,7 +80,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 			if i > 0 {
 				msg["parentId"] = fmt.Sprintf("m%d", i-1)
 			}
-			ev, err := newEvent(fmt.Sprintf("%s-%d", conv, i), TypeMessageAppended, "urn:bench", conv, msg)
+			ev, err := NewEvent(fmt.Sprintf("%s-%d", conv, i), TypeMessageAppended, "urn:bench", conv, msg)
 			if err != nil {
 				b.Fatal(err)
 			}

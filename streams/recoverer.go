@@ -17,7 +17,7 @@ func (w *Worker) recoverer(next handlerFunc) handlerFunc {
 				w.cfg.logger.ErrorContext(ctx, "event handler panicked", "subject", d.subject, "seq", d.seq,
 					"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 				d.dirty = d.state != nil
-				err = reject(CodeInternal, "internal error: %v", r)
+				err = Reject(CodeInternal, "internal error: %v", r)
 			}
 		}()
 		return next(ctx, d)

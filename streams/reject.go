@@ -65,7 +65,7 @@ func (w *Worker) publishRejection(ctx context.Context, id string, rej EventRejec
 	if conv == "" {
 		conv = UnknownConversation
 	}
-	ev, err := newEvent(id, TypeEventRejected, w.cfg.source, rej.ConversationID, rej)
+	ev, err := NewEvent(id, TypeEventRejected, w.cfg.source, rej.ConversationID, rej)
 	if err != nil {
 		return err
 	}

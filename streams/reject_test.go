@@ -72,7 +72,7 @@ func TestRejections(t *testing.T) {
 	}
 	event := func(typ, extConv string, data any, mode Mode, mutate func(*nats.Msg)) func() string {
 		return func() string {
-			ev, err := newEvent("ev-"+typ+"-"+extConv+time.Now().Format("150405.000000000"), typ, "urn:test", extConv, data)
+			ev, err := NewEvent("ev-"+typ+"-"+extConv+time.Now().Format("150405.000000000"), typ, "urn:test", extConv, data)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -62,12 +62,12 @@ func TestNineShapes(t *testing.T) {
 		ev, err := DecodeEvent(s.header, []byte(s.body))
 		var re *RejectError
 		if err != nil {
-			var ae *attrError
+			var ae *AttributeError
 			if !errors.As(err, &ae) {
 				t.Errorf("%s: %v, want an attribute named", s.name, err)
 				continue
 			}
-			re = rejectAt(CodeNotCloudEvent, ae.attr, "%s", ae.msg)
+			re = RejectAt(CodeNotCloudEvent, ae.Attr, "%s", ae.Msg)
 		} else {
 			d := &delivery{event: ev, conversationID: "c1"}
 			if err := w.validate(context.Background(), d); !errors.As(err, &re) {

@@ -101,3 +101,9 @@ func snapshotHeadOf(value []byte) (snapshotHead, error) {
 	}
 	return h, nil
 }
+
+// snapshotHead is the part of a stored snapshot the worker reads back.
+type snapshotHead struct {
+	Version  uint64 `json:"version"`
+	Sequence uint64 `json:"sequence"`
+}

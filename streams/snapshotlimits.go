@@ -121,7 +121,7 @@ func (c *storeCap) refusedAt(size int) {
 func (w *Worker) checkSnapshotLimits(st *convState, d *delivery, flatBytes int) error {
 	limit := w.snapshotLimit(st.id)
 	if flatBytes > limit {
-		return reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
+		return Reject(CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
 	measure := w.degraded.strict(st.id, d.seq)
 	depth := w.cfg.limits.branchDepth()
@@ -173,7 +173,7 @@ func reshapes(d *delivery) bool {
 func (w *Worker) measureSnapshot(st *convState, seq uint64, flatBytes, limit, depth int) error {
 	tree, err := st.conv.ContextTree()
 	if errors.Is(err, conversation.ErrTooDeep) {
-		return rejectErr(CodeTooDeep, err)
+		return RejectErr(CodeTooDeep, err)
 	}
 	if err != nil {
 		return conversationReject(err)
@@ -182,12 +182,12 @@ func (w *Worker) measureSnapshot(st *convState, seq uint64, flatBytes, limit, de
 	// size (one comma more than it takes).
 	buf, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, seq, seq, func(func([]byte) bool) {}, tree)
 	if err != nil {
-		return rejectErr(CodeInvalidData, err)
+		return RejectErr(CodeInvalidData, err)
 	}
 	frame := len(buf)
 	w.reuseSnapshotBuffer(buf)
 	if size := frame + flatBytes; size > limit {
-		return reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", size, limit)
+		return Reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", size, limit)
 	}
 	st.treeBound = clamp32(frame)
 	st.depthLeft = int16(min(depth-treeDepth(tree), math.MaxInt16))

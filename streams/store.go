@@ -285,7 +285,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	}
 	st.snapshotBytes = clamp32(len(value))
 	if limit := w.snapshotLimit(st.id); len(value) > limit {
-		return b, nil, reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
+		return b, nil, Reject(CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
 	if w.busyCheckpointDue(st) {
 		b.checkpoint = capture(st)

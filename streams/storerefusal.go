@@ -52,11 +52,11 @@ func storeRefusal(err error) *RejectError {
 	case errors.As(err, &re):
 		return re
 	case errors.Is(err, conversation.ErrTooDeep):
-		return rejectErr(CodeTooDeep, err)
+		return RejectErr(CodeTooDeep, err)
 	case errors.Is(err, errUnbuildable), errors.Is(err, errUnencodable):
-		return rejectErr(CodeInvalidData, err)
+		return RejectErr(CodeInvalidData, err)
 	case serverTooLarge(err):
-		return rejectErr(CodeSnapshotTooLarge, err)
+		return RejectErr(CodeSnapshotTooLarge, err)
 	}
 	return nil
 }

@@ -100,23 +100,44 @@ func (s Subjects) Results(conversationID string) string {
 
 // EventsStream returns the name of the events stream: CONVSTREAM_EVENTS for
 // the default prefix.
-func (s Subjects) EventsStream() string { return s.streamName() + "_EVENTS" }
+func (s Subjects) EventsStream() string { return s.StreamName() + "_EVENTS" }
 
 // SnapshotBucket returns the name of the snapshot key-value bucket:
 // CONVSTREAM_SNAPSHOTS for the default prefix.
-func (s Subjects) SnapshotBucket() string { return s.streamName() + "_SNAPSHOTS" }
+func (s Subjects) SnapshotBucket() string { return s.StreamName() + "_SNAPSHOTS" }
 
-func (s Subjects) streamName() string {
+func (s Subjects) StreamName() string {
 	return strings.ToUpper(strings.ReplaceAll(s.prefix, ".", "_"))
 }
 
-// conversationOf returns the conversation id named by subject, which must be
+// ConversationOf returns the conversation id named by subject, which must be
 // kind's subject (events, inference) of a valid conversation id; ok is false
 // otherwise.
-func (s Subjects) conversationOf(kind, subject string) (id string, ok bool) {
+func (s Subjects) ConversationOf(kind, subject string) (id string, ok bool) {
 	rest, found := strings.CutPrefix(subject, s.prefix+"."+kind+".")
 	if !found || !ValidConversationID(rest) {
 		return "", false
 	}
 	return rest, true
+}
+
+// CheckpointBucket returns the name of the checkpoint bucket:
+// CONVSTREAM_CHECKPOINTS for the default prefix.
+func (s Subjects) CheckpointBucket() string { return s.StreamName() + "_CHECKPOINTS" }
+
+// MembersBucket returns the name of the bucket of live workers on a
+// partitioned stream: CONVSTREAM_WORKERS for the default prefix.
+func (s Subjects) MembersBucket() string { return s.StreamName() + "_WORKERS" }
+
+// AllErrors returns the wildcard subject of the errors stream.
+func (s Subjects) AllErrors() string { return s.prefix + ".errors.>" }
+
+// ErrorsStream returns the name of the errors stream: CONVSTREAM_ERRORS for
+// the default prefix.
+func (s Subjects) ErrorsStream() string { return s.StreamName() + "_ERRORS" }
+
+// MaxDeliveriesAdvisory is where JetStream announces the events a consumer
+// of stream gave up on.
+func MaxDeliveriesAdvisory(stream string) string {
+	return "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES." + stream + ".*"
 }

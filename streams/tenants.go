@@ -86,7 +86,7 @@ func (t Tenant) account() string {
 		return t.Account
 	}
 	s, _ := NewSubjects(t.Prefix)
-	return s.streamName()
+	return s.StreamName()
 }
 
 // inbox returns the tenant's inbox prefix.
@@ -185,7 +185,7 @@ func apart(a, b Tenant) error {
 	switch {
 	case under(a.Prefix, b.Prefix):
 		return fmt.Errorf("subject prefixes %q and %q overlap", a.Prefix, b.Prefix)
-	case sa.streamName() == sb.streamName():
+	case sa.StreamName() == sb.StreamName():
 		return fmt.Errorf("subject prefixes %q and %q name the same streams (%s)", a.Prefix, b.Prefix, sa.EventsStream())
 	case under(a.inbox(), b.inbox()):
 		return fmt.Errorf("inbox prefixes %q and %q overlap", a.inbox(), b.inbox())

@@ -491,7 +491,7 @@ func (p *prober) probeOther(ctx context.Context, victimInbox string) {
 	req("the worker's consumer info", "$JS.API.CONSUMER.INFO."+stream+".convstream-worker", nil)
 	req("pull from the worker's consumer", "$JS.API.CONSUMER.MSG.NEXT."+stream+".convstream-worker", map[string]any{"batch": 5, "expires": int64(time.Second)})
 	// Inference and events into the victim.
-	ev, _ := newEvent("probe-infer", TypeInferenceRequested, "urn:probe", conv+"tcp", InferenceRequest{ConversationID: conv + "tcp"})
+	ev, _ := NewEvent("probe-infer", TypeInferenceRequested, "urn:probe", conv+"tcp", InferenceRequest{ConversationID: conv + "tcp"})
 	if msg, err := EncodeEvent(sV.Inference(conv+"tcp"), ev, Structured); err == nil {
 		req("inference", msg.Subject, msg.Data)
 	}

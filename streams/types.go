@@ -100,12 +100,6 @@ type SnapshotDelta struct {
 	FlatList []json.RawMessage `json:"flatList"`
 }
 
-// snapshotHead is the part of a stored snapshot the worker reads back.
-type snapshotHead struct {
-	Version  uint64 `json:"version"`
-	Sequence uint64 `json:"sequence"`
-}
-
 // InferenceRequest is the data of TypeInferenceRequested.
 type InferenceRequest struct {
 	ConversationID string `json:"conversationId"`

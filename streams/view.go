@@ -35,3 +35,15 @@ func (v *View) Apply(d *SnapshotDelta) bool {
 	v.FlatList, v.Version, v.Sequence = list, d.Version, d.Sequence
 	return true
 }
+
+// Apply applies a delta to the flatList of its base version and returns
+// the flatList of its version. list is not modified.
+func (d *SnapshotDelta) Apply(list []json.RawMessage) ([]json.RawMessage, bool) {
+	if d.From < 0 || d.Keep < 0 || d.From+d.Keep > len(list) || d.From+len(d.FlatList)+d.Keep != d.Length {
+		return nil, false
+	}
+	out := make([]json.RawMessage, 0, d.Length)
+	out = append(out, list[:d.From]...)
+	out = append(out, d.FlatList...)
+	return append(out, list[len(list)-d.Keep:]...), true
+}

@@ -90,7 +90,7 @@ func NewWorker(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		nc:      nc,
 		js:      js,
 		cfg:     cfg,
-		tracer:  cfg.tracerProvider.Tracer(instrumentationName),
+		tracer:  cfg.tracerProvider.Tracer(InstrumentationName),
 		traced:  traced(cfg.tracerProvider),
 		metrics: ins,
 		writers: newWriters(),
@@ -282,7 +282,7 @@ func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
 // laneQueue).
 func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 	key := m.Subject()
-	if id, ok := w.cfg.subjects.storedConversationOf(key, w.partitions()); ok {
+	if id, ok := w.cfg.subjects.StoredConversationOf(key, w.partitions()); ok {
 		key = id
 	}
 	l := w.lanes.pick(key)
