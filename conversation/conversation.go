@@ -29,7 +29,7 @@ type Conversation struct {
 	// flat is the last flat list, up to date while current (below) is set.
 	flat []*Message
 	// walk is the finished walk that built flat, journaled so that it can
-	// resume (see flat_resume.go); nil when there is none to resume. Its
+	// resume (see perf_flat_resume.go); nil when there is none to resume. Its
 	// read set tells whether an append touches what it looked at: one that
 	// does not leaves flat as it is, one that does makes the walk resume
 	// from resumeAt, the first step (plus one) that looked.

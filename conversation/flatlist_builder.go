@@ -34,7 +34,7 @@ const (
 type frame struct {
 	kind   frameKind
 	parent int32
-	i, j   int32 // int32: a frame is journaled at every step (flat_resume.go)
+	i, j   int32 // int32: a frame is journaled at every step (perf_flat_resume.go)
 	list   []int32
 	inner  []int32
 }
@@ -52,7 +52,7 @@ type flatWalker struct {
 	// step counts the steps of the walk from one; zero is the setup.
 	step int32
 	// log, when set, journals the walk so that it can resume after an
-	// append (see flat_resume.go); Parse walks without one.
+	// append (see perf_flat_resume.go); Parse walks without one.
 	log *walkLog
 	// reads records what the walk looked at (see readSet); nil for Parse.
 	reads *readSet

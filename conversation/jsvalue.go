@@ -94,22 +94,3 @@ func jsNumber(f float64) any {
 	}
 	return f
 }
-
-// jsType names the JSON type of v for error messages.
-func jsType(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case float64:
-		return "number"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	return "unknown"
-}

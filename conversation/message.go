@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // ErrInvalidMessage is returned for a message that cannot take part in a
@@ -333,7 +335,7 @@ func checkID(fields map[string]any) (string, error) {
 		if _, present := fields["id"]; !present {
 			return "", fmt.Errorf("%w: missing id", ErrInvalidMessage)
 		}
-		return "", fmt.Errorf("%w: id must be a string, got %s", ErrInvalidMessage, jsType(fields["id"]))
+		return "", fmt.Errorf("%w: id must be a string, got %s", ErrInvalidMessage, jsvalue.TypeName(fields["id"]))
 	}
 	return id, nil
 }

@@ -20,7 +20,7 @@ type markSet struct {
 	gen    uint32
 	sparse map[int32]struct{}
 	// journal, when set, lists the positions added to a dense set, in
-	// order, so that a resumed walk can take them back (see flat_resume.go).
+	// order, so that a resumed walk can take them back (see perf_flat_resume.go).
 	journal *markJournal
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -144,6 +145,26 @@ func TestNewMessageReadsGoValuesAsJSON(t *testing.T) {
 	}
 	if _, err := NewMessage(map[string]any{"id": "a", "bad": func() {}}); err == nil {
 		t.Fatal("a value JSON cannot encode was accepted")
+	}
+}
+
+// TestNewMessageNamesTheIDKind: an id that is no string is refused with
+// its kind named as the processors' config errors name it
+// (jsvalue.TypeName): a Go number is a number, any other Go value that
+// JSON does not decode to is named by its Go type.
+func TestNewMessageNamesTheIDKind(t *testing.T) {
+	for id, want := range map[any]string{
+		nil: "got null", 5.0: "got number", 5: "got number", true: "got boolean",
+		[1]string{"a"}: "got [1]string",
+	} {
+		_, err := NewMessage(map[string]any{"id": id})
+		if !errors.Is(err, ErrInvalidMessage) || !strings.HasSuffix(err.Error(), "id must be a string, "+want) {
+			t.Errorf("id %#v: err = %v, want one ending %q", id, err, want)
+		}
+	}
+	_, err := NewMessage(map[string]any{"id": map[string]any{}})
+	if err == nil || !strings.HasSuffix(err.Error(), "got object") {
+		t.Errorf("object id: err = %v", err)
 	}
 }
 

@@ -1,15 +1,3 @@
-// Package conversation turns a chat conversation stored as a tree of
-// messages (each names its parent; regenerations and edits make branches)
-// into the views a chat product needs: a context tree that keeps every
-// branch, the flat list of the active path for rendering, and a map of all
-// messages by id.
-//
-// Parse works in three phases, as the reference implementation does:
-// indexing (lookups by id and by parent), structuring (the id tree of the
-// main flow) and transformation (branch resolution, message collection, the
-// flat list and the context tree). Every walk is iterative, so no input
-// depth can exhaust the stack, and malformed input yields a result or an
-// error, never a panic or a hang.
 package conversation
 
 import (

@@ -96,35 +96,35 @@ func decodeValue(path string, v any, dst reflect.Value, errs *[]error) {
 	case reflect.String:
 		s, ok := v.(string)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be a string, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be a string, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		dst.SetString(s)
 	case reflect.Bool:
 		b, ok := v.(bool)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be a boolean, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be a boolean, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		dst.SetBool(b)
 	case reflect.Int, reflect.Int64, reflect.Int32:
 		f, ok := toFloat(v)
 		if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-			*errs = append(*errs, fieldErr(path, "must be an integer, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be an integer, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		dst.SetInt(int64(f))
 	case reflect.Float64:
 		f, ok := toFloat(v)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be a number, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be a number, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		dst.SetFloat(f)
 	case reflect.Slice:
 		items, ok := v.([]any)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be an array, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be an array, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		out := reflect.MakeSlice(dst.Type(), len(items), len(items))
@@ -135,7 +135,7 @@ func decodeValue(path string, v any, dst reflect.Value, errs *[]error) {
 	case reflect.Map:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be an object, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be an object, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		out := reflect.MakeMapWithSize(dst.Type(), len(obj))
@@ -148,7 +148,7 @@ func decodeValue(path string, v any, dst reflect.Value, errs *[]error) {
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			*errs = append(*errs, fieldErr(path, "must be an object, got %s", kindOf(v)))
+			*errs = append(*errs, fieldErr(path, "must be an object, got %s", jsvalue.TypeName(v)))
 			return
 		}
 		decodeStruct(path, obj, dst, errs)
@@ -197,26 +197,6 @@ func sortedKeys(m map[string]any) []string {
 }
 
 func toFloat(v any) (float64, bool) { return jsvalue.Float(v) }
-
-// kindOf names the JSON type of v for error messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case bool:
-		return "boolean"
-	case string:
-		return "string"
-	case []any:
-		return "array"
-	case map[string]any:
-		return "object"
-	}
-	if _, ok := toFloat(v); ok {
-		return "number"
-	}
-	return fmt.Sprintf("%T", v)
-}
 
 // optionalText is a string setting that tolerates any JSON value: a
 // non-string value counts as unset. Used where the reference treats

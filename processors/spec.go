@@ -14,6 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // ErrInvalidSpec is matched (errors.Is) by every pipeline spec error.
@@ -144,7 +145,7 @@ func ParseSpec(data []byte) (*Spec, error) {
 func specFromDoc(doc any) (*Spec, error) {
 	top, ok := doc.(map[string]any)
 	if !ok {
-		return nil, &SpecError{Path: "spec", Err: fmt.Errorf("must be an object, got %s", kindOf(doc))}
+		return nil, &SpecError{Path: "spec", Err: fmt.Errorf("must be an object, got %s", jsvalue.TypeName(doc))}
 	}
 	var errs []error
 	s := &Spec{}
@@ -154,7 +155,7 @@ func specFromDoc(doc any) (*Spec, error) {
 		case "name", "description":
 			text, ok := v.(string)
 			if !ok && v != nil {
-				errs = append(errs, &SpecError{Path: k, Err: fmt.Errorf("must be a string, got %s", kindOf(v))})
+				errs = append(errs, &SpecError{Path: k, Err: fmt.Errorf("must be a string, got %s", jsvalue.TypeName(v))})
 			}
 			if k == "name" {
 				s.Name = text
@@ -164,7 +165,7 @@ func specFromDoc(doc any) (*Spec, error) {
 		case "processors":
 			items, ok := v.([]any)
 			if !ok {
-				errs = append(errs, &SpecError{Path: k, Err: fmt.Errorf("must be an array, got %s", kindOf(v))})
+				errs = append(errs, &SpecError{Path: k, Err: fmt.Errorf("must be an array, got %s", jsvalue.TypeName(v))})
 				continue
 			}
 			for i, item := range items {
@@ -198,7 +199,7 @@ func limitsFromDoc(v any, dst *enginecore.Limits) error {
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return &SpecError{Path: "limits", Err: fmt.Errorf("must be an object, got %s", kindOf(v))}
+		return &SpecError{Path: "limits", Err: fmt.Errorf("must be an object, got %s", jsvalue.TypeName(v))}
 	}
 	var errs []error
 	if err := decodeConfig(m, dst); err != nil {
@@ -235,7 +236,7 @@ func processorFromDoc(item any, path string) (ProcessorSpec, error) {
 	}
 	m, ok := item.(map[string]any)
 	if !ok {
-		return ProcessorSpec{}, &SpecError{Path: path, Err: fmt.Errorf("must be a name or an object, got %s", kindOf(item))}
+		return ProcessorSpec{}, &SpecError{Path: path, Err: fmt.Errorf("must be a name or an object, got %s", jsvalue.TypeName(item))}
 	}
 	var ps ProcessorSpec
 	var errs []error
@@ -245,7 +246,7 @@ func processorFromDoc(item any, path string) (ProcessorSpec, error) {
 		case "name":
 			name, ok := v.(string)
 			if !ok {
-				errs = append(errs, &SpecError{Path: path + ".name", Err: fmt.Errorf("must be a string, got %s", kindOf(v))})
+				errs = append(errs, &SpecError{Path: path + ".name", Err: fmt.Errorf("must be a string, got %s", jsvalue.TypeName(v))})
 			}
 			ps.Name = name
 		case "config":
@@ -254,7 +255,7 @@ func processorFromDoc(item any, path string) (ProcessorSpec, error) {
 			}
 			cfg, ok := v.(map[string]any)
 			if !ok {
-				errs = append(errs, &SpecError{Path: path + ".config", Err: fmt.Errorf("must be an object, got %s", kindOf(v))})
+				errs = append(errs, &SpecError{Path: path + ".config", Err: fmt.Errorf("must be an object, got %s", jsvalue.TypeName(v))})
 			}
 			ps.Config = cfg
 		default:

@@ -1,7 +1,9 @@
 // Package jsvalue gives decoded JSON values (nil, bool, float64, string,
 // []any, map[string]any, and Go numbers from configuration) the JavaScript
 // semantics that the TypeScript reference relies on: truthiness, Number()
-// and String() coercion, UTF-16 lengths and trim().
+// and String() coercion, UTF-16 lengths and trim(); it names the kind of a
+// value, decoded or as JSON text (Kind), and escapes strings as
+// JSON.stringify does.
 package jsvalue
 
 import (

@@ -6,7 +6,7 @@ package conversation
 // that touches none of it leaves the flat list as it was, which lets
 // Conversation skip the walk after most appends; a change that touches it
 // leaves the walk as it was up to the first step that looked, which lets
-// Conversation resume the walk from there (see flat_resume.go).
+// Conversation resume the walk from there (see perf_flat_resume.go).
 //
 // Steps are stored plus one, so that zero means "never looked".
 type readSet struct {
