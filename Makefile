@@ -33,7 +33,7 @@ test-short:
 	$(GO) test -short -count=1 $(PKGS)
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./conversation/ ./enginecore/ ./processors/ ./streams/ ./cmd/worker/
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./conversation/ ./enginecore/ ./processors/ ./streams/... ./cmd/worker/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParse -fuzztime 30s ./conversation/

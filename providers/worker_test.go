@@ -11,6 +11,8 @@ import (
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/providers"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestWorkerAnswersInEveryFormat sends every conversation of the shared
@@ -38,10 +40,10 @@ func TestWorkerAnswersInEveryFormat(t *testing.T) {
 		cases = append(cases, cs...)
 	}
 
-	run := workertest.Start(t, streams.WithInferenceWait(10*time.Second))
+	run := workertest.Start(t, worker.WithInferenceWait(10*time.Second))
 	nc := run.Conn
 	ctx := context.Background()
-	c, err := streams.NewClient(nc)
+	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}

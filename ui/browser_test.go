@@ -25,6 +25,9 @@ import (
 	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 	"github.com/convstream/convstream/ui"
 )
 
@@ -52,7 +55,7 @@ func TestBrowserViewer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{
+	ns, err := natsembed.Start(natsembed.Config{
 		Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), WebSocket: "127.0.0.1:-1",
 	})
 	if err != nil {
@@ -64,8 +67,8 @@ func TestBrowserViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	w, err := streams.NewWorker(nc, streams.WithLogger(slog.New(slog.DiscardHandler)),
-		streams.WithPipelines(defaultPipeline()))
+	w, err := worker.New(nc, worker.WithLogger(slog.New(slog.DiscardHandler)),
+		worker.WithPipelines(defaultPipeline()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +91,7 @@ func TestBrowserViewer(t *testing.T) {
 	// Load the conversation: groups, then every message, in input order.
 	const conv = "browser-1"
 	input := loadCase(t, browserCase)
-	client, err := streams.NewClient(nc)
+	client, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,8 +204,8 @@ func TestBrowserViewer(t *testing.T) {
 
 // defaultPipeline serves the built-in default pipeline spec (params are
 // not used by the page).
-func defaultPipeline() streams.Pipelines {
-	return streams.PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
+func defaultPipeline() worker.Pipelines {
+	return worker.PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
 		if name != "default" {
 			return nil, fmt.Errorf("%w: %s", streams.ErrUnknownPipeline, name)
 		}
@@ -331,7 +334,7 @@ func setActiveBranch(t *testing.T, in *caseInput, parentID string, to int) {
 	t.Fatalf("parent %s not in the input", parentID)
 }
 
-func waitVersion(ctx context.Context, t *testing.T, c *streams.Client, conv string, version uint64) *streams.Snapshot {
+func waitVersion(ctx context.Context, t *testing.T, c *client.Client, conv string, version uint64) *streams.Snapshot {
 	t.Helper()
 	var snap *streams.Snapshot
 	waitFor(t, 20*time.Second, fmt.Sprintf("snapshot version %d", version), func() bool {

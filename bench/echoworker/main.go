@@ -35,6 +35,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // config is what a run takes from the command line.
@@ -94,13 +96,13 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 		go func() { _ = srv.ListenAndServe() }()
 		defer srv.Close()
 	}
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: cfg.listen, StoreDir: cfg.dataDir,
+	ns, err := natsembed.Start(natsembed.Config{Listen: cfg.listen, StoreDir: cfg.dataDir,
 		Logger: log.With("component", "nats-server")})
 	if err != nil {
 		return err
 	}
 	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
-	url, extra := streams.EmbeddedConn(ns) // as the worker connects
+	url, extra := natsembed.Connection(ns) // as the worker connects
 	nc, err := streams.Connect(streams.ConnConfig{URL: url, Name: "echoworker", Logger: log}, extra...)
 	if err != nil {
 		return err
@@ -110,7 +112,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if err != nil {
 		return err
 	}
-	stream, _, err := streams.Provision(ctx, js, subjects, streams.Storage{}, log)
+	stream, _, err := worker.Provision(ctx, js, subjects, worker.Storage{}, log)
 	if err != nil {
 		return err
 	}

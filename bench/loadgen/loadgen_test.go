@@ -9,6 +9,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestRuns drives a few conversations through a worker on an embedded
@@ -56,7 +59,7 @@ func TestRuns(t *testing.T) {
 		t.Error("no progress reported")
 	}
 	// The worker's conversations end as their appends say.
-	c, err := streams.NewClient(pub)
+	c, err := client.New(pub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +81,7 @@ func TestRuns(t *testing.T) {
 // ends.
 func embeddedServer(t *testing.T) func() *nats.Conn {
 	t.Helper()
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,9 +98,9 @@ func embeddedServer(t *testing.T) func() *nats.Conn {
 
 // runWorker runs a worker on nc until the test ends and waits, up to
 // ready, until it is ready.
-func runWorker(t *testing.T, nc *nats.Conn, ready time.Duration, opts ...streams.Option) *streams.Worker {
+func runWorker(t *testing.T, nc *nats.Conn, ready time.Duration, opts ...worker.Option) *worker.Worker {
 	t.Helper()
-	w, err := streams.NewWorker(nc, opts...)
+	w, err := worker.New(nc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

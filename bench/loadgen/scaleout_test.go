@@ -13,6 +13,7 @@ import (
 
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestScaleOut measures 1, 2 and 3 workers on a 3-node JetStream cluster
@@ -46,10 +47,10 @@ func TestScaleOut(t *testing.T) {
 				t.Cleanup(nc.Close)
 				return nc
 			}
-			storage := streams.Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: partitions}
-			workers := make([]*streams.Worker, n)
+			storage := worker.Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: partitions}
+			workers := make([]*worker.Worker, n)
 			for i := range n {
-				workers[i] = runWorker(t, connect(i), 30*time.Second, streams.WithStorage(storage), streams.WithPinnedTTL(5*time.Second))
+				workers[i] = runWorker(t, connect(i), 30*time.Second, worker.WithStorage(storage), worker.WithPinnedTTL(5*time.Second))
 			}
 			subjects, err := streams.NewSubjects("")
 			if err != nil {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestNATSAuthFlags runs a worker against servers requiring creds
@@ -31,26 +33,26 @@ func TestNATSAuthFlags(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		ecfg   streams.EmbeddedConfig
+		ecfg   natsembed.Config
 		worker streams.ConnConfig
 		flags  []string
 		env    map[string]string
 	}{
-		{"creds over TLS", streams.EmbeddedConfig{ConfigFile: conf(op.ServerConfig() + tlsFiles.ServerConfig())},
+		{"creds over TLS", natsembed.Config{ConfigFile: conf(op.ServerConfig() + tlsFiles.ServerConfig())},
 			streams.ConnConfig{Creds: op.Creds("worker"), TLSCA: tlsFiles.CA, TLSCert: tlsFiles.ClientCert, TLSKey: tlsFiles.ClientKey},
 			[]string{"--nats-creds", op.Creds("convctl"), "--nats-tls-ca", tlsFiles.CA, "--nats-tls-cert", tlsFiles.ClientCert, "--nats-tls-key", tlsFiles.ClientKey}, nil},
-		{"nkey", streams.EmbeddedConfig{ConfigFile: conf("authorization { users: [ {nkey: " + nkeyPub + "}, {nkey: " + workerNKeyPub + "} ] }\n")},
+		{"nkey", natsembed.Config{ConfigFile: conf("authorization { users: [ {nkey: " + nkeyPub + "}, {nkey: " + workerNKeyPub + "} ] }\n")},
 			streams.ConnConfig{NKey: workerNKeySeed}, nil, map[string]string{"CONVSTREAM_NATS_NKEY": nkeySeed}},
-		{"token", streams.EmbeddedConfig{Auth: streams.EmbeddedAuth{Token: "convctl-token"}},
+		{"token", natsembed.Config{Auth: natsembed.Auth{Token: "convctl-token"}},
 			streams.ConnConfig{Token: "convctl-token"}, nil, map[string]string{"CONVSTREAM_NATS_TOKEN": "convctl-token"}},
-		{"user and password", streams.EmbeddedConfig{Auth: streams.EmbeddedAuth{User: "u", Password: "convctl-pw"}},
+		{"user and password", natsembed.Config{Auth: natsembed.Auth{User: "u", Password: "convctl-pw"}},
 			streams.ConnConfig{User: "u", Password: "convctl-pw"}, []string{"--nats-user", "u"}, map[string]string{"CONVSTREAM_NATS_PASSWORD": "convctl-pw"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ecfg := tc.ecfg
 			ecfg.Listen, ecfg.StoreDir = "127.0.0.1:-1", t.TempDir()
-			ns, err := streams.StartEmbedded(ecfg)
+			ns, err := natsembed.Start(ecfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +64,7 @@ func TestNATSAuthFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(nc.Close)
-			w, err := streams.NewWorker(nc)
+			w, err := worker.New(nc)
 			if err != nil {
 				t.Fatal(err)
 			}

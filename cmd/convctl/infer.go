@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
 )
 
 // runInfer implements `convctl infer [flags] CONV`.
@@ -64,7 +65,7 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	tp, flush := tracing(ctx, stderr)
 	defer flush()
-	nc, c, err := nf.client(streams.WithClientTracerProvider(tp))
+	nc, c, err := nf.client(client.WithTracerProvider(tp))
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl infer:", err)
 		return 1

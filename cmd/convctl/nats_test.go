@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/internal/workertest"
-	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // startWorker runs an embedded JetStream server and a worker with the
 // built-in pipelines and opts (workertest.Start), and points the NATS
 // flags at it through $CONVSTREAM_NATS_URL. It returns a function that
 // stops the worker, leaving the server and what it stores.
-func startWorker(t *testing.T, opts ...streams.Option) (stop func()) {
+func startWorker(t *testing.T, opts ...worker.Option) (stop func()) {
 	t.Helper()
 	run := workertest.Start(t, opts...)
 	t.Setenv("CONVSTREAM_NATS_URL", run.URL)

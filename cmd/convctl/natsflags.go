@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
 )
 
 // natsFlags are the connection flags shared by the commands that talk to a
@@ -79,7 +80,7 @@ func (n *natsFlags) applyEnv() error {
 
 // client connects and returns a streams client; close the connection when
 // done.
-func (n *natsFlags) client(opts ...streams.ClientOption) (*nats.Conn, *streams.Client, error) {
+func (n *natsFlags) client(opts ...client.Option) (*nats.Conn, *client.Client, error) {
 	subjects, err := streams.NewSubjects(n.prefix)
 	if err != nil {
 		return nil, nil, err
@@ -97,8 +98,8 @@ func (n *natsFlags) client(opts ...streams.ClientOption) (*nats.Conn, *streams.C
 	if err != nil {
 		return nil, nil, err
 	}
-	opts = append([]streams.ClientOption{streams.WithClientSubjects(subjects), streams.WithClientSource("urn:convstream:convctl")}, opts...)
-	c, err := streams.NewClient(nc, opts...)
+	opts = append([]client.Option{client.WithSubjects(subjects), client.WithSource("urn:convstream:convctl")}, opts...)
+	c, err := client.New(nc, opts...)
 	if err != nil {
 		nc.Close()
 		return nil, nil, err

@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
 )
 
 // runPermissions implements `convctl permissions --role ROLE
@@ -37,10 +38,10 @@ func runPermissions(_ context.Context, args []string, _ io.Reader, stdout, stder
 		return 2
 	}
 	if *tenants != "" {
-		list, err := streams.LoadTenants(*tenants)
+		list, err := natsembed.LoadTenants(*tenants)
 		if err == nil {
 			var out []byte
-			if out, err = streams.AccountsConfig(list); err == nil {
+			if out, err = natsembed.AccountsConfig(list); err == nil {
 				_, err = stdout.Write(out)
 			}
 		}

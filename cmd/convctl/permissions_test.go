@@ -11,6 +11,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestPermissionsCommand: convctl permissions prints each role's
@@ -64,15 +66,15 @@ func TestPermissionsCommand(t *testing.T) {
 // send and read with --nats-inbox-prefix _INBOX_acme (or its variable),
 // and to fail without it: replies under "_INBOX" are not theirs to read.
 func TestInboxPrefixFlag(t *testing.T) {
-	tenants := []streams.Tenant{
-		{Prefix: "acme", Account: "SHARED", InboxPrefix: "_INBOX_acme", Users: []streams.TenantUser{
+	tenants := []natsembed.Tenant{
+		{Prefix: "acme", Account: "SHARED", InboxPrefix: "_INBOX_acme", Users: []natsembed.TenantUser{
 			{User: "acme-worker", Password: "w-pw", Role: streams.RoleWorker},
 			{User: "acme-orch", Password: "o-pw", Role: streams.RoleOrchestrator},
 			{User: "acme-ui", Password: "u-pw", Role: streams.RoleUI}}},
-		{Prefix: "beta", Account: "SHARED", InboxPrefix: "_INBOX_beta", Users: []streams.TenantUser{
+		{Prefix: "beta", Account: "SHARED", InboxPrefix: "_INBOX_beta", Users: []natsembed.TenantUser{
 			{User: "beta-ui", Password: "b-pw", Role: streams.RoleUI}}},
 	}
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: tenants})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: tenants})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +85,7 @@ func TestInboxPrefixFlag(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	s, _ := streams.NewSubjects("acme")
-	w, err := streams.NewWorker(nc, streams.WithSubjects(s))
+	w, err := worker.New(nc, worker.WithSubjects(s))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
 )
 
 // eventTypes maps the short names send accepts to event types.
@@ -123,7 +124,7 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	// does with them, are one trace (TestOneTraceFromSenderToProcessors).
 	ctx, span := commandSpan(ctx, tp, "convctl send", conv)
 	defer span.End()
-	nc, c, err := nf.client(streams.WithClientTracerProvider(tp))
+	nc, c, err := nf.client(client.WithTracerProvider(tp))
 	if err != nil {
 		fmt.Fprintln(stderr, "convctl send:", err)
 		return 1
@@ -144,19 +145,19 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	lines := len(events) == 1 || !isTerminal(stdout)
 	enc := json.NewEncoder(stdout)
 	for i, e := range events {
-		var opts []streams.SendOption
+		var opts []client.SendOption
 		if *binary {
-			opts = append(opts, streams.WithMode(streams.Binary))
+			opts = append(opts, client.WithMode(streams.Binary))
 		}
 		if *msgpack {
-			opts = append(opts, streams.WithContentType(streams.ContentTypeMsgpack))
+			opts = append(opts, client.WithContentType(streams.ContentTypeMsgpack))
 		}
 		if *eventID != "" {
 			eid := *eventID
 			if len(events) > 1 {
 				eid = fmt.Sprintf("%s-%d", eid, i+1)
 			}
-			opts = append(opts, streams.WithEventID(eid))
+			opts = append(opts, client.WithEventID(eid))
 		}
 		sctx, cancel := context.WithTimeout(ctx, nf.timeout)
 		sent, err := c.Send(sctx, conv, e.typ, e.data, opts...)
@@ -254,13 +255,13 @@ func newWaiter(nc *nats.Conn, prefix, conv string) (*waiter, error) {
 	return &waiter{conv: conv, sub: sub, pending: map[string]uint64{}}, nil
 }
 
-func (w *waiter) expect(s *streams.Sent) { w.pending[s.EventID] = s.Sequence }
+func (w *waiter) expect(s *client.Sent) { w.pending[s.EventID] = s.Sequence }
 
 func (w *waiter) close() { _ = w.sub.Unsubscribe() }
 
 // wait returns when every event is rejected or covered by the stored
 // snapshot, with the rejections seen.
-func (w *waiter) wait(ctx context.Context, c *streams.Client) ([]streams.EventRejected, error) {
+func (w *waiter) wait(ctx context.Context, c *client.Client) ([]streams.EventRejected, error) {
 	var rejected []streams.EventRejected
 	for {
 		for {

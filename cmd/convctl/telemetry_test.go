@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestOneTraceFromSenderToProcessors runs convctl send and infer against a
@@ -26,7 +27,7 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	startWorker(t, streams.WithTracerProvider(tp))
+	startWorker(t, worker.WithTracerProvider(tp))
 	ctx := withTracerProvider(context.Background(), tp)
 	run := func(stdin string, args ...string) {
 		t.Helper()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
 )
 
 // embeddedAuth are the flags that make the embedded NATS server require
@@ -37,11 +38,11 @@ func (a *embeddedAuth) register(fs *flag.FlagSet, ef *envFlags, conn *streams.Co
 // server as the user, or with the token, it requires. With tenants, the
 // worker must name its user, a worker of its subject prefix's tenant, and
 // takes that tenant's inbox prefix unless given one.
-func (a *embeddedAuth) apply(cfg *streams.EmbeddedConfig, conn *streams.ConnConfig, subjects streams.Subjects) error {
-	cfg.Auth = streams.EmbeddedAuth{User: a.user, Password: a.password, Token: a.token}
+func (a *embeddedAuth) apply(cfg *natsembed.Config, conn *streams.ConnConfig, subjects streams.Subjects) error {
+	cfg.Auth = natsembed.Auth{User: a.user, Password: a.password, Token: a.token}
 	cfg.ConfigFile = a.config
 	if a.tenants != "" {
-		tenants, err := streams.LoadTenants(a.tenants)
+		tenants, err := natsembed.LoadTenants(a.tenants)
 		if err != nil {
 			return fmt.Errorf("--embedded-tenants: %w", err)
 		}
@@ -57,7 +58,7 @@ func (a *embeddedAuth) apply(cfg *streams.EmbeddedConfig, conn *streams.ConnConf
 // workerOfTenant checks that the worker connects as a worker user of the
 // tenant of its subject prefix, when it names its user, and gives it the
 // tenant's inbox prefix unless it has one.
-func workerOfTenant(tenants []streams.Tenant, conn *streams.ConnConfig, subjects streams.Subjects) error {
+func workerOfTenant(tenants []natsembed.Tenant, conn *streams.ConnConfig, subjects streams.Subjects) error {
 	if conn.User == "" && conn.Creds == "" && conn.NKey == "" && conn.Token == "" {
 		return fmt.Errorf("%w: --embedded-tenants: give the worker one of its tenant's worker users (--nats-user and --nats-password, or --nats-nkey)", streams.ErrInvalidConfig)
 	}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // runWorker runs the worker as main does with args and env until the test
@@ -25,7 +27,7 @@ func runWorker(t *testing.T, args []string, env map[string]string) (string, *syn
 	args = append([]string{"--listen", "127.0.0.1:-1", "--http", "off", "--data-dir", t.TempDir(), "--log-level", "debug"}, args...)
 	go func() {
 		done <- run(ctx, args, func(k string) string { return env[k] }, logs,
-			func(_ *streams.Worker, natsURL, _ string) { ready <- natsURL })
+			func(_ *worker.Worker, natsURL, _ string) { ready <- natsURL })
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -91,7 +93,7 @@ func TestEmbeddedAuthSecretsNotLogged(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer nc.Close()
-			c, err := streams.NewClient(nc)
+			c, err := client.New(nc)
 			if err != nil {
 				t.Fatal(err)
 			}

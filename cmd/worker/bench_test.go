@@ -12,12 +12,15 @@ import (
 	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // BenchmarkInference is one inference request end to end, as a client sees
 // it: the worker of `make run` (embedded server, the built-in pipelines)
 // holds conversation-1716 (1,716 messages, 13 groups, sent as events) and
-// answers streams.Client.Infer with the default pipeline over its active
+// answers client.Client.Infer with the default pipeline over its active
 // path. Reported: p50-ms and p99-ms of the requests (issue 6 budgets 2 ms
 // at p50), next to the mean (ns/op). Cold and warm: the first request of
 // a conversation that is cached only as events pays its rebuild; the
@@ -35,7 +38,7 @@ func BenchmarkInference(b *testing.B) {
 	}
 	in := cases[0].Input
 
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: b.TempDir()})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,9 +48,9 @@ func BenchmarkInference(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(nc.Close)
-	limits := streams.DefaultLimits()
+	limits := worker.DefaultLimits()
 	limits.MaxMessages = 100_000
-	w, err := streams.NewWorker(nc, streams.WithPipelines(newSpecPipelines(processors.Default(), "")), streams.WithLimits(limits))
+	w, err := worker.New(nc, worker.WithPipelines(newSpecPipelines(processors.Default(), "")), worker.WithLimits(limits))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -61,7 +64,7 @@ func BenchmarkInference(b *testing.B) {
 		}
 	}
 
-	client, err := streams.NewClient(nc)
+	client, err := client.New(nc)
 	if err != nil {
 		b.Fatal(err)
 	}

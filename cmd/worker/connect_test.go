@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // freePort returns a loopback port that nothing listens on now.
@@ -46,7 +47,7 @@ func TestWaitsForNATS(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--nats-url", "nats://user:pw@" + natsAddr, "--http", httpAddr},
 			func(string) string { return "" }, logs,
-			func(*streams.Worker, string, string) { close(ready) })
+			func(*worker.Worker, string, string) { close(ready) })
 	}()
 
 	deadline := time.Now().Add(20 * time.Second)
@@ -76,7 +77,7 @@ func TestWaitsForNATS(t *testing.T) {
 		t.Errorf("no log of the wait:\n%s", logs)
 	}
 
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: natsAddr, StoreDir: t.TempDir()})
+	ns, err := natsembed.Start(natsembed.Config{Listen: natsAddr, StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

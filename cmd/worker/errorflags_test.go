@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestErrorStreamFlags checks the errors stream's limits and the dead-letter
@@ -15,7 +15,7 @@ func TestErrorStreamFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.errorRetention != streams.DefaultErrorRetention() || o.maxDeliver != streams.DefaultMaxDeliver {
+	if o.errorRetention != worker.DefaultErrorRetention() || o.maxDeliver != worker.DefaultMaxDeliver {
 		t.Errorf("defaults: %+v, max deliver %d", o.errorRetention, o.maxDeliver)
 	}
 	env := map[string]string{"CONVSTREAM_ERRORS_MAX_BYTES": "1GiB", "CONVSTREAM_MAX_DELIVER": "7"}
@@ -23,11 +23,11 @@ func TestErrorStreamFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := streams.ErrorRetention{MaxAge: 48 * time.Hour, MaxBytes: 1 << 30, MaxPerConversation: -1}
+	want := worker.ErrorRetention{MaxAge: 48 * time.Hour, MaxBytes: 1 << 30, MaxPerConversation: -1}
 	if o.errorRetention != want || o.maxDeliver != 7 {
 		t.Errorf("set: %+v, max deliver %d; want %+v, 7", o.errorRetention, o.maxDeliver, want)
 	}
-	if err := streams.CheckOptions(streams.WithMaxDeliver(0)); err == nil {
+	if err := worker.CheckOptions(worker.WithMaxDeliver(0)); err == nil {
 		t.Error("max deliver 0 accepted: events would be retried forever")
 	}
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // doublingParams are the params of the inference request of issue 35: a
@@ -32,7 +34,7 @@ func doublingParams(depth int) map[string]any {
 // runningWorker is a worker started as main does, by run.
 type runningWorker struct {
 	nats, http string
-	client     *streams.Client
+	client     *client.Client
 	logs       *syncBuffer
 }
 
@@ -48,7 +50,7 @@ func startRun(tb testing.TB, args ...string) *runningWorker {
 	args = append([]string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--data-dir", filepath.Join(tb.TempDir(), "data")}, args...)
 	go func() {
 		done <- run(ctx, args, func(string) string { return "" }, logs,
-			func(_ *streams.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
+			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
 	}()
 	tb.Cleanup(func() {
 		cancel()
@@ -69,7 +71,7 @@ func startRun(tb testing.TB, args ...string) *runningWorker {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(nc.Close)
-	c, err := streams.NewClient(nc)
+	c, err := client.New(nc)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -135,7 +137,7 @@ func TestInferenceDoublingRefused(t *testing.T) {
 			if err := json.Unmarshal(ev.Data(), &failed); err != nil {
 				t.Fatal(err)
 			}
-			if failed.Code != streams.FailedLimit || failed.Processor != "PlaceholderVariablesProcessor" || !strings.Contains(failed.Cause, tc.limit) {
+			if failed.Code != worker.FailedLimit || failed.Processor != "PlaceholderVariablesProcessor" || !strings.Contains(failed.Cause, tc.limit) {
 				t.Errorf("failed = %+v", failed)
 			}
 			t.Logf("refused in %v: %s", elapsed, failed.Message)

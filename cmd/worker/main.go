@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
+
 	// Root certificates for TLS to NATS where the system has none, as in
 	// the image make image builds (FROM scratch): used only then.
 	_ "golang.org/x/crypto/x509roots/fallback"
@@ -35,6 +36,8 @@ import (
 	"github.com/convstream/convstream/internal/buildinfo"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 func main() {
@@ -72,8 +75,8 @@ type options struct {
 	cacheBytes                int64
 	cacheIdle                 time.Duration
 	cacheTTL                  time.Duration
-	storage                   streams.Storage
-	limits                    streams.Limits
+	storage                   worker.Storage
+	limits                    worker.Limits
 	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
 	inferenceWait             time.Duration
@@ -92,13 +95,13 @@ type options struct {
 	heapHugePages             int64 // bytes; autoHeapHugePages: by the memory limit
 
 	// The errors stream and dead letters.
-	errorRetention streams.ErrorRetention
+	errorRetention worker.ErrorRetention
 	maxDeliver     int
 	metrics        bool // Prometheus exposition at /metrics on --http
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
-	o := &options{limits: streams.DefaultLimits()}
+	o := &options{limits: worker.DefaultLimits()}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	ef := newEnvFlags(fs)
@@ -119,7 +122,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var(&o.websocketOrigins, "websocket-origins", `comma-separated origins whose pages may use the WebSocket listener ("*": any; default: the --http server's)`)
 	ef.bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
-	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", streams.DefaultEmbeddedMaxPayload, "largest message the embedded server accepts, in bytes")
+	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", natsembed.DefaultMaxPayload, "largest message the embedded server accepts, in bytes")
 	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz, /readyz and /metrics ("off" to disable)`)
 	str(&o.pprofAddr, "pprof", "CONVSTREAM_PPROF", "", "HOST:PORT to serve net/http/pprof on, on its own listener (default: off)")
 	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
@@ -138,28 +141,28 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var((*byteSize)(&o.storage.StreamMaxBytes), "stream-max-bytes", "largest size of the events stream, e.g. 10GiB (default: no limit; old events are dropped beyond it)")
 	ef.bind("stream-max-bytes", "CONVSTREAM_STREAM_MAX_BYTES")
 	dur(&o.storage.StreamMaxAge, "stream-max-age", "CONVSTREAM_STREAM_MAX_AGE", 0, "oldest event the stream keeps (default: no limit)")
-	dur(&o.storage.DuplicateWindow, "duplicate-window", "CONVSTREAM_DUPLICATE_WINDOW", streams.DuplicateWindow, "how long JetStream remembers event ids to drop republished copies")
+	dur(&o.storage.DuplicateWindow, "duplicate-window", "CONVSTREAM_DUPLICATE_WINDOW", worker.DuplicateWindow, "how long JetStream remembers event ids to drop republished copies")
 	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
 	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
 	ef.bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
 	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
-	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", streams.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
+	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", worker.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
-	num(&o.loads, "loads", "CONVSTREAM_LOADS", streams.DefaultLoads, "conversations loaded from the store at once, off their lanes (a new conversation, or one the cache let go)")
+	num(&o.loads, "loads", "CONVSTREAM_LOADS", worker.DefaultLoads, "conversations loaded from the store at once, off their lanes (a new conversation, or one the cache let go)")
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
-	o.cacheBytes = streams.DefaultCacheBytes
+	o.cacheBytes = worker.DefaultCacheBytes
 	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON and structures, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
 	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
-	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", streams.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
-	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", streams.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
-	maxEventBytes := int64(streams.DefaultMaxEventBytes)
+	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", worker.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
+	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", worker.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
+	maxEventBytes := int64(worker.DefaultMaxEventBytes)
 	fs.Var((*byteSize)(&maxEventBytes), "max-event-bytes", "largest event accepted (headers and payload), e.g. 2MiB")
 	ef.bind("max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES")
-	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", streams.DefaultMaxMessages, "most messages a conversation may hold")
+	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", worker.DefaultMaxMessages, "most messages a conversation may hold")
 	var maxSnapshotBytes int64
 	fs.Var((*byteSize)(&maxSnapshotBytes), "max-snapshot-bytes", "largest snapshot published, e.g. 8MiB (0: the server's max payload)")
 	ef.bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
-	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", streams.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
+	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", worker.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
@@ -167,13 +170,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var((*byteSize)(&o.inferenceLimits.MaxExpansionBytes), "inference-max-expansion-bytes", "most bytes a pipeline run's expansions (placeholder variables, templates) may add to its messages, e.g. 8MiB; a run that would add more fails with code limit_exceeded (default 4MiB; a pipeline spec's limits may lower it)")
 	ef.bind("inference-max-expansion-bytes", "CONVSTREAM_INFERENCE_MAX_EXPANSION_BYTES")
 	num(&o.inferenceLimits.MaxExpansionDepth, "inference-max-expansion-depth", "CONVSTREAM_INFERENCE_MAX_EXPANSION_DEPTH", enginecore.DefaultMaxExpansionDepth, "most rounds a recursive expansion (a variable whose value holds placeholders) may take in a pipeline run; one that needs more fails with code limit_exceeded (a pipeline spec's limits may lower it)")
-	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", streams.DefaultAckWait, "time before JetStream redelivers an event a worker neither acknowledged nor reported in progress (a dead worker's events wait this long)")
-	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", streams.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
-	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", streams.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
-	o.headsFrom = streams.DefaultHeadsConfirmedFrom
+	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", worker.DefaultAckWait, "time before JetStream redelivers an event a worker neither acknowledged nor reported in progress (a dead worker's events wait this long)")
+	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", worker.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
+	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", worker.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
+	o.headsFrom = worker.DefaultHeadsConfirmedFrom
 	fs.Var((*byteSize)(&o.headsFrom), "heads-confirmed-from", "with --bucket-replicas above 1: the mean size of the snapshots read from which a worker reads their heads with a direct get the bucket's leader confirms, instead of from the leader, e.g. 64KiB (0: always; 1TiB: never; default 32KiB, measured on loopback)")
 	ef.bind("heads-confirmed-from", "CONVSTREAM_HEADS_CONFIRMED_FROM")
-	dur(&o.storeStall, "store-stall-limit", "CONVSTREAM_STORE_STALL_LIMIT", streams.DefaultStoreStallLimit, "how long snapshot writes may all fail, none succeeding, before /readyz reports the worker not ready (failed writes are retried, their events kept unacknowledged; 0: never)")
+	dur(&o.storeStall, "store-stall-limit", "CONVSTREAM_STORE_STALL_LIMIT", worker.DefaultStoreStallLimit, "how long snapshot writes may all fail, none succeeding, before /readyz reports the worker not ready (failed writes are retried, their events kept unacknowledged; 0: never)")
 	fs.BoolVar(&o.checkpoints, "checkpoints", true, "write a conversation's messages to the checkpoint bucket when letting go of it (eviction, hand-off, stop) or when it goes idle (--cache-idle), so that its next rebuild replays only later events; false: every rebuild replays from the first event, and no checkpoint bucket is needed")
 	ef.bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
@@ -184,13 +187,13 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	var heapHuge string
 	str(&heapHuge, "heap-huge-pages", "CONVSTREAM_HEAP_HUGE_PAGES", "auto", `where the machine's transparent huge pages are "madvise": heap address space to mark for them at start, e.g. 2GiB, so that the heap grows into 2 MiB pages rather than taking a page fault for each 4 KiB (docs/operations.md, "Huge pages"); "auto": half the soft memory limit, at most 4GiB; "off" or 0: none`)
 	// The errors stream and dead letters (docs/operations.md, "Errors stream and dead letters").
-	o.errorRetention = streams.DefaultErrorRetention()
-	dur(&o.errorRetention.MaxAge, "errors-max-age", "CONVSTREAM_ERRORS_MAX_AGE", streams.DefaultErrorsMaxAge, "oldest rejection, pipeline failure or dead letter the errors stream keeps (negative: no limit)")
+	o.errorRetention = worker.DefaultErrorRetention()
+	dur(&o.errorRetention.MaxAge, "errors-max-age", "CONVSTREAM_ERRORS_MAX_AGE", worker.DefaultErrorsMaxAge, "oldest rejection, pipeline failure or dead letter the errors stream keeps (negative: no limit)")
 	fs.Var((*byteSize)(&o.errorRetention.MaxBytes), "errors-max-bytes", "largest size of the errors stream, e.g. 1GiB; the oldest records go beyond it (default 256MiB)")
 	ef.bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
-	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", streams.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
+	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", worker.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
 	ef.bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")
-	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", streams.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
+	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", worker.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
 	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
@@ -248,7 +251,7 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 // stop fetching and finish in-flight events, stop serving HTTP, drain the
 // NATS connection, stop the embedded server, flush telemetry. started, when
 // not nil, is called with the worker once it is ready (for tests).
-func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(w *streams.Worker, natsURL, httpAddr string)) error {
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, started func(w *worker.Worker, natsURL, httpAddr string)) error {
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
 		return err
@@ -276,37 +279,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}()
 
-	workerOpts := []streams.Option{
-		streams.WithSubjects(subjects),
-		streams.WithLimits(o.limits),
-		streams.WithLanes(o.lanes),
-		streams.WithLoads(o.loads),
-		streams.WithCacheConversations(o.cache),
-		streams.WithCacheBytes(o.cacheBytes),
-		streams.WithCacheIdle(o.cacheIdle),
-		streams.WithCacheTTL(o.cacheTTL),
-		streams.WithConsumerName(o.consumer),
-		streams.WithStorage(o.storage),
-		streams.WithAckWait(o.ackWait),
-		streams.WithPinnedTTL(o.pinnedTTL),
-		streams.WithSnapshotInterval(o.snapshotInterval),
-		streams.WithSnapshotMaxInterval(o.snapshotMax),
-		streams.WithHeadsConfirmedFrom(o.headsFrom),
-		streams.WithStoreStallLimit(o.storeStall),
-		streams.WithCheckpoints(o.checkpoints),
-		streams.WithErrorRetention(o.errorRetention),
-		streams.WithMaxDeliver(o.maxDeliver),
-		streams.WithInferenceTimeout(o.inferenceTimeout),
-		streams.WithInferenceWait(o.inferenceWait),
-		streams.WithInferenceLimits(o.inferenceLimits),
-		streams.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
-		streams.WithLogger(log),
-		streams.WithTracerProvider(tel.tracer),
-		streams.WithMeterProvider(tel.meter),
+	workerOpts := []worker.Option{
+		worker.WithSubjects(subjects),
+		worker.WithLimits(o.limits),
+		worker.WithLanes(o.lanes),
+		worker.WithLoads(o.loads),
+		worker.WithCacheConversations(o.cache),
+		worker.WithCacheBytes(o.cacheBytes),
+		worker.WithCacheIdle(o.cacheIdle),
+		worker.WithCacheTTL(o.cacheTTL),
+		worker.WithConsumerName(o.consumer),
+		worker.WithStorage(o.storage),
+		worker.WithAckWait(o.ackWait),
+		worker.WithPinnedTTL(o.pinnedTTL),
+		worker.WithSnapshotInterval(o.snapshotInterval),
+		worker.WithSnapshotMaxInterval(o.snapshotMax),
+		worker.WithHeadsConfirmedFrom(o.headsFrom),
+		worker.WithStoreStallLimit(o.storeStall),
+		worker.WithCheckpoints(o.checkpoints),
+		worker.WithErrorRetention(o.errorRetention),
+		worker.WithMaxDeliver(o.maxDeliver),
+		worker.WithInferenceTimeout(o.inferenceTimeout),
+		worker.WithInferenceWait(o.inferenceWait),
+		worker.WithInferenceLimits(o.inferenceLimits),
+		worker.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
+		worker.WithLogger(log),
+		worker.WithTracerProvider(tel.tracer),
+		worker.WithMeterProvider(tel.meter),
 	}
 	// The worker's settings are checked before a server starts or a
 	// connection is made.
-	if err := streams.CheckOptions(workerOpts...); err != nil {
+	if err := worker.CheckOptions(workerOpts...); err != nil {
 		return err
 	}
 
@@ -314,7 +317,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	natsURL := o.conn.URL
 	var extra []nats.Option
 	if natsURL == "" {
-		ecfg := streams.EmbeddedConfig{
+		ecfg := natsembed.Config{
 			Listen: o.listen, StoreDir: o.dataDir, MaxPayload: int32(o.maxPayload), Logger: log,
 			WebSocket: o.websocket, WebSocketOrigins: websocketOrigins(o),
 		}
@@ -329,13 +332,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err := checkFree("--listen", o.listen); err != nil {
 			return err
 		}
-		ns, err = streams.StartEmbedded(ecfg)
+		ns, err = natsembed.Start(ecfg)
 		if err != nil {
 			return err
 		}
 		defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
 		natsURL = ns.ClientURL()
-		o.conn.URL, extra = streams.EmbeddedConn(ns)
+		o.conn.URL, extra = natsembed.Connection(ns)
 		log.Info("embedded NATS server started", "url", natsURL, "store", o.dataDir)
 		if o.websocket != "" {
 			log.Info("NATS WebSocket listener (no TLS)", "url", ns.WebsocketURL(), "origins", websocketOrigins(o))
@@ -384,7 +387,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		log.Info("NATS connected", "server", nc.ConnectedUrlRedacted())
 	}
 
-	w, err := streams.NewWorker(nc, workerOpts...)
+	w, err := worker.New(nc, workerOpts...)
 	if err != nil {
 		return err
 	}

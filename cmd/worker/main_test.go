@@ -24,6 +24,8 @@ import (
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // syncBuffer is a log sink safe for the worker's goroutines.
@@ -63,7 +65,7 @@ func TestRunServesAndStops(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--log-level", "debug"},
 			func(k string) string { return env[k] }, logs,
-			func(_ *streams.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
+			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
 	}()
 	var a addrs
 	select {
@@ -91,7 +93,7 @@ func TestRunServesAndStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c, err := streams.NewClient(nc)
+	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +209,7 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" || o.cacheBytes != 512<<20 {
 		t.Errorf("chart flags: %+v", o)
 	}
-	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.storeStall != streams.DefaultStoreStallLimit || o.headsFrom != streams.DefaultHeadsConfirmedFrom {
+	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.storeStall != worker.DefaultStoreStallLimit || o.headsFrom != worker.DefaultHeadsConfirmedFrom {
 		t.Errorf("store stall limit and confirmed heads by default: %v, %d, %v", o.storeStall, o.headsFrom, err)
 	}
 	if o, err = parseFlags(nil, func(k string) string {
@@ -374,7 +376,7 @@ func TestEventSizeUnits(t *testing.T) {
 	if o.limits.MaxEventBytes != 2<<20 || o.limits.MaxSnapshotBytes != 8<<20 {
 		t.Errorf("limits %+v, want 2 MiB events and 8 MiB snapshots", o.limits)
 	}
-	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.limits.MaxEventBytes != streams.DefaultMaxEventBytes {
+	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.limits.MaxEventBytes != worker.DefaultMaxEventBytes {
 		t.Errorf("default: %v %+v", err, o)
 	}
 	if _, err := parseFlags([]string{"--max-event-bytes", "4GiB"}, func(string) string { return "" }, io.Discard); err == nil {

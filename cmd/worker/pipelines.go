@@ -12,6 +12,7 @@ import (
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // specPipelines serves the pipeline specs an inference request may name:
@@ -27,7 +28,7 @@ type specPipelines struct {
 	engines map[string]*enginecore.Engine
 }
 
-var _ streams.Pipelines = (*specPipelines)(nil)
+var _ worker.Pipelines = (*specPipelines)(nil)
 
 // pipelineName keeps names to what is safe as a file name.
 var pipelineName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestPrometheusMetrics runs the worker with its defaults (no OTLP
@@ -33,7 +35,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"},
 			func(k string) string { return env[k] }, logs,
-			func(_ *streams.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
+			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
 	}()
 	var a addrs
 	select {
@@ -57,7 +59,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c, err := streams.NewClient(nc)
+	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}

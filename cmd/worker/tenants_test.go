@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
 )
 
 // tenantsFile writes a tenants file: acme and beta sharing an account,
@@ -45,14 +46,14 @@ func TestEmbeddedTenants(t *testing.T) {
 		nc.Close()
 		t.Fatal("an anonymous client connected")
 	}
-	client := func(user, password, inbox, prefix string) *streams.Client {
+	client := func(user, password, inbox, prefix string) *client.Client {
 		nc, err := streams.Connect(streams.ConnConfig{URL: url, User: user, Password: password, InboxPrefix: inbox}, nats.MaxReconnects(0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
 		s, _ := streams.NewSubjects(prefix)
-		c, err := streams.NewClient(nc, streams.WithClientSubjects(s))
+		c, err := client.New(nc, client.WithSubjects(s))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,6 +14,8 @@ import (
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // ReadyWithin is how long Start waits for the worker: generous, since the
@@ -26,7 +28,7 @@ type Running struct {
 	URL string
 	// Conn is a connection of the test's own to the server.
 	Conn   *nats.Conn
-	Worker *streams.Worker
+	Worker *worker.Worker
 	// Stop stops the worker and waits for it, leaving the server and what
 	// it stores; the test's end calls it too.
 	Stop func()
@@ -34,8 +36,8 @@ type Running struct {
 
 // Pipelines serves the built-in specs (processors.BuiltinSpec) with an
 // inference request's params merged over them.
-func Pipelines() streams.Pipelines {
-	return streams.PipelinesFunc(func(_ context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
+func Pipelines() worker.Pipelines {
+	return worker.PipelinesFunc(func(_ context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
 		spec, ok := processors.BuiltinSpec(name)
 		if !ok {
 			return nil, streams.ErrUnknownPipeline
@@ -51,9 +53,9 @@ func Pipelines() streams.Pipelines {
 // Start runs an embedded JetStream server on a free loopback port and a
 // worker on it with Pipelines and opts, waits until the worker is ready,
 // and stops both when t ends.
-func Start(t testing.TB, opts ...streams.Option) *Running {
+func Start(t testing.TB, opts ...worker.Option) *Running {
 	t.Helper()
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +65,7 @@ func Start(t testing.TB, opts ...streams.Option) *Running {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	w, err := streams.NewWorker(nc, append([]streams.Option{streams.WithPipelines(Pipelines())}, opts...)...)
+	w, err := worker.New(nc, append([]worker.Option{worker.WithPipelines(Pipelines())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

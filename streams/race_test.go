@@ -1,7 +1,0 @@
-//go:build race
-
-package streams
-
-// raceEnabled reports whether the tests run under the race detector, which
-// slows the lanes tenfold or more.
-const raceEnabled = true

@@ -1,0 +1,93 @@
+package worker
+
+import (
+	"context"
+	"errors"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+)
+
+// apply loads the conversation of d and applies d's event to it. A
+// redelivered event is settled as skipped. The conversation refuses an
+// event before changing anything, so a rejection leaves the state as it
+// was.
+func (w *Worker) apply(ctx context.Context, d *delivery) error {
+	st, skip, err := w.stateForEvent(ctx, d.lane, d.conversationID, d.seq, d.preload)
+	if err != nil {
+		return err
+	}
+	if skip {
+		d.outcome = skipped
+		if st != nil && d.seq > st.storedSeq {
+			// Redelivered before its store: acknowledged with it.
+			d.state, d.unstored = st, true
+		}
+		return nil
+	}
+	d.state = st
+	if err := applyEvent(st.conv, d.event.Type(), d.data, d.message); err != nil {
+		return err
+	}
+	d.dirty = true
+	if redelivered(d) {
+		// A redelivery comes after AckWait, out of stream order: later
+		// events of this conversation may have been handed to a worker that
+		// died and be awaiting redelivery too. The next event applied to
+		// this state checks that it is the next one (else the state is
+		// rebuilt past the missing ones) instead of trusting the cache.
+		st.unverified = true
+	}
+	return nil
+}
+
+// redelivered reports whether JetStream delivered d before.
+func redelivered(d *delivery) bool { return d.delivered > 1 }
+
+// applyEvent changes conv as an event of type typ with data says. data has
+// been validated: it is an object with a string id; or, for an append, m
+// is its message (validate built it) and data is nil.
+func applyEvent(conv *conversation.Conversation, typ string, data map[string]any, m *conversation.Message) error {
+	id, _ := data["id"].(string)
+	var err error
+	switch typ {
+	case streams.TypeMessageAppended:
+		if m == nil {
+			m, err = conversation.NewMessage(data)
+		}
+		if err == nil {
+			err = conv.Append(m)
+		}
+	case streams.TypeMessageUpdated:
+		err = conv.Update(id, data)
+	case streams.TypeMessageDeleted:
+		err = conv.Delete(id)
+	case streams.TypeGroupsUpserted:
+		var g *conversation.MessageGroup
+		if g, err = conversation.NewMessageGroup(data); err == nil {
+			err = conv.UpsertGroup(g)
+		}
+	default:
+		return streams.Reject(streams.CodeUnknownType, "unknown event type %q", typ)
+	}
+	if err == nil {
+		return nil
+	}
+	return conversationReject(err)
+}
+
+// conversationReject turns an error of the conversation package into the
+// rejection it stands for.
+func conversationReject(err error) *streams.RejectError {
+	switch {
+	case errors.Is(err, conversation.ErrCycle):
+		return streams.RejectErr(streams.CodeCycle, err)
+	case errors.Is(err, conversation.ErrMessageExists):
+		return streams.RejectErr(streams.CodeExists, err)
+	case errors.Is(err, conversation.ErrMessageNotFound):
+		return streams.RejectErr(streams.CodeNotFound, err)
+	case errors.Is(err, conversation.ErrTooManyMessages):
+		return streams.RejectErr(streams.CodeTooManyMessages, err)
+	}
+	return streams.RejectErr(streams.CodeInvalidData, err)
+}

@@ -1,0 +1,48 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errCodeMaxAckPendingExcess is the JetStream API error a consumer whose
+// MaxAckPending is over a limit of the server, the account or the stream
+// gets (nats-server's JSConsumerMaxPendingAckExcessErrF). Its description
+// ends in the limit.
+const errCodeMaxAckPendingExcess jetstream.ErrorCode = 10121
+
+// createConsumer creates or updates the consumer of cfg on s. When a limit
+// of the server, the account or the stream is below the MaxAckPending the
+// worker asks for, it takes the limit, with a warning, rather than not
+// starting: fewer events awaiting a store bound its throughput under load
+// (see pendingStores), and lose nothing.
+func (w *Worker) createConsumer(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	c, err := s.CreateOrUpdateConsumer(ctx, cfg)
+	limit, ok := maxAckPendingLimit(err)
+	if !ok || limit >= cfg.MaxAckPending {
+		return c, err
+	}
+	w.cfg.logger.WarnContext(ctx, "consumer MaxAckPending lowered to a JetStream limit: fewer events can await a snapshot store",
+		"consumer", cfg.Durable, "wanted", cfg.MaxAckPending, "limit", limit)
+	cfg.MaxAckPending = limit
+	return s.CreateOrUpdateConsumer(ctx, cfg)
+}
+
+// maxAckPendingLimit returns the limit an errCodeMaxAckPendingExcess error
+// names.
+func maxAckPendingLimit(err error) (int, bool) {
+	var apiErr *jetstream.APIError
+	if !errors.As(err, &apiErr) || apiErr.ErrorCode != errCodeMaxAckPendingExcess {
+		return 0, false
+	}
+	i := strings.LastIndexByte(apiErr.Description, ' ')
+	limit, err := strconv.Atoi(apiErr.Description[i+1:])
+	if err != nil || limit <= 0 {
+		return 0, false
+	}
+	return limit, true
+}

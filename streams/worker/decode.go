@@ -1,0 +1,78 @@
+package worker
+
+import (
+	"errors"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// decode reads a JetStream message into a delivery: where it came from, its
+// conversation, and its CloudEvent. Like a router's unmarshaler it never
+// fails; what it cannot read is recorded in decodeErr for validate to refuse,
+// so that tracing and rejection see every message.
+func (w *Worker) decode(m jetstream.Msg) *delivery {
+	d := &delivery{msg: m, subject: m.Subject(), received: time.Now()}
+	if meta, err := m.Metadata(); err == nil {
+		d.seq = meta.Sequence.Stream
+		d.stored = meta.Timestamp
+		d.delivered = meta.NumDelivered
+	}
+	w.decodeInto(d, m.Headers(), m.Data())
+	return d
+}
+
+// decodeStored decodes an event read from the stream by sequence (a
+// rebuild), as decode does a delivered one.
+func (w *Worker) decodeStored(m *jetstream.RawStreamMsg) *delivery {
+	d := &delivery{subject: m.Subject, seq: m.Sequence, stored: m.Time, received: time.Now()}
+	w.decodeInto(d, m.Header, m.Data)
+	return d
+}
+
+// decodeInto fills d from an event's headers and data.
+func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
+	d.size = len(data) + headerSize(h)
+	// The publisher sets Nats-Msg-Id to the event id; it names the event in
+	// a rejection when the event itself cannot be read.
+	d.eventID = h.Get(jetstream.MsgIDHeader)
+
+	id, ok := w.cfg.subjects.StoredConversationOf(d.subject, w.partitions())
+	if ok {
+		d.conversationID = id
+	}
+	if d.size > w.cfg.limits.MaxEventBytes {
+		d.decodeErr = streams.Reject(streams.CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
+		return
+	}
+	ev, err := streams.DecodeEvent(h, data)
+	if ev != nil && ev.ID() != "" {
+		d.eventID = ev.ID()
+	}
+	switch {
+	case !ok:
+		d.decodeErr = streams.Reject(streams.CodeBadSubject, "subject %q does not end in a conversation id matching [A-Za-z0-9_-]{1,128}", d.subject)
+	case err != nil:
+		var ae *streams.AttributeError
+		if errors.As(err, &ae) {
+			d.decodeErr = streams.RejectAt(streams.CodeNotCloudEvent, ae.Attr, "%s", ae.Msg)
+			break
+		}
+		d.decodeErr = streams.Reject(streams.CodeNotCloudEvent, "not a CloudEvent: %v", err)
+	default:
+		d.event = ev
+	}
+}
+
+// headerSize approximates the wire size of NATS headers.
+func headerSize(h nats.Header) int {
+	n := 0
+	for k, vs := range h {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // ": " and CRLF
+		}
+	}
+	return n
+}

@@ -1,0 +1,131 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// errBatchUnsupported is returned by directBatch when the server answered
+// a batched read with a single message: a server older than 2.11.
+var errBatchUnsupported = errors.New("streams: batched direct get not supported by the server")
+
+// Headers a batched direct get adds to every stored message it returns;
+// they are taken off again, so that an event read back weighs what it
+// weighed when it was delivered (the event size limit counts headers).
+var directGetHeaders = []string{
+	jetstream.StreamHeader, jetstream.SubjectHeader, jetstream.SequenceHeader,
+	jetstream.TimeStampHeaer, jetstream.LastSequenceHeader, headerNumPending,
+}
+
+// headerNumPending is the header of a batched direct get's answer that
+// counts the messages of the subject the answering replica held after the
+// one it carries.
+const headerNumPending = "Nats-Num-Pending"
+
+// directBatch reads up to batch messages of stream on subject, from
+// sequence from on, in one batched direct get (answered by any one replica
+// of the stream, which may lag behind its leader). It calls fn with each
+// message, its headers as stored, and the replica's count of the
+// subject's messages after it; fn returns false to stop early. Reaching
+// the end of the subject is not an error.
+//
+// It does what jetstreamext.GetBatch (synadia-io/orbit.go) does, on a
+// channel sized to the batch: that function's synchronous subscription
+// allocates the connection's default channel of 65,536 messages (512 KiB)
+// for every read, which a burst of rebuilds turned into most of the
+// garbage it made.
+func (w *Worker) directBatch(ctx context.Context, stream, subject string, from uint64, batch, maxBytes int,
+	fn func(m *jetstream.RawStreamMsg, pending uint64) bool) error {
+	req, err := json.Marshal(msgGetRequest{Seq: max(from, 1), NextFor: subject, Batch: batch, MaxBytes: maxBytes})
+	if err != nil {
+		return err
+	}
+	// Every answer and the end-of-batch marker fit: a full channel would
+	// drop messages (a slow consumer) instead of waiting.
+	answers := make(chan *nats.Msg, batch+1)
+	inbox := w.nc.NewInbox()
+	sub, err := w.nc.ChanSubscribe(inbox, answers)
+	if err != nil {
+		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+	}
+	// As for a leader get: a replica that goes quiet fails the read, and the
+	// event that needed it is retried later, rather than holding the lane.
+	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
+	defer cancel()
+	for {
+		var m *nats.Msg
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("streams: batched get from %s: %w", stream, ctx.Err())
+		case m = <-answers:
+		}
+		none, err := directStatus(m)
+		if err != nil {
+			return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+		}
+		if none { // the end of the batch
+			return nil
+		}
+		pending, err := strconv.ParseUint(m.Header.Get(headerNumPending), 10, 64)
+		if err != nil {
+			return errBatchUnsupported
+		}
+		raw, err := storedFromDirect(m)
+		if err != nil {
+			return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+		}
+		if !fn(raw, pending) {
+			return nil
+		}
+	}
+}
+
+// directStatus reads the status of a direct get's answer that carries no
+// message: none is true when there is nothing (more) to read (204, 404);
+// a stream that is not there (503) or any other status is an error. An
+// answer that carries a message has neither.
+func directStatus(m *nats.Msg) (none bool, err error) {
+	status := m.Header.Get("Status")
+	if len(m.Data) > 0 || status == "" {
+		return false, nil
+	}
+	switch status {
+	case "204", "404":
+		return true, nil
+	case "503":
+		return false, jetstream.ErrStreamNotFound
+	}
+	return false, fmt.Errorf("%s %s", status, m.Header.Get("Description"))
+}
+
+// storedFromDirect returns the stored message a direct get's answer
+// carries, with the headers it was stored with.
+func storedFromDirect(m *nats.Msg) (*jetstream.RawStreamMsg, error) {
+	seq, err := strconv.ParseUint(m.Header.Get(jetstream.SequenceHeader), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sequence %q", jetstream.ErrInvalidJetStreamResponse, m.Header.Get(jetstream.SequenceHeader))
+	}
+	ts, err := time.Parse(time.RFC3339Nano, m.Header.Get(jetstream.TimeStampHeaer))
+	if err != nil {
+		return nil, fmt.Errorf("%w: time stamp: %w", jetstream.ErrInvalidJetStreamResponse, err)
+	}
+	raw := &jetstream.RawStreamMsg{Subject: m.Header.Get(jetstream.SubjectHeader), Sequence: seq, Data: m.Data, Time: ts}
+	for _, k := range directGetHeaders {
+		m.Header.Del(k)
+	}
+	if len(m.Header) > 0 {
+		raw.Header = m.Header
+	}
+	return raw, nil
+}

@@ -1,0 +1,123 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+)
+
+// serveDoctor answers a request for the diagnosis of a conversation
+// (conversation.Diagnose over its stored messages): the messages a user
+// cannot see, and the repairs that would show them. It reads the
+// conversation as inference does, after the events stored before the
+// request (up to the inference wait), and replies with
+// TypeDoctorDiagnosis, or a rejection.
+func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
+	ctx, span, q := w.startRequest(ctx, r, "doctor")
+	defer span.End()
+	conv, ev, requestID := q.conv, q.ev, q.id
+
+	rej := w.doctorRequest(conv, q.convOK, ev, q.decErr)
+	var msgs []*conversation.Message
+	var groups []*conversation.MessageGroup
+	var version uint64
+	if rej == nil {
+		msgs, groups, version, rej = w.doctorInput(ctx, conv)
+	}
+	var diag *conversation.Diagnosis
+	if rej == nil {
+		var err error
+		if diag, err = conversation.Diagnose(msgs, groups, conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
+			rej = streams.Reject(streams.CodeBadData, "diagnosis: %v", err)
+		}
+	}
+	if rej != nil {
+		span.SetStatus(codes.Error, rej.Error())
+		span.SetAttributes(attribute.String("error.type", rej.Code))
+		w.rejectInference(ctx, r, conv, requestID, ev, rej)
+		return
+	}
+	span.SetAttributes(attribute.Int("convstream.doctor.findings", len(diag.Findings)))
+	w.reply(ctx, r, conv, "doctor:"+requestID, streams.TypeDoctorDiagnosis,
+		streams.DoctorDiagnosis{RequestID: requestID, ConversationID: conv, Version: version, Diagnosis: diag}, "", "")
+}
+
+// doctorRequest checks a diagnosis request against the contract.
+func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *streams.RejectError {
+	switch {
+	case !convOK:
+		return streams.Reject(streams.CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
+	case decErr != nil:
+		return streams.Reject(streams.CodeNotCloudEvent, "not a CloudEvent: %v", decErr)
+	case ev.Type() != streams.TypeDoctorRequested:
+		return streams.Reject(streams.CodeUnknownType, "expected type %s, got %q", streams.TypeDoctorRequested, ev.Type())
+	}
+	return streams.CheckConversation(ev, conv, false)
+}
+
+// doctorInput reads the stored messages and groups of conversation id,
+// once the events stored before the request are applied (up to the
+// inference wait).
+func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *streams.RejectError) {
+	target := w.lastStoredSeq(ctx, id)
+	deadline := time.Now().Add(w.cfg.inferenceWait)
+	l := w.lanes.pick(id)
+	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
+		msgs, groups, seq, version, err := w.readMessages(ctx, l, id)
+		var rej *streams.RejectError
+		switch {
+		case errors.Is(err, streams.ErrUnknownConversation):
+			rej = streams.RejectErr(streams.CodeNotFound, err)
+		case err != nil:
+			return nil, nil, 0, streams.Reject(streams.CodeInternal, "reading the conversation: %v", err)
+		}
+		if seq >= target || time.Now().After(deadline) {
+			return msgs, groups, version, rej
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, 0, streams.Reject(streams.CodeInternal, "%v", ctx.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// readMessages copies, on lane l, the messages and groups of conversation
+// id, loading it off the lane first when the lane does not hold it.
+func (w *Worker) readMessages(ctx context.Context, l *lane, id string) (msgs []*conversation.Message, groups []*conversation.MessageGroup, seq, version uint64, err error) {
+	var pre *convState
+	var lets uint64
+	for range 2 {
+		held := false
+		callErr := w.lanes.call(ctx, l, func() {
+			st := w.stateForRead(l, id, pre, lets)
+			if st == nil {
+				lets = l.cache.lets
+				return
+			}
+			held = true
+			// Messages are immutable: the slices are copied, not them.
+			msgs, groups = slices.Clone(st.conv.Messages()), slices.Clone(st.conv.Groups())
+			seq, version = st.seq, st.version
+		})
+		if callErr != nil {
+			return nil, nil, 0, 0, callErr
+		}
+		if held {
+			return msgs, groups, seq, version, nil
+		}
+		if pre, err = w.loadForRead(ctx, id); err != nil {
+			return nil, nil, 0, 0, err
+		}
+	}
+	return nil, nil, 0, 0, errNotHeld
+}

@@ -1,0 +1,152 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The errors stream keeps what the worker reports on P.errors.<id>
+// (rejections, pipeline failures, dead letters), so that a client that
+// was not listening when it was published can read it later
+// (Client.Errors, convctl errors). Core NATS subscribers of the subjects
+// still receive every report as it is published.
+
+// Defaults of ErrorRetention.
+const (
+	DefaultErrorsMaxAge             = 7 * 24 * time.Hour
+	DefaultErrorsMaxBytes           = 256 << 20
+	DefaultErrorsMaxPerConversation = 1000
+)
+
+// ErrorRetention bounds the errors stream: records older than MaxAge go,
+// then the oldest beyond MaxBytes, and each conversation's errors subject
+// keeps its last MaxPerConversation records (P.errors._, which gathers
+// those of events naming no usable conversation, counts as one). Zero
+// values take the defaults; a negative one means no limit.
+type ErrorRetention struct {
+	MaxAge             time.Duration
+	MaxBytes           int64
+	MaxPerConversation int64
+}
+
+// DefaultErrorRetention returns the default bounds of the errors stream.
+func DefaultErrorRetention() ErrorRetention {
+	return ErrorRetention{MaxAge: DefaultErrorsMaxAge, MaxBytes: DefaultErrorsMaxBytes, MaxPerConversation: DefaultErrorsMaxPerConversation}
+}
+
+// WithErrorRetention sets the bounds of the errors stream (default
+// DefaultErrorRetention).
+func WithErrorRetention(r ErrorRetention) Option { return func(c *config) { c.errorRetention = r } }
+
+// errorsStreamConfig is the errors stream as r and st (its replicas and
+// placement) describe it.
+func errorsStreamConfig(s streams.Subjects, st Storage, r ErrorRetention) jetstream.StreamConfig {
+	def := DefaultErrorRetention()
+	limit := func(v, d int64) int64 {
+		switch {
+		case v == 0:
+			return d
+		case v < 0:
+			return -1
+		}
+		return v
+	}
+	age := r.MaxAge
+	switch {
+	case age == 0:
+		age = def.MaxAge
+	case age < 0:
+		age = 0 // no limit
+	}
+	dup := st.DuplicateWindow
+	if dup == 0 {
+		dup = DuplicateWindow
+	}
+	return jetstream.StreamConfig{
+		Name:              s.ErrorsStream(),
+		Description:       "convstream rejections, pipeline failures and dead letters, by conversation",
+		Subjects:          []string{s.AllErrors()},
+		Retention:         jetstream.LimitsPolicy,
+		Storage:           jetstream.FileStorage,
+		Replicas:          max(1, st.StreamReplicas),
+		MaxAge:            age,
+		MaxBytes:          limit(r.MaxBytes, def.MaxBytes),
+		MaxMsgsPerSubject: limit(r.MaxPerConversation, def.MaxPerConversation),
+		// A report published twice (a retry, two workers hearing one
+		// advisory) carries the same Nats-Msg-Id and is stored once.
+		Duplicates:  dup,
+		Discard:     jetstream.DiscardOld,
+		AllowDirect: true,
+		Placement:   st.placement(),
+	}
+}
+
+// provisionErrors makes sure the errors stream exists as cfg describes:
+// created when missing; on an existing one the limits and replicas are
+// brought in line, and a change the server refuses is logged, not fatal.
+func provisionErrors(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, log *slog.Logger) error {
+	stream, err := js.Stream(ctx, want.Name)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		_, err = js.CreateStream(ctx, want)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			err = nil // another worker was first
+		}
+	case err == nil:
+		have := stream.CachedInfo().Config
+		next := have
+		next.Replicas, next.MaxAge, next.MaxBytes, next.MaxMsgsPerSubject = want.Replicas, want.MaxAge, want.MaxBytes, want.MaxMsgsPerSubject
+		if next.Replicas != have.Replicas || next.MaxAge != have.MaxAge || next.MaxBytes != have.MaxBytes || next.MaxMsgsPerSubject != have.MaxMsgsPerSubject {
+			if _, uErr := js.UpdateStream(ctx, next); uErr != nil {
+				log.WarnContext(ctx, "errors stream settings not changed", "stream", want.Name, "err", uErr)
+			} else {
+				log.InfoContext(ctx, "errors stream settings changed", "stream", want.Name, "replicas", next.Replicas,
+					"max_age", next.MaxAge, "max_bytes", next.MaxBytes, "max_per_conversation", next.MaxMsgsPerSubject)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("streams: errors stream %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// reportTimeout bounds the wait for the errors stream to store a report.
+const reportTimeout = 5 * time.Second
+
+// storeReport publishes msg, a report on an errors subject, and waits
+// until the errors stream has stored it. Subscribers of the subject get it
+// as any other message.
+func (w *Worker) storeReport(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(w.cfg.subjects.ErrorsStream())); err != nil {
+		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
+	}
+	return nil
+}
+
+// storeFailure reports a failed pipeline run on the conversation's errors
+// subject too, where it is kept (the reply and P.results.<id> reach only
+// those listening at the time).
+func (w *Worker) storeFailure(ctx context.Context, id string, failed streams.PipelineFailed) {
+	ev, err := streams.NewEvent(id, streams.TypePipelineFailed, w.cfg.source, failed.ConversationID, failed)
+	var msg *nats.Msg
+	if err == nil {
+		w.inject(ctx, ev)
+		msg, err = streams.EncodeEvent(w.cfg.subjects.Errors(failed.ConversationID), ev, streams.Structured)
+	}
+	if err == nil {
+		err = w.storeReport(ctx, msg)
+	}
+	if err != nil {
+		w.cfg.logger.WarnContext(ctx, "pipeline failure not stored", "conversation", failed.ConversationID, "err", err)
+	}
+}

@@ -1,0 +1,87 @@
+package worker
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+)
+
+// TestFollowResyncWatches makes a follower miss a delta (one whose base is
+// not its version) while the bucket is behind it: the follower waits for
+// the bucket with a watch on the key, not by reading the snapshot again
+// and again, and goes on from the stored snapshot once it has the version.
+func TestFollowResyncWatches(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	startWorker(t, nc, WithLogger(testLogger(t)))
+	c := newClient(t, nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const conv = "fw"
+	live := conversation.NewConversation()
+	send := func(i int) *client.Sent { return sendChained(t, c, live, conv, i) }
+	var last *client.Sent
+	for i := range 3 {
+		last = send(i)
+	}
+	waitVersion(t, c, conv, last.Sequence, 10*time.Second)
+	views, err := c.Follow(ctx, conv, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := func() *streams.View {
+		t.Helper()
+		select {
+		case v := <-views:
+			return v
+		case <-time.After(10 * time.Second):
+			t.Fatal("no view")
+			return nil
+		}
+	}
+	if v := next(); v.Version != last.Sequence || len(v.FlatList) != 3 {
+		t.Fatalf("first view: version %d of %d messages, want %d of 3", v.Version, len(v.FlatList), last.Sequence)
+	}
+
+	var reads atomic.Int64
+	counter, err := nc.Subscribe("$JS.API.DIRECT.GET.>", func(*nats.Msg) { reads.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = counter.Unsubscribe() }()
+	// A delta the follower cannot apply, of the version the next event
+	// will have (the stream holds only this conversation's events).
+	ev, err := streams.NewEvent("gap", streams.TypeSnapshotDelta, "urn:test", conv,
+		streams.SnapshotDelta{ConversationID: conv, Version: last.Sequence + 1, BaseVersion: last.Sequence + 100, From: 2, Length: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := streams.EncodeEvent(c.Subjects().Snapshots(conv), ev, streams.Structured)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.PublishMsg(m); err != nil {
+		t.Fatal(err)
+	}
+	const waited = 300 * time.Millisecond
+	time.Sleep(waited) // the follower waits for the bucket meanwhile
+	sent := send(3)
+	if sent.Sequence != last.Sequence+1 {
+		t.Fatalf("the next event is at %d, not %d", sent.Sequence, last.Sequence+1)
+	}
+	if v := next(); v.Version != sent.Sequence || len(v.FlatList) != 4 {
+		t.Fatalf("after the gap: version %d of %d messages, want %d of 4", v.Version, len(v.FlatList), sent.Sequence)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := reads.Load(); n > 1 {
+		t.Errorf("%d direct gets while the follower waited %v for the bucket", n, waited)
+	}
+}

@@ -1,0 +1,435 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+)
+
+// TestLostPartitionStoresFirst takes a partition from the worker holding
+// it while its snapshots are not stored yet (a long snapshot interval):
+// the server pins another worker, as after a consumer leader change or a
+// stall. The worker that lost it must store what it applied before
+// letting go, so that the new owner starts from there: every event is
+// applied once, by one of the two, and every conversation equals Parse.
+func TestLostPartitionStoresFirst(t *testing.T) {
+	ns := startServer(t, "")
+	// A stores late (its events stay unacknowledged meanwhile); B soon.
+	interval := func(d time.Duration) []Option {
+		return []Option{WithSnapshotInterval(d), WithSnapshotMaxInterval(d)}
+	}
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(1, recA, interval(10*time.Second)...)...)
+	c := newClient(t, connect(t, ns))
+	ctx := context.Background()
+
+	const convs = 20
+	sent := newAppends(t, c)
+	want, last, send := sent.want, sent.last, sent.send
+	for k := range convs {
+		conv := fmt.Sprintf("lp-%02d", k)
+		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+	}
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs
+	})
+
+	b := startWorker(t, connect(t, ns), handoverOptions(1, recB, interval(DefaultSnapshotInterval)...)...)
+	// B pulls the partition too (it owns less than its share) but A holds
+	// the pin. Unpinning lets the next delivery pin whichever pull the
+	// server takes first; a probe event makes one, until B has it.
+	stream := a.w.stream
+	for i := 0; ; i++ {
+		if i == 10 {
+			t.Fatal("worker B never got the partition")
+		}
+		if err := stream.UnpinConsumer(ctx, a.w.partitionConsumer(0), ownerGroup); err != nil {
+			t.Fatal(err)
+		}
+		probe := fmt.Sprintf("lp-probe-%d", i)
+		send(probe, probe+"-e0", map[string]any{"id": "p", "role": "user", "content": "probe", "createdAt": 1000})
+		deadline := time.Now().Add(3 * time.Second)
+		for time.Now().Before(deadline) && (len(b.w.OwnedPartitions()) == 0 || len(a.w.OwnedPartitions()) > 0) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if len(b.w.OwnedPartitions()) == 1 && len(a.w.OwnedPartitions()) == 0 {
+			break
+		}
+	}
+
+	// Time for A's unstored events to come back to B, were they not
+	// stored and acknowledged: B would apply them again.
+	time.Sleep(time.Second)
+	for k := range convs {
+		conv := fmt.Sprintf("lp-%02d", k)
+		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	checkStoredAt(t, c, want, last, 30*time.Second)
+	checkAppliedOnce(t, 2*convs+len(want)-convs, recA, recB)
+}
+
+// TestHandOffWaitsForStores has a worker over its share hand a partition
+// off while the snapshot bucket refuses writes (its message size limit
+// lowered): the worker keeps the partition until its conversations are
+// stored, then hands it off, and no event is applied twice.
+func TestHandOffWaitsForStores(t *testing.T) {
+	ns := startServer(t, "")
+	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA)...)
+	c := newClient(t, connect(t, ns))
+
+	// The bucket refuses every snapshot from now on: A applies events it cannot store.
+	accept := refuseSnapshots(t, a.w)
+
+	const convs = 20
+	sent := newAppends(t, c)
+	last, send := sent.last, sent.send
+	for k := range convs {
+		conv := fmt.Sprintf("ho-%02d", k)
+		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
+	}
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
+	})
+
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	time.Sleep(2 * time.Second) // several rebalances, each trying the hand-off
+	if got := a.w.OwnedPartitions(); len(got) != 2 {
+		t.Fatalf("worker A gave a partition up with its snapshots not stored: it owns %v", got)
+	}
+
+	accept()
+	// B learns that it owns the partition from the next events it gets.
+	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	for k := range convs {
+		conv := fmt.Sprintf("ho-%02d", k)
+		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
+	}
+	for conv, seq := range last {
+		waitVersion(t, c, conv, seq, 30*time.Second)
+	}
+	if len(b.w.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	}
+
+	checkAppliedOnce(t, 2*convs, recA, recB)
+}
+
+// refuseSnapshots lowers the byte limit of w's snapshot bucket to 1 byte,
+// so that every write fails as it does while the bucket is away, until
+// the returned accept restores the limit.
+func refuseSnapshots(t testing.TB, w *Worker) (accept func()) {
+	t.Helper()
+	ctx := context.Background()
+	kvStream, err := w.js.Stream(ctx, "KV_"+w.cfg.subjects.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := kvStream.CachedInfo().Config
+	limit := cfg.MaxBytes
+	set := func(n int64) {
+		t.Helper()
+		cfg.MaxBytes = n
+		if _, err := w.js.UpdateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A full bucket, not a message size limit: the worker takes a message
+	// too large for the bucket as a refusal no retry changes
+	// (storerefusal.go), a full one as the server's trouble.
+	set(1)
+	return func() { set(limit) }
+}
+
+// handoverOptions are the options of the two workers of these tests, on
+// a stream of the given partitions, tracing to rec, then extra.
+func handoverOptions(partitions int, rec *tracetest.SpanRecorder, extra ...Option) []Option {
+	return append([]Option{WithStorage(Storage{Partitions: partitions}), WithPinnedTTL(2 * time.Second),
+		WithAckWait(30 * time.Second), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))},
+		extra...)
+}
+
+// appends sends message.appended events and keeps, by conversation, the
+// stream sequence of the last one and the conversation they make.
+type appends struct {
+	t    testing.TB
+	c    *client.Client
+	last map[string]uint64
+	want map[string]*conversation.Conversation
+}
+
+func newAppends(t testing.TB, c *client.Client) *appends {
+	return &appends{t: t, c: c, last: map[string]uint64{}, want: map[string]*conversation.Conversation{}}
+}
+
+// waitApplied waits until every conversation's snapshot is at the last
+// event sent to it, and requires it to show every message sent.
+func (a *appends) waitApplied() {
+	a.t.Helper()
+	for conv, seq := range a.last {
+		snap := waitVersion(a.t, a.c, conv, seq, 30*time.Second)
+		res, err := a.want[conv].Result()
+		if err != nil {
+			a.t.Fatal(err)
+		}
+		if d := snapshotDiff(a.t, snap, res); d != "" {
+			a.t.Errorf("%s: %s", conv, d)
+		}
+	}
+}
+
+// send appends data (a message) to conv as event id.
+func (a *appends) send(conv, id string, data map[string]any) {
+	a.t.Helper()
+	sent, err := a.c.Send(context.Background(), conv, streams.TypeMessageAppended, data, client.WithEventID(id))
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.last[conv] = sent.Sequence
+	m, err := conversation.NewMessage(data)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if a.want[conv] == nil {
+		a.want[conv] = conversation.NewConversation()
+	}
+	if err := a.want[conv].Append(m); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// checkAppliedOnce requires n distinct events, each applied once by one
+// of the workers tracing to recs, or else taken in by a rebuild. The
+// latter happens when a worker hands events back (a graceful stop, a
+// hand-off) and the server redelivers them out of order: one delivered
+// before an earlier event of its conversation makes the next owner
+// rebuild the conversation from the stream, the earlier event included,
+// which it then skips when it comes.
+func checkAppliedOnce(t testing.TB, n int, recs ...*tracetest.SpanRecorder) {
+	t.Helper()
+	applied := map[string][]int{}
+	skipped := map[string]bool{}
+	for i, rec := range recs {
+		spans := appliedSpans(i, rec)
+		t.Logf("worker %d applied %d events", i, len(spans))
+		for _, s := range spans {
+			applied[s.eventID] = append(applied[s.eventID], i)
+		}
+		for _, s := range processSpans(i, rec, "skipped") {
+			skipped[s.eventID] = true
+		}
+	}
+	for id, by := range applied {
+		if len(by) != 1 {
+			t.Errorf("event %s applied %d times, by workers %v", id, len(by), by)
+		}
+	}
+	rebuilt := 0
+	for id := range skipped {
+		if applied[id] == nil {
+			rebuilt++
+		}
+	}
+	if rebuilt > 0 {
+		t.Logf("%d events taken in by rebuilds, then skipped", rebuilt)
+	}
+	if len(applied)+rebuilt != n {
+		t.Errorf("%d events applied and %d taken in by rebuilds, want %d in all", len(applied), rebuilt, n)
+	}
+}
+
+// heldTTL is the pinned TTL of the tests that hold a lane for two of
+// them: a pull renews the pin every 1.5 s with it, leaving a loaded
+// machine 1.5 s of slack.
+const heldTTL = 3 * time.Second
+
+// TestBusyLanesKeepThePin holds the one lane of a partitioned worker for
+// two pinned TTLs while more events arrive than the lane and the pull
+// buffer hold. The pull keeps asking for events meanwhile (see intake), so
+// the server keeps the partition pinned to the worker under the same pin
+// id; a pull that waited for the lane asked for nothing, and the server
+// pinned the partition anew (to any worker waiting on it) after one TTL.
+func TestBusyLanesKeepThePin(t *testing.T) {
+	ns := startServer(t, "")
+	rec := tracetest.NewSpanRecorder()
+	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1), WithPinnedTTL(heldTTL))...)
+	c := newClient(t, connect(t, ns))
+	sent := newAppends(t, c)
+	sent.send("busy-0", "busy-0-e0", map[string]any{"id": "m0", "role": "user", "content": "hello", "createdAt": 1000})
+	waitFor(t, 10*time.Second, "the first event applied", func() bool { return len(appliedSpans(0, rec)) == 1 })
+	before := consumerPins(t, r.w)[0]
+	if before == "" {
+		t.Fatal("the partition is not pinned")
+	}
+
+	release := holdLane(t, r.w)
+	const events = 3 * (partitionWindow + 64) // well over the pull buffer and the lane's queue
+	for k := range events {
+		conv := fmt.Sprintf("busy-%d", 1+k%50)
+		id := fmt.Sprintf("m%d", k/50)
+		data := map[string]any{"id": id, "role": "user", "content": "hi", "createdAt": 1000 + k}
+		if k >= 50 {
+			data["parentId"] = fmt.Sprintf("m%d", k/50-1)
+		}
+		sent.send(conv, fmt.Sprintf("%s-%s", conv, id), data)
+	}
+	time.Sleep(2 * heldTTL)
+	after := consumerPins(t, r.w)[0]
+	release()
+	if after != before {
+		t.Errorf("pinned client %q after the lane was held for two TTLs, %q before", after, before)
+	}
+	sent.waitApplied()
+	checkAppliedOnce(t, 1+events, rec)
+}
+
+// TestSlowHandOffKeepsThePin has a worker start a hand-off while its one
+// lane is held for two pinned TTLs, with events of the partition queued
+// behind it. The pull goes on during the hand-off, so the server keeps
+// the partition pinned to the worker under the same pin id (a hand-off
+// that stopped pulling first lost the pin after one TTL, and the next
+// owner could apply the unstored events again); once the lane is free the
+// partition is handed off and every event is applied once.
+func TestSlowHandOffKeepsThePin(t *testing.T) {
+	ns, a, recA, sent := startHeldLane(t, "sh")
+	recB := tracetest.NewSpanRecorder()
+	sent.round(0)
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == heldConvs && len(a.w.OwnedPartitions()) == 2
+	})
+	before := consumerPins(t, a.w)
+
+	release := holdLane(t, a.w)
+	sent.round(1)
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	time.Sleep(2 * heldTTL) // A hands a partition off, behind the held lane
+	during := consumerPins(t, a.w)
+	release()
+	if !slices.Equal(during, before) {
+		t.Errorf("pins %q while the hand-off waited for the lane, %q before", during, before)
+	}
+	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	sent.round(2)
+	sent.waitApplied()
+	if len(b.w.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	}
+	checkAppliedOnce(t, 3*heldConvs, recA, recB)
+}
+
+// heldConvs is how many conversations the held-lane tests with two
+// partitions drive.
+const heldConvs = 20
+
+// heldLane is the client side of those tests: it sends rounds of events to
+// heldConvs conversations named prefix-NN.
+type heldLane struct {
+	*appends
+	prefix string
+}
+
+// startHeldLane starts a server and worker A of a held-lane test (two
+// partitions, one lane, a pinned TTL of heldTTL) tracing to recA, and a
+// client sending to conversations named prefix-NN.
+func startHeldLane(t testing.TB, prefix string) (*server.Server, *running, *tracetest.SpanRecorder, *heldLane) {
+	t.Helper()
+	ns := startServer(t, "")
+	recA := tracetest.NewSpanRecorder()
+	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
+	return ns, a, recA, &heldLane{appends: newAppends(t, newClient(t, connect(t, ns))), prefix: prefix}
+}
+
+// round appends message mJ to every conversation, chained to m(J-1).
+func (h *heldLane) round(j int) {
+	h.t.Helper()
+	for k := range heldConvs {
+		conv := fmt.Sprintf("%s-%02d", h.prefix, k)
+		data := map[string]any{"id": fmt.Sprintf("m%d", j), "role": "user", "content": "hello", "createdAt": 1000 + j}
+		if j > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", j-1)
+		}
+		h.send(conv, fmt.Sprintf("%s-e%d", conv, j), data)
+	}
+}
+
+// holdLane holds w's first lane with a task until the returned release is
+// called.
+func holdLane(t testing.TB, w *Worker) (release func()) {
+	t.Helper()
+	held := make(chan struct{})
+	if err := w.lanes.do(context.Background(), w.lanes.all[0], func() { <-held }); err != nil {
+		t.Fatal(err)
+	}
+	return func() { close(held) }
+}
+
+// consumerPins returns the pinned client id of every partition consumer of
+// w, as the server reports them.
+func consumerPins(t testing.TB, w *Worker) []string {
+	t.Helper()
+	var out []string
+	for _, cons := range w.own.cons {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pinned := ""
+		for _, g := range info.PriorityGroups {
+			if g.Group == ownerGroup {
+				pinned = g.PinnedClientID
+			}
+		}
+		out = append(out, pinned)
+	}
+	return out
+}
+
+// TestGracefulStopKeepsThePins stops a worker gracefully while its one
+// lane is held for two pinned TTLs with events queued behind it. Its pulls
+// go on while it stores, so the server keeps its partition pinned to it
+// under the same pin id; then the partition goes to the other worker and
+// every event is applied once.
+func TestGracefulStopKeepsThePins(t *testing.T) {
+	ns, a, recA, sent := startHeldLane(t, "gs")
+	recB := tracetest.NewSpanRecorder()
+	sent.round(0)
+	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == heldConvs
+	})
+	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	sent.round(1) // B learns it owns the other partition from its events
+	waitFor(t, 20*time.Second, "a partition each", func() bool { return len(b.w.OwnedPartitions()) == 1 })
+	owned := a.w.OwnedPartitions()[0]
+	before := consumerPins(t, a.w)[owned]
+
+	release := holdLane(t, a.w)
+	sent.round(2)
+	a.cancel()
+	time.Sleep(2 * heldTTL) // A stores, behind the held lane
+	during := consumerPins(t, b.w)[owned]
+	release()
+	if during != before {
+		t.Errorf("partition %d pinned to %q while worker A stopped, %q before", owned, during, before)
+	}
+	a.stop(t)
+	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
+	sent.round(3)
+	sent.waitApplied()
+	if len(b.w.OwnedPartitions()) != 2 {
+		t.Errorf("worker B owns partitions %v, want both", b.w.OwnedPartitions())
+	}
+	checkAppliedOnce(t, 4*heldConvs, recA, recB)
+}

@@ -1,0 +1,201 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// headRead is how a worker reads a stored snapshot whose head decides what
+// a conversation holds (readStored): the loads, and the read after a write
+// conflict (Worker.behind).
+//
+// A get from the bucket's leader goes through the JetStream API's queue
+// and comes back as JSON with the snapshot in base64; a direct get is
+// answered by a replica as the stored message. In BenchmarkReadStored a
+// 2 MiB snapshot took about 15 ms from the leader against 4.5 ms with a
+// direct get. But a replica may not have applied what the leader
+// acknowledged a moment ago, and a worker taking over a partition must see
+// what its predecessor stored.
+type headRead uint8
+
+const (
+	// headFromLeader reads from the leader: for a bucket that does not
+	// answer direct gets, or whose configuration could not be read.
+	headFromLeader headRead = iota
+	// headConfirmed reads with a direct get, then asks the leader for the
+	// key's first value after the one read. The leader's "none" is a few
+	// bytes, and makes the replica's answer the leader's own; anything
+	// else, a mirror's answer or a replica's "none", is read again from
+	// the leader. For a replicated bucket, while the snapshots read are
+	// large (see headReader).
+	headConfirmed
+	// headDirect takes the direct get's answer as it is: for a bucket of
+	// one replica, which is its leader.
+	headDirect
+)
+
+// String names how heads are read: "direct", "confirmed" (by the leader,
+// while the snapshots read are large) or "leader".
+func (h headRead) String() string {
+	return [...]string{headFromLeader: "leader", headConfirmed: "confirmed", headDirect: "direct"}[h]
+}
+
+// headReadOf returns how a worker reads the heads of a bucket of cfg.
+// Replicas raised while the worker runs are seen at its next start; until
+// then a replica that lags may answer its direct gets, with the effects of
+// a lagging mirror (see readStored).
+func headReadOf(cfg jetstream.StreamConfig) headRead {
+	switch {
+	case !cfg.AllowDirect:
+		return headFromLeader
+	case cfg.Replicas <= 1 && cfg.Mirror == nil && len(cfg.Sources) == 0:
+		return headDirect
+	default:
+		return headConfirmed
+	}
+}
+
+// DefaultHeadsConfirmedFrom is the mean size of the snapshots read from a
+// replicated bucket from which a worker reads their heads confirmed,
+// unless WithHeadsConfirmedFrom says otherwise. A confirmed read costs the
+// leader get's round trip, without the payload, plus a direct get: in
+// BenchmarkReadStored/cluster (three servers on loopback) about 100 µs
+// more than a leader get for a snapshot of 4 KiB or none, and 1 ms less at
+// 256 KiB, 7 to 9 ms less at 2 MiB, about 3.7 ns a byte. Both costs grow
+// with the size alike, so the mean size decides which is cheaper on
+// average.
+const DefaultHeadsConfirmedFrom = 32 << 10
+
+// headReader is how a worker reads its bucket's heads: how, set by Run
+// from the bucket's configuration, and for a replicated bucket mean, a
+// moving mean of the sizes of the snapshots read, none counting as 0. New
+// conversations (none) and short ones are read from the leader, and a
+// worker loading long ones (a partition handed over, a restart) reads them
+// confirmed. The mean starts at that of the values the bucket holds, so
+// the first loads of a worker that starts among long conversations, which
+// run together (--loads) and each pick when they start, read confirmed.
+// Then the first snapshot of 16 times from or more read from the leader
+// moves it past from at once.
+type headReader struct {
+	how  headRead
+	from int64 // the mean from which heads are read confirmed
+	mean atomic.Int64
+}
+
+// start sets how h reads the heads of bucket kv, from its configuration,
+// and starts the mean at the mean size of kv's values. A bucket whose
+// status cannot be read is read from its leader.
+func (h *headReader) start(ctx context.Context, kv jetstream.KeyValue) {
+	h.how = headFromLeader
+	status, err := kv.Status(ctx)
+	if err != nil {
+		return
+	}
+	info, ok := status.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return
+	}
+	h.how = headReadOf(info.StreamInfo().Config)
+	if n := status.Values(); n > 0 {
+		h.mean.Store(int64(status.Bytes() / n))
+	}
+}
+
+// add counts a snapshot of n bytes into the mean, with weight 1/16, when
+// the bucket is replicated (the mean decides nothing otherwise).
+func (h *headReader) add(n int) {
+	if h.how != headConfirmed {
+		return
+	}
+	for {
+		old := h.mean.Load()
+		if h.mean.CompareAndSwap(old, old+(int64(n)-old)/16) {
+			return
+		}
+	}
+}
+
+// pick returns how to read the next head.
+func (h *headReader) pick() headRead {
+	if h.how == headConfirmed && h.mean.Load() < h.from {
+		return headFromLeader
+	}
+	return h.how
+}
+
+// kvOperation is the header a KV bucket marks deletes and purges with.
+const kvOperation = "KV-Operation"
+
+// readStored returns the stored snapshot of id and its revision, as the
+// bucket's leader holds it, read as how says; nil and 0 when there is none
+// (or it was deleted).
+//
+// An answer from a mirror of the bucket that answers direct gets for it
+// (MirrorDirect) is not taken: the leader is asked then. A mirror's
+// "none" carries no name, so with headDirect one that lags may say a new
+// conversation has no snapshot: it is then rebuilt from its events, which
+// make the same conversation, and its first write conflicts and reads the
+// head again (Worker.behind).
+func (w *Worker) readStored(ctx context.Context, id string, how headRead) ([]byte, uint64, error) {
+	bucket := w.cfg.subjects.SnapshotBucket()
+	m, err := w.readLast(ctx, "KV_"+bucket, "$KV."+bucket+"."+id, how)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		m, err = nil, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+	}
+	var value []byte
+	var rev uint64
+	if m != nil {
+		if op := m.Header.Get(kvOperation); op != "DEL" && op != "PURGE" {
+			value, rev = m.Data, m.Sequence
+		}
+	}
+	w.heads.add(len(value))
+	return value, rev, nil
+}
+
+// readLast returns the last message of subject in stream, read as how
+// says; jetstream.ErrMsgNotFound when there is none.
+func (w *Worker) readLast(ctx context.Context, stream, subject string, how headRead) (*jetstream.RawStreamMsg, error) {
+	req := msgGetRequest{LastFor: subject}
+	if how == headFromLeader {
+		return w.leaderGet(ctx, stream, req)
+	}
+	m, from, err := w.directGet(ctx, stream, req)
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+		if how == headDirect {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	case from != stream:
+		// A mirror's answer, of a mirror that may lag.
+	case how == headDirect:
+		return m, nil
+	default:
+		return w.confirm(ctx, stream, subject, m)
+	}
+	return w.leaderGet(ctx, stream, req)
+}
+
+// confirm returns m, a replica's last message of subject in stream, when
+// the stream's leader holds no later one, and otherwise the leader's last.
+// The leader says "none" in a few bytes, whatever the size of m; a later
+// message it answers with instead (not necessarily the last) is dropped.
+func (w *Worker) confirm(ctx context.Context, stream, subject string, m *jetstream.RawStreamMsg) (*jetstream.RawStreamMsg, error) {
+	_, err := w.leaderGet(ctx, stream, msgGetRequest{Seq: m.Sequence + 1, NextFor: subject})
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return m, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return w.leaderGet(ctx, stream, msgGetRequest{LastFor: subject})
+}

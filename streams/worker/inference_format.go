@@ -1,0 +1,200 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/providers"
+	"github.com/convstream/convstream/providers/bpe"
+	"github.com/convstream/convstream/streams"
+)
+
+// decodeFormat reads an inference request's format and budget.
+func decodeFormat(data map[string]any, req *streams.InferenceRequest) *streams.RejectError {
+	if v, present := data["format"]; present && v != nil {
+		s, ok := v.(string)
+		if !ok {
+			return streams.Reject(streams.CodeBadData, "data.format must be a string")
+		}
+		req.Format = s
+	}
+	f, err := providers.ParseFormat(req.Format)
+	if err != nil {
+		return streams.Reject(streams.CodeBadData, "data.format: %v", err)
+	}
+	req.Format = string(f)
+	if rej := decodeCache(data, req); rej != nil {
+		return rej
+	}
+	v, present := data["budget"]
+	if !present || v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return streams.Reject(streams.CodeBadData, "data.budget must be an object")
+	}
+	if f == providers.FormatRaw {
+		return streams.Reject(streams.CodeBadData, "data.budget: not for format raw")
+	}
+	b := &streams.TokenBudget{}
+	for name, dst := range map[string]*int{"maxTokens": &b.MaxTokens, "reserve": &b.Reserve, "keepTurns": &b.KeepTurns} {
+		x, present := obj[name]
+		if !present || x == nil {
+			continue
+		}
+		n, ok := toInt(x)
+		if !ok {
+			return streams.Reject(streams.CodeBadData, "data.budget.%s must be an integer", name)
+		}
+		*dst = n
+	}
+	if x, present := obj["encoding"]; present && x != nil {
+		if b.Encoding, ok = x.(string); !ok {
+			return streams.Reject(streams.CodeBadData, "data.budget.encoding must be a string")
+		}
+		if b.Encoding != "" {
+			if err := checkEncoding(b.Encoding); err != nil {
+				return streams.Reject(streams.CodeBadData, "data.budget.encoding: %v", err)
+			}
+		}
+	}
+	if err := providerBudget(b, nil).Check(); err != nil {
+		return streams.Reject(streams.CodeBadData, "data.%v", err)
+	}
+	req.Budget = b
+	return nil
+}
+
+// decodeCache reads an inference request's cache breakpoints.
+func decodeCache(data map[string]any, req *streams.InferenceRequest) *streams.RejectError {
+	v, present := data["cache"]
+	if !present || v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return streams.Reject(streams.CodeBadData, "data.cache must be an object")
+	}
+	c := &providers.CacheBreakpoints{}
+	for name, dst := range map[string]*bool{"system": &c.System, "tools": &c.Tools} {
+		if x, present := obj[name]; present && x != nil {
+			if *dst, ok = x.(bool); !ok {
+				return streams.Reject(streams.CodeBadData, "data.cache.%s must be a boolean", name)
+			}
+		}
+	}
+	if x, present := obj["lastUserTurns"]; present && x != nil {
+		if c.LastUserTurns, ok = toInt(x); !ok {
+			return streams.Reject(streams.CodeBadData, "data.cache.lastUserTurns must be an integer")
+		}
+	}
+	if x, present := obj["ttl"]; present && x != nil {
+		if c.TTL, ok = x.(string); !ok {
+			return streams.Reject(streams.CodeBadData, "data.cache.ttl must be a string")
+		}
+	}
+	if err := c.Check(); err != nil {
+		return streams.Reject(streams.CodeBadData, "data.%v", err)
+	}
+	req.Cache = c
+	return nil
+}
+
+// toInt reads a JSON number that holds an integer.
+func toInt(v any) (int, bool) {
+	switch n := v.(type) {
+	case float64:
+		if n != float64(int(n)) || n > 1<<31 || n < -(1<<31) {
+			return 0, false
+		}
+		return int(n), true
+	case int64:
+		return int(n), true
+	case uint64:
+		return int(n), n <= 1<<31
+	case int:
+		return n, true
+	}
+	return 0, false
+}
+
+func checkEncoding(name string) error {
+	for _, e := range bpe.Encodings() {
+		if e == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown encoding %q: want one of %v", name, bpe.Encodings())
+}
+
+// providerBudget returns b as providers take it, counting with c.
+func providerBudget(b *streams.TokenBudget, c providers.Counter) providers.Budget {
+	return providers.Budget{MaxTokens: b.MaxTokens, Reserve: b.Reserve, KeepTurns: b.KeepTurns, Counter: c}
+}
+
+// tokenCounters holds the exact counters the worker has made, one an
+// encoding, made at the first request that asks for it (a vocabulary
+// takes tens of megabytes).
+type tokenCounters struct {
+	mu sync.Mutex
+	by map[string]*bpe.Counter
+}
+
+func (t *tokenCounters) get(encoding string) (*bpe.Counter, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.by[encoding]; ok {
+		return c, nil
+	}
+	c, err := bpe.New(encoding)
+	if err != nil {
+		return nil, err
+	}
+	if t.by == nil {
+		t.by = map[string]*bpe.Counter{}
+	}
+	t.by[encoding] = c
+	return c, nil
+}
+
+// modelRequest writes the pipeline's output in the request's format,
+// within its budget.
+func (w *Worker) modelRequest(msgs []enginecore.Message, req streams.InferenceRequest) (*providers.Request, error) {
+	f, err := providers.ParseFormat(req.Format)
+	if err != nil {
+		return nil, err
+	}
+	var opts []providers.Option
+	if req.Cache != nil {
+		opts = append(opts, providers.WithCacheBreakpoints(*req.Cache))
+	}
+	if b := req.Budget; b != nil {
+		var counter providers.Counter
+		if b.Encoding != "" {
+			c, err := w.tokens.get(b.Encoding)
+			if err != nil {
+				return nil, err
+			}
+			counter = c
+		}
+		opts = append(opts, providers.WithBudget(providerBudget(b, counter)))
+		if b.Reserve > 0 {
+			opts = append(opts, providers.WithMaxTokens(b.Reserve))
+		}
+	}
+	return providers.Build(msgs, f, opts...)
+}
+
+// formatFailure is the failure of a context that could not be written in
+// its format: over its token budget (code over_budget), or a bug.
+func formatFailure(requestID, conv, pipeline string, err error) streams.PipelineFailed {
+	code := FailedInternal
+	if errors.Is(err, providers.ErrOverBudget) {
+		code = FailedOverBudget
+	}
+	return streams.PipelineFailed{RequestID: requestID, ConversationID: conv, Pipeline: pipeline, Code: code,
+		Message: err.Error(), Cause: err.Error()}
+}

@@ -1,0 +1,258 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// instruments are the worker's metrics.
+type instruments struct {
+	applied, rejected, skipped, failed metric.Int64Counter
+	eventDuration                      metric.Float64Histogram
+	snapshotLat                        metric.Float64Histogram
+	rebuilds                           metric.Int64Counter
+	checkpoints                        metric.Int64Counter
+	// snapshotWrites counts snapshot writes by outcome; byWrite holds the
+	// attribute option of each.
+	snapshotWrites metric.Int64Counter
+	byWrite        [writeOutcomes]metric.MeasurementOption
+	// snapshotBytes and snapshotEventBytes count the bytes of the
+	// snapshots stored and of the events they cover.
+	snapshotBytes, snapshotEventBytes metric.Int64Counter
+	// fromCheckpoint and fromEvents are the attribute options of a
+	// rebuild's start.
+	fromCheckpoint, fromEvents metric.MeasurementOption
+	rebuildDuration            metric.Float64Histogram
+	pipelineDuration           metric.Float64Histogram
+	processorDuration          metric.Float64Histogram
+	inferences                 metric.Int64Counter
+	// evictions counts conversations the caches let go of; forRoom and
+	// unused are the attribute options of its reasons.
+	evictions       metric.Int64Counter
+	forRoom, unused metric.MeasurementOption
+	// byType holds the attribute option of each event type, "unknown"
+	// standing for any other (a rejected event's type is the sender's
+	// string: one series each would have no bound); byOutcome that of each
+	// outcome. Built once: building them per event was 1% of the worker's
+	// CPU at peak.
+	byType    map[string]metric.MeasurementOption
+	byOutcome [rejected + 1]metric.MeasurementOption
+}
+
+// typeOption returns the attribute option of event type typ.
+func (ins *instruments) typeOption(typ string) (string, metric.MeasurementOption) {
+	if o, ok := ins.byType[typ]; ok {
+		return typ, o
+	}
+	return "unknown", ins.byType["unknown"]
+}
+
+// Metric names.
+const (
+	MetricEventsApplied      = "convstream.events.applied"
+	MetricEventsRejected     = "convstream.events.rejected"
+	MetricEventsSkipped      = "convstream.events.skipped"
+	MetricEventsFailed       = "convstream.events.failed"
+	MetricEventDuration      = "convstream.event.duration"
+	MetricSnapshotLatency    = "convstream.snapshot.latency"
+	MetricRebuilds           = "convstream.rebuilds"
+	MetricRebuildDuration    = "convstream.rebuild.duration"
+	MetricCheckpoints        = "convstream.checkpoints"
+	MetricSnapshotWrites     = "convstream.snapshot.writes"
+	MetricSnapshotBytes      = "convstream.snapshot.bytes"
+	MetricSnapshotEventBytes = "convstream.snapshot.event_bytes"
+	MetricPipelineDuration   = "convstream.pipeline.duration"
+	MetricProcessorDuration  = "convstream.processor.duration"
+	MetricInferences         = "convstream.inference.requests"
+	MetricCacheBytes         = "convstream.cache.bytes"
+	MetricCacheConversations = "convstream.cache.conversations"
+	MetricCacheEvictions     = "convstream.cache.evictions"
+	MetricLoads              = "convstream.loads"
+	MetricEventsParked       = "convstream.events.parked"
+)
+
+func newInstruments(mp metric.MeterProvider) (*instruments, error) {
+	m := mp.Meter(streams.InstrumentationName)
+	var ins instruments
+	var errs []error
+	counter := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{event}"))
+		errs = append(errs, err)
+		return c
+	}
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithDescription(desc), metric.WithUnit("s"),
+			metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+		errs = append(errs, err)
+		return h
+	}
+	ins.applied = counter(MetricEventsApplied, "Events applied: the conversation changed and a snapshot was stored.")
+	ins.rejected = counter(MetricEventsRejected, "Events refused and reported on the errors subject, by reason code.")
+	ins.skipped = counter(MetricEventsSkipped, "Redelivered events already applied.")
+	ins.failed = counter(MetricEventsFailed, "Event deliveries that failed transiently and will be redelivered.")
+	ins.eventDuration = seconds(MetricEventDuration, "Time to handle one event delivery.")
+	ins.snapshotLat = seconds(MetricSnapshotLatency, "Time from an event being stored in JetStream to its snapshot being stored.")
+	ins.rebuilds = counter(MetricRebuilds, "Conversations rebuilt from the events stream.")
+	ins.rebuildDuration = seconds(MetricRebuildDuration, "Time to rebuild one conversation from the events stream.")
+	ins.fromCheckpoint = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "checkpoint")))
+	ins.fromEvents = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "events")))
+	if c, err := m.Int64Counter(MetricCheckpoints, metric.WithUnit("{checkpoint}"),
+		metric.WithDescription("Conversation checkpoints, by outcome: written, failed, skipped (too large), busy (too many writes under way).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.checkpoints = c
+	}
+	if c, err := m.Int64Counter(MetricSnapshotWrites, metric.WithUnit("{write}"),
+		metric.WithDescription("Snapshot writes to the bucket, by outcome: stored, failed (retried, or its events redelivered), conflict (another worker wrote the key), too_large and refused (no retry stores it: its events applied again, measured, or terminated).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.snapshotWrites = c
+	}
+	bytes := func(name, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("By"))
+		errs = append(errs, err)
+		return c
+	}
+	ins.snapshotBytes = bytes(MetricSnapshotBytes, "Bytes of the snapshots stored in the bucket.")
+	ins.snapshotEventBytes = bytes(MetricSnapshotEventBytes, "Bytes of the events the stored snapshots cover: against convstream.snapshot.bytes, what snapshot writes cost for the events they store.")
+	for o := range ins.byWrite {
+		ins.byWrite[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", writeOutcome(o).String())))
+	}
+	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
+	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
+	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
+	if c, err := m.Int64Counter(MetricCacheEvictions, metric.WithUnit("{conversation}"),
+		metric.WithDescription("Conversations the caches let go of, by reason: room (for other conversations) or unused (for --cache-ttl).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.evictions = c
+	}
+	ins.forRoom = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "room")))
+	ins.unused = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "unused")))
+	ins.byType = map[string]metric.MeasurementOption{}
+	for _, t := range []string{streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted, "unknown"} {
+		ins.byType[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("type", t)))
+	}
+	for o := range ins.byOutcome {
+		ins.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome(o).String())))
+	}
+	return &ins, errors.Join(errs...)
+}
+
+// measuring is the metrics middleware: one count per outcome and the
+// handling time of every delivery.
+func (w *Worker) measuring(next handlerFunc) handlerFunc {
+	return func(ctx context.Context, d *delivery) error {
+		start := time.Now()
+		err := next(ctx, d)
+		ins := w.metrics
+		typ, attrs := ins.typeOption("")
+		if d.event != nil {
+			typ, attrs = ins.typeOption(d.event.Type())
+		}
+		switch d.outcome {
+		case applied:
+			ins.applied.Add(ctx, 1, attrs)
+		case skipped:
+			ins.skipped.Add(ctx, 1, attrs)
+		case rejected:
+			code := streams.CodeInternal
+			var re *streams.RejectError
+			if errors.As(err, &re) {
+				code = re.Code
+			}
+			ins.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("type", typ), attribute.String("code", code)))
+		default:
+			ins.failed.Add(ctx, 1, attrs)
+		}
+		ins.eventDuration.Record(ctx, time.Since(start).Seconds(), ins.byOutcome[d.outcome])
+		return err
+	}
+}
+
+func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
+	ins.snapshotLat.Record(ctx, d.Seconds())
+}
+
+// rebuilt counts a rebuild, from a checkpoint or from the first event.
+func (ins *instruments) rebuilt(ctx context.Context, d time.Duration, fromCheckpoint bool) {
+	from := ins.fromEvents
+	if fromCheckpoint {
+		from = ins.fromCheckpoint
+	}
+	ins.rebuilds.Add(ctx, 1, from)
+	ins.rebuildDuration.Record(ctx, d.Seconds(), from)
+}
+
+// evicted counts a conversation let go of for room or for going unused.
+func (ins *instruments) evicted(ctx context.Context, why letReason) {
+	reason := ins.forRoom
+	if why == letUnused {
+		reason = ins.unused
+	}
+	ins.evictions.Add(ctx, 1, reason)
+}
+
+// checkpointed counts a checkpoint by outcome.
+func (ins *instruments) checkpointed(ctx context.Context, outcome string) {
+	ins.checkpoints.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
+// writeOutcome is how a snapshot write ended, for convstream.snapshot.writes.
+type writeOutcome int
+
+const (
+	writeStored writeOutcome = iota
+	writeFailed
+	writeConflict
+	writeTooLarge
+	writeRefused  // a failure no retry changes, other than the size (storerefusal.go)
+	writeOutcomes // the number of outcomes
+)
+
+func (o writeOutcome) String() string {
+	return [...]string{"stored", "failed", "conflict", "too_large", "refused"}[o]
+}
+
+// snapshotWritten counts a snapshot write by outcome, and when stored, its
+// size and that of the events it covers.
+func (ins *instruments) snapshotWritten(ctx context.Context, o writeOutcome, size, events int) {
+	ins.snapshotWrites.Add(ctx, 1, ins.byWrite[o])
+	if o == writeStored {
+		ins.snapshotBytes.Add(ctx, int64(size))
+		ins.snapshotEventBytes.Add(ctx, int64(events))
+	}
+}
+
+// observeCache reports what the cached conversations weigh (see
+// WithCacheBytes) and how many they are (see WithCacheConversations), and
+// the conversations being loaded off their lanes and the events parked for
+// them (see WithLoads), as gauges.
+func (w *Worker) observeCache(mp metric.MeterProvider) error {
+	m := mp.Meter(streams.InstrumentationName)
+	for _, g := range []struct {
+		name, description, unit string
+		read                    func() int64
+	}{
+		{MetricCacheBytes, "Estimated memory of the conversations cached, against --cache-bytes.", "By", w.CacheBytes},
+		{MetricCacheConversations, "Conversations cached, against --cache-conversations.", "{conversation}", w.CachedConversations},
+		{MetricLoads, "Conversations being loaded off their lanes, --loads at once, the others waiting for a slot.",
+			"{conversation}", w.loads.loading.Load},
+		{MetricEventsParked, "Events waiting on their lanes for their conversation to be loaded.", "{event}", w.loads.parked.Load},
+	} {
+		_, err := m.Int64ObservableGauge(g.name, metric.WithDescription(g.description), metric.WithUnit(g.unit),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				o.Observe(g.read())
+				return nil
+			}))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

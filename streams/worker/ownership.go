@@ -1,0 +1,478 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// DefaultPinnedTTL is how long a partition stays with a worker that stopped
+// asking for its events, unless WithPinnedTTL says otherwise.
+const DefaultPinnedTTL = 10 * time.Second
+
+// ownerGroup is the priority group every worker pulls partitions in.
+const ownerGroup = "owners"
+
+// headerPinID is the header JetStream sets on every message it delivers to
+// the pinned client of a consumer.
+const headerPinID = "Nats-Pin-Id"
+
+// partitionWindow is how many events one partition's pull buffers.
+const partitionWindow = 128
+
+// ownership runs a worker on a partitioned stream. Every partition has a
+// durable consumer with the pinned-client priority policy: the server
+// delivers its events to one pull client at a time (the pinned one) and
+// pins another only when that one has not pulled for the pinned TTL or
+// gives the partition up. A worker pulls on the partitions it owns, and on
+// all the others while it owns fewer than its fair share (partitions / live
+// workers, rounded up), so that a dead worker's partitions are taken over;
+// a worker with more than its share drains and unpins the excess.
+type ownership struct {
+	w       *Worker
+	cons    []jetstream.Consumer
+	members *members
+	work    context.Context // outlives Run's ctx: started work finishes
+
+	mu      sync.Mutex
+	pullers map[int]*puller
+	pins    []string // by partition: the pin id of the current tenure, "" when not owned
+	// retired holds the pin ids of tenures that ended: an event delivered
+	// under one of them, still buffered or queued, belongs to the
+	// partition's next owner and is handed back instead of applied.
+	retired map[string]time.Time
+}
+
+// partitionConsumer is the durable consumer name of a partition.
+func (w *Worker) partitionConsumer(p int) string {
+	return w.cfg.consumer + "-p" + strconv.Itoa(p)
+}
+
+// partitionConsumerConfig is the durable consumer of partition p: one
+// worker at a time, the pinned client of its priority group.
+func (w *Worker) partitionConsumerConfig(p int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       w.partitionConsumer(p),
+		Description:   fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, w.partitions()),
+		FilterSubject: w.cfg.subjects.PartitionEvents(p),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.ackWait,
+		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
+		// As in Run: a dead owner's pending acks must not stall its
+		// successor.
+		MaxAckPending:  w.maxAckPending(partitionWindow),
+		PriorityPolicy: jetstream.PriorityPolicyPinned,
+		PriorityGroups: []string{ownerGroup},
+		PinnedTTL:      w.cfg.pinnedTTL,
+	}
+}
+
+// runPartitioned is Run on a partitioned stream, once the stream and
+// bucket exist.
+func (w *Worker) runPartitioned(ctx context.Context) error {
+	n := w.partitions()
+	cons := make([]jetstream.Consumer, n)
+	for p := range n {
+		var c jetstream.Consumer
+		err := w.untilAvailable(ctx, "partition consumer", func() (err error) {
+			c, err = w.createConsumer(ctx, w.stream, w.partitionConsumerConfig(p))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("streams: consumer %s: %w", w.partitionConsumer(p), err)
+		}
+		cons[p] = c
+	}
+	var mem *members
+	err := w.untilAvailable(ctx, "members bucket", func() (err error) {
+		mem, err = joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.owned = make([]atomic.Bool, n)
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
+	work := context.WithoutCancel(ctx)
+	if w.cfg.pipelines != nil {
+		if err := w.infer.start(work, w); err != nil {
+			w.lanes.shutdown()
+			mem.leave(work)
+			return err
+		}
+	}
+	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
+		retired: map[string]time.Time{}}
+	w.own = o
+	w.progress.start(work, w.cfg.ackWait)
+	w.ready.Store(true)
+	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
+		"partitions", n, "consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
+
+	o.balance(ctx)
+
+	// As in a hand-off: the pulls go on (keeping the pins) while their
+	// events wait and the lanes finish what they hold and store it; then
+	// the pulls stop, the events that waited go back, and only then are
+	// the partitions given up, so a successor starts after them.
+	o.setModes(holding)
+	w.finish(work)
+	o.setModes(returning)
+	o.stopAll()
+	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !w.nc.IsClosed() {
+		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
+	}
+	o.release(work)
+	mem.leave(work)
+	w.cfg.logger.InfoContext(work, "worker stopped")
+	return nil
+}
+
+// balance adjusts what the worker pulls, every eighth of the pinned TTL
+// (between 250ms and 1s: membership is renewed well within the TTL, and
+// partitions handed off are taken up soon), until ctx ends or the
+// connection closes.
+func (o *ownership) balance(ctx context.Context) {
+	tick := min(max(250*time.Millisecond, o.w.cfg.pinnedTTL/8), time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		if o.w.nc.IsClosed() {
+			return
+		}
+		o.rebalance(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// rebalance compares what the worker owns with its fair share and starts
+// or stops pulls accordingly.
+func (o *ownership) rebalance(ctx context.Context) {
+	log := o.w.cfg.logger
+	n := len(o.cons)
+	live, err := o.members.count(ctx)
+	if err != nil {
+		log.WarnContext(ctx, "counting workers", "err", err)
+	}
+	share := (n + live - 1) / live
+	o.forgetRetired()
+	var owned []int
+	for p, c := range o.cons {
+		info, err := c.Info(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.WarnContext(ctx, "partition consumer info", "partition", p, "err", err)
+			}
+			if o.w.owned[p].Load() {
+				owned = append(owned, p) // keep what we hold while the server is unreachable
+			}
+			continue
+		}
+		pinned := ""
+		for _, g := range info.PriorityGroups {
+			if g.Group == ownerGroup {
+				pinned = g.PinnedClientID
+			}
+		}
+		o.mu.Lock()
+		held := o.pins[p] != ""
+		// No pin at all is not another worker's: a new consumer leader
+		// starts without one (or this worker's lapsed), and the pull
+		// running here may well be pinned again.
+		mine := held && (pinned == o.pins[p] || pinned == "")
+		o.mu.Unlock()
+		if held && !mine {
+			// The server pinned another worker (this one stalled past the
+			// pinned TTL, or lost a race for the pin).
+			o.lose(p)
+			o.stop(p)
+		}
+		o.w.owned[p].Store(mine)
+		if mine {
+			owned = append(owned, p)
+		}
+	}
+	for _, p := range owned {
+		o.start(p)
+	}
+	if len(owned) < share {
+		for p := range n {
+			o.start(p)
+		}
+		return
+	}
+	for p := range n {
+		if !o.w.owned[p].Load() {
+			o.stop(p)
+		}
+	}
+	for _, p := range owned[share:] {
+		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
+		o.handOff(ctx, p)
+	}
+}
+
+// handOffTimeout bounds how long a hand-off waits for the lanes to store
+// the partition's conversations before it keeps the partition for now.
+const handOffTimeout = 15 * time.Second
+
+// handOff gives partition p up cleanly. The pull goes on, renewing the
+// pin, but p's events wait in its intake while the lanes apply what they
+// hold of p and store every conversation of p (its events acknowledged),
+// all at once, and let them go; the events parked for a conversation of p
+// still being loaded go back to the server unapplied (see returnLoads).
+// Then the pull stops, the events that waited are handed back to the
+// server, and p is unpinned: the next owner starts from stored snapshots
+// (and the checkpoints written as the conversations were let go), with
+// nothing of p applied twice or by two workers at once, however long the
+// stores took (a hand-off that stopped pulling first lost the pin when
+// they outlasted the pinned TTL, and the next owner applied the unstored
+// events again). When a store fails or the lanes take longer than
+// handOffTimeout, the worker keeps the partition, its events flow again,
+// and it tries at the next rebalance.
+func (o *ownership) handOff(ctx context.Context, p int) {
+	began := time.Now()
+	o.mu.Lock()
+	pl := o.pullers[p]
+	o.mu.Unlock()
+	if pl == nil {
+		o.start(p) // owned but not pulled: pull, and hand off next time
+		return
+	}
+	pl.setMode(holding)
+	var kept, held atomic.Int32 // the lanes run fn in parallel
+	storeCtx, cancel := context.WithTimeout(o.work, handOffTimeout)
+	err := o.w.lanes.callAll(storeCtx, func(l *lane) {
+		o.w.returnLoads(l, p)
+		in := o.w.partitionStates(l, p)
+		held.Add(int32(len(in)))
+		o.w.storeMany(o.work, l, in)
+		for _, st := range in {
+			if st.unsaved() {
+				kept.Add(1)
+				continue
+			}
+			o.w.checkpoint(storeCtx, st, true)
+			l.cache.drop(st.id)
+		}
+	})
+	cancel()
+	if n := kept.Load(); err == nil && n > 0 {
+		err = fmt.Errorf("%d conversations not stored", n)
+	}
+	if err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: kept for now", "partition", p, "err", err)
+		pl.setMode(forwarding)
+		return
+	}
+	pl.setMode(returning)
+	o.stop(p)
+	// The acknowledgements and the events handed back go out before the
+	// partition does.
+	if err := o.w.nc.FlushTimeout(5 * time.Second); err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
+	}
+	o.unpin(ctx, p)
+	o.w.cfg.logger.InfoContext(ctx, "partition handed off", "partition", p, "conversations", held.Load(),
+		"took", time.Since(began).Round(time.Millisecond))
+}
+
+// lose ends this worker's tenure of partition p, which the server gave
+// another worker: what it still holds of the partition queued or
+// buffered is handed back rather than applied, and its conversations are
+// let go once what they applied is stored (see Worker.leave).
+func (o *ownership) lose(p int) {
+	o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
+	o.retire(p)
+	o.w.leavePartition(o.work, p)
+}
+
+// retire ends the current tenure of partition p in this worker's books.
+func (o *ownership) retire(p int) {
+	o.mu.Lock()
+	if o.pins[p] != "" {
+		o.retired[o.pins[p]] = time.Now()
+	}
+	o.pins[p] = ""
+	o.mu.Unlock()
+	o.w.owned[p].Store(false)
+}
+
+// stale reports whether m was delivered under a tenure that has ended.
+func (o *ownership) stale(m jetstream.Msg) bool {
+	pin := m.Headers().Get(headerPinID)
+	if pin == "" {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, ok := o.retired[pin]
+	return ok
+}
+
+// forgetRetired drops the pins of tenures that ended long enough ago that
+// nothing delivered under them can still be buffered or queued here (it
+// would have been redelivered elsewhere after the ack wait).
+func (o *ownership) forgetRetired() {
+	horizon := time.Now().Add(-max(4*o.w.cfg.ackWait, time.Minute))
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for pin, at := range o.retired {
+		if at.Before(horizon) {
+			delete(o.retired, pin)
+		}
+	}
+}
+
+// partitionPullExpiry bounds how long a partition's pull request lasts.
+// It stays at 2 s: the unpartitioned consumer's pulls went to 1 s
+// (pullExpiry) for the stall of nats.go issue 1622, measured on that
+// consumer only, and a pinned consumer's pulls also renew its pin.
+const partitionPullExpiry = 2 * time.Second
+
+// start pulls partition p, unless already pulling.
+func (o *ownership) start(p int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := o.pullers[p]; ok {
+		return
+	}
+	// A pull renews the pin: well within the pinned TTL, and no longer
+	// than partitionPullExpiry.
+	expiry := min(partitionPullExpiry, max(time.Second, o.w.cfg.pinnedTTL/2))
+	it, err := o.cons[p].Messages(jetstream.PullMaxMessages(partitionWindow),
+		jetstream.PullPriorityGroup(ownerGroup), jetstream.PullExpiry(expiry))
+	if err != nil {
+		o.w.cfg.logger.WarnContext(o.work, "pulling a partition", "partition", p, "err", err)
+		return
+	}
+	pl := newPuller(it)
+	o.pullers[p] = pl
+	go o.pull(p, pl)
+	go o.forward(p, pl)
+}
+
+// stop ends the pull of partition p, handing out what it fetched first.
+func (o *ownership) stop(p int) {
+	o.mu.Lock()
+	pl, ok := o.pullers[p]
+	delete(o.pullers, p)
+	o.mu.Unlock()
+	if !ok {
+		return
+	}
+	pl.stop()
+}
+
+// setModes sets what every pull's forward does with its events (see
+// forwardMode).
+func (o *ownership) setModes(m forwardMode) {
+	o.mu.Lock()
+	pls := make([]*puller, 0, len(o.pullers))
+	for _, pl := range o.pullers {
+		pls = append(pls, pl)
+	}
+	o.mu.Unlock()
+	for _, pl := range pls {
+		pl.setMode(m)
+	}
+}
+
+// stopAll ends every pull.
+func (o *ownership) stopAll() {
+	for p := range o.cons {
+		o.stop(p)
+	}
+}
+
+// unpin gives partition p up at once, so that a waiting worker takes it
+// without waiting for the pinned TTL.
+func (o *ownership) unpin(ctx context.Context, p int) {
+	o.retire(p)
+	if err := o.w.stream.UnpinConsumer(ctx, o.w.partitionConsumer(p), ownerGroup); err != nil {
+		o.w.cfg.logger.WarnContext(ctx, "unpinning a partition", "partition", p, "err", err)
+	}
+}
+
+// release unpins every partition still owned, after a graceful stop.
+func (o *ownership) release(ctx context.Context) {
+	if o.w.nc.IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for p := range o.cons {
+		if o.w.owned[p].Load() {
+			o.unpin(ctx, p)
+		}
+	}
+}
+
+// partitionStates returns the conversations of partition p that lane l
+// holds. It runs on the lane.
+func (w *Worker) partitionStates(l *lane, p int) []*convState {
+	n := w.partitions()
+	var in []*convState
+	l.cache.each(func(st *convState) {
+		if streams.PartitionOf(st.id, n) == p {
+			in = append(in, st)
+		}
+	})
+	return in
+}
+
+// onPartition queues fn, on its lane, with every cached conversation of
+// partition p, ahead of anything queued on the lanes after it.
+func (w *Worker) onPartition(ctx context.Context, p int, fn func(l *lane, st *convState)) {
+	for _, l := range w.lanes.all {
+		_ = w.lanes.barrier(l, func() {
+			for _, st := range w.partitionStates(l, p) {
+				fn(l, st)
+			}
+		})
+	}
+}
+
+// forgetPartition drops the cached conversations of partition p from
+// every lane, ahead of anything queued after it.
+func (w *Worker) forgetPartition(ctx context.Context, p int) {
+	w.onPartition(ctx, p, func(l *lane, st *convState) { l.cache.drop(st.id) })
+}
+
+// leavePartition lets go of the cached conversations of partition p, on
+// every lane, ahead of anything queued after it: at once when they have
+// nothing unstored, else once that is stored (see Worker.leave).
+func (w *Worker) leavePartition(ctx context.Context, p int) {
+	w.onPartition(ctx, p, func(l *lane, st *convState) {
+		st.leaving = true
+		w.leave(ctx, l, st)
+	})
+}
+
+// suspectPartition marks the cached conversations of partition p as
+// unverified (see convState.unverified) on every lane, ahead of anything
+// queued after it.
+func (w *Worker) suspectPartition(ctx context.Context, p int) {
+	w.onPartition(ctx, p, func(_ *lane, st *convState) { st.unverified = true })
+}
+
+// ownsConversation reports whether this worker owns the partition of a
+// conversation (always, on an unpartitioned stream).
+func (w *Worker) ownsConversation(id string) bool {
+	n := w.partitions()
+	if n < 1 || w.owned == nil {
+		return true
+	}
+	return w.owned[streams.PartitionOf(id, n)].Load()
+}

@@ -1,0 +1,264 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+)
+
+// convState is a conversation held in memory by its lane.
+type convState struct {
+	id   string
+	conv *conversation.Conversation
+	// seq: every event of the conversation with a stream sequence up to
+	// seq has been taken into account.
+	seq uint64
+	// version is the stream sequence of the last event that changed the
+	// conversation: the same events make the same conversation, so a
+	// version names one flat list whichever worker computed it, before or
+	// after a crash or a failover. flat is the flat list of the last delta
+	// published (nil when none was published since the state was loaded:
+	// the next delta then carries the whole list).
+	version uint64
+	flat    []*conversation.Message
+	// flatJSON has the JSON of flat's entries, so that a store does not
+	// encode the flatList again; flatBytes is their total size (with
+	// commas), at most the snapshot limit (see publish).
+	flatJSON  flatJSON
+	flatBytes int32
+	// treeBound bounds what the snapshot holds besides its flatList (the
+	// context tree, its frame): measured by the last check, grown by an
+	// allowance for each event since (see snapshotlimits.go); 0 when not
+	// known since the state was loaded.
+	treeBound int32
+	// The stored snapshot: its version, sequence and KV revision (0: none).
+	storedVersion, storedSeq, rev uint64
+	// store holds the events waiting for a store and the write in flight,
+	// from an event until a write leaves nothing pending (nil otherwise:
+	// see storeState); storing (below) is true while a store is queued on
+	// the lane.
+	store *storeState
+	// lastStore is when the last snapshot was written, in Unix nanoseconds
+	// as the lane's store clock counts (0: none since the state was
+	// loaded).
+	lastStore int64
+	// storeAt is when the queued store runs, on the lane's clock (moved
+	// forward when a store falls due earlier); retryAt, when not 0, is when
+	// a failed or outdated write is to be retried. Both are Unix
+	// nanoseconds, and they belong with store: they sit here, in a struct
+	// that has the room, rather than in storeState (see there).
+	storeAt, retryAt int64
+	// size is the state's weight in its cache when last measured (weight).
+	size int64
+	// The small fields sit together, so that the state takes 224 bytes
+	// (TestShortConversations).
+	//
+	// snapshotBytes is the size of the last snapshot encoded (0: none
+	// yet); unstoredBytes that of the events in store.unstored. Both are
+	// clamped to 32 bits (see clamp32): a snapshot is one message, under
+	// the server's limit of 64 MiB, and the events' size only weighs the
+	// next store against the snapshot.
+	snapshotBytes, unstoredBytes int32
+	// used is the cache's epoch when the state was last used; cold is set
+	// while its conversation is compacted (see lru.sweep).
+	used uint32
+	cold bool
+	// failures counts writes in a row that failed transiently (the server
+	// away, a timeout); the next try waits longer each time. It stops
+	// counting at its maximum, past every bound it is compared with.
+	failures uint8
+	// depthLeft is how many events may be applied before the context
+	// tree's branch depth is measured again (see snapshotlimits.go); 0:
+	// at the next one.
+	depthLeft int16
+	// phase places the state's stores within a stretched interval (see
+	// storeDue), drawn at random when the state is made.
+	phase uint32
+	// storing: see store.
+	storing bool
+	// unverified marks a state loaded for reading, up to the stored
+	// snapshot: events after it may exist that this worker was never
+	// given (a crashed worker's, awaiting redelivery), so the first event
+	// applied to it checks that it is the next one.
+	unverified bool
+	// leaving marks a state of a partition this worker lost: its unstored
+	// events are stored (and acknowledged) before it is let go, so that the
+	// partition's new owner does not apply them a second time.
+	leaving bool
+	// lastUse is when the cache last used the state (cacheShare.now).
+	lastUse int64
+	// events counts the conversation's events taken into account (read by
+	// its rebuild, checkpoint included, and applied since); sinceEvents and
+	// sinceBytes those since its last checkpoint, and their size (see
+	// checkpointDue).
+	events                  uint64
+	sinceEvents, sinceBytes int
+}
+
+// readHead returns the version and sequence of the stored snapshot of id
+// and its revision; all zero when there is none, read as how says.
+func (w *Worker) readHead(ctx context.Context, id string, how headRead) (snapshotHead, uint64, error) {
+	value, rev, err := w.readStored(ctx, id, how)
+	if err != nil || rev == 0 {
+		return snapshotHead{}, 0, err
+	}
+	h, err := snapshotHeadOf(value)
+	if err != nil {
+		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+	}
+	return h, rev, nil
+}
+
+// stateForEvent returns the state an event at sequence seq applies to,
+// loading it when the lane does not hold it: pre when it was loaded ahead
+// for this event (see park), else now, on the lane. skip is true when the
+// event has been taken into account already (a redelivery).
+func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64, pre *loadResult) (st *convState, skip bool, err error) {
+	if st := l.cache.get(id); st != nil {
+		if seq <= st.seq {
+			// A redelivery, maybe of an event not stored yet.
+			return st, true, nil
+		}
+		if !st.unverified {
+			return st, false, nil
+		}
+		next, err := w.nextEvent(ctx, id, st.seq+1)
+		if err != nil {
+			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
+		}
+		if next.Sequence == seq {
+			st.unverified = false
+			return st, false, nil
+		}
+		// An earlier event is pending elsewhere: rebuild past it.
+		l.cache.drop(id)
+	}
+	if pre != nil {
+		st, skip, err = pre.st, pre.skip, pre.err
+	} else {
+		st, skip, err = w.load(ctx, id, seq)
+	}
+	if st != nil {
+		l.cache.put(st)
+	}
+	return st, skip, err
+}
+
+// load reads from the store the state of conversation id that its event
+// at sequence seq applies to (nil, and skip true, when the stored snapshot
+// covers that event already: a redelivery). The state is rebuilt from
+// every event before seq, not only up to the stored snapshot: events
+// between the two were delivered earlier and failed or are being
+// redelivered; including them now keeps the order, and their redelivery
+// is then skipped. It does not touch the lane's cache, so it may run off
+// the lane.
+func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
+	head, rev, err := w.readHead(ctx, id, w.heads.pick())
+	if err != nil {
+		return nil, false, err
+	}
+	if seq <= head.Sequence {
+		return nil, true, nil
+	}
+	r, err := w.rebuild(ctx, id, seq, rev != 0)
+	if err != nil {
+		return nil, false, err
+	}
+	return newState(r, seq-1, head, rev), false, nil
+}
+
+// stateForRead returns the state of id to read: the lane's copy, else
+// pre, a state loaded off the lane for the read (loadForRead); nil when
+// the lane holds none and pre is nil. The lane keeps pre unless its cache
+// let a state go since it counted lets (a copy of id it let go may be
+// newer than pre, and a stale copy would serve every read until the next
+// event). It runs on the lane.
+func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *convState {
+	// A conversation of a partition another worker owns changes behind
+	// this worker's back: it is read from the store every time.
+	if !w.ownsConversation(id) {
+		if st := l.cache.peek(id); st != nil && !st.leaving { // a leaving one goes once stored
+			l.cache.drop(id)
+		}
+		return pre
+	}
+	if st := l.cache.get(id); st != nil {
+		return st
+	}
+	if pre != nil && l.cache.lets == lets {
+		l.cache.put(pre)
+	}
+	return pre
+}
+
+// loadForRead returns the state of id as stored, rebuilt up to the
+// sequence of the stored snapshot; ErrUnknownConversation when nothing is
+// stored. It does not touch a lane: a read loads off the lane, whose other
+// conversations go on meanwhile.
+func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
+	head, rev, err := w.readHead(ctx, id, w.heads.pick())
+	if err != nil {
+		return nil, err
+	}
+	if rev == 0 {
+		return nil, fmt.Errorf("%w: %s", streams.ErrUnknownConversation, id)
+	}
+	r, err := w.rebuild(ctx, id, head.Sequence+1, true)
+	if err != nil {
+		return nil, err
+	}
+	st := newState(r, head.Sequence, head, rev)
+	st.unverified = true
+	return st, nil
+}
+
+// newState returns the state of a conversation rebuilt by r: every event
+// up to seq taken into account, with the stored snapshot head and
+// revision.
+func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
+	return &convState{id: r.id, conv: r.conv, seq: seq, version: r.last,
+		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32(),
+		events: r.base + uint64(r.n), sinceEvents: r.n, sinceBytes: r.bytes}
+}
+
+// unsaved reports whether st has events no stored snapshot covers yet:
+// waiting for a store, or in a write under way.
+func (st *convState) unsaved() bool { return len(st.store.events()) > 0 || st.store.batch() != nil }
+
+// settled reports whether st has nothing pending that needs its
+// conversation soon: no events awaiting a store, no store queued or being
+// written, no retry due, not leaving.
+func (st *convState) settled() bool {
+	return !st.unsaved() && !st.storing && st.retryAt == 0 && !st.leaving
+}
+
+// weight approximates the memory st holds: with a conversation, st
+// itself with its place in the cache (stateBytes) and the conversation (see
+// conversation.Conversation.Bytes); of its flat list, a slot for each
+// entry and the JSON of derived messages (that of the others is their
+// messages', see flatJSON); and the maps of the derived messages, which
+// Bytes leaves out.
+func (st *convState) weight() int64 {
+	n := flatEntryBytes*len(st.flat) + (1+conversation.DecodedFactor)*st.flatJSON.bytes
+	if st.conv != nil {
+		n += stateBytes + st.conv.Bytes()
+	}
+	if st.store != nil {
+		n += storeStateBytes
+	}
+	return int64(n)
+}
+
+// What weight allows for a state (the struct, 224 bytes, its element in
+// the cache's list and its id), for its store state while it has one (the
+// struct, 32 bytes, and its place in the lane's store clock while queued),
+// and for an entry of the flat list (its slot in the list, and in flatJSON
+// for a derived one).
+const (
+	stateBytes      = 320
+	storeStateBytes = 64
+	flatEntryBytes  = 24
+)

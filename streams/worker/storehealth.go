@@ -1,0 +1,63 @@
+package worker
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// DefaultStoreStallLimit is how long snapshot writes may all fail before
+// the worker reports itself not ready (see WithStoreStallLimit). A failed
+// write is retried after up to 5 s, so a minute is a dozen tries or more.
+const DefaultStoreStallLimit = time.Minute
+
+// storeHealth follows whether the worker's snapshot writes succeed. Its
+// methods are safe for concurrent use: the lanes report, Ready reads.
+type storeHealth struct {
+	// failingSince is when the first write failed since the last one that
+	// succeeded, in Unix nanoseconds; 0 while the last write succeeded.
+	failingSince atomic.Int64
+	failures     atomic.Int64 // writes failed since then
+	lastErr      atomic.Pointer[error]
+}
+
+// succeeded records a write that succeeded.
+func (h *storeHealth) succeeded() {
+	if h.failingSince.Load() != 0 {
+		h.failingSince.Store(0)
+		h.failures.Store(0)
+	}
+}
+
+// failed records a write that failed with err at now.
+func (h *storeHealth) failed(err error, now time.Time) {
+	h.lastErr.Store(&err)
+	h.failures.Add(1)
+	h.failingSince.CompareAndSwap(0, now.UnixNano())
+}
+
+// check returns an error when writes have failed, none succeeding, for
+// longer than limit (0: never).
+func (h *storeHealth) check(now time.Time, limit time.Duration) error {
+	since := h.failingSince.Load()
+	if since == 0 || limit == 0 {
+		return nil
+	}
+	d := now.Sub(time.Unix(0, since))
+	if d <= limit {
+		return nil
+	}
+	var last error
+	if p := h.lastErr.Load(); p != nil {
+		last = *p
+	}
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	} else {
+		d = d.Round(time.Millisecond)
+	}
+	return fmt.Errorf("%w: snapshot writes failing for %v, none stored (%d failed); last: %w",
+		streams.ErrNotReady, d, h.failures.Load(), last)
+}

@@ -1,0 +1,394 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/convstream/convstream/streams"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Worker consumes the events stream, keeps conversations up to date,
+// publishes and stores their snapshots, and answers inference requests.
+// Create it with New and start it with Run.
+type Worker struct {
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	cfg     config
+	tracer  trace.Tracer
+	traced  bool // spans are recorded: the tracer provider is not the no-op one
+	metrics *instruments
+	handler handlerFunc
+
+	// Set by Run.
+	stream  jetstream.Stream
+	kv      jetstream.KeyValue
+	lanes   *lanes
+	owned   []atomic.Bool // by partition, when partitioned
+	own     *ownership    // when partitioned
+	ready   atomic.Bool
+	cached  atomic.Int64 // what the lanes' caches weigh
+	held    atomic.Int64 // how many conversations they hold
+	writing atomic.Int64 // snapshot writes in flight
+	writers *writers     // the goroutines that run them
+	// stores follows whether snapshot writes succeed, for Ready.
+	stores storeHealth
+	// degraded holds the conversations held at a limit (degraded.go).
+	degraded degradedSet
+	// storeCap is what the server lets the worker store (snapshotlimits.go).
+	storeCap storeCap
+	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
+	snapshotBufs sync.Pool
+	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
+	runs         atomic.Bool
+	// checkpoints is the checkpoint bucket (nil: checkpoints off); cpSlots
+	// holds a token for each write under way (checkpointsInFlight at most).
+	checkpoints jetstream.KeyValue
+	cpSlots     chan struct{}
+	// cpQueue holds the writes waiting for a slot (see queueCheckpoint).
+	cpQueue chan func()
+	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
+	cpBufs sync.Pool
+	// loads bounds the conversations loaded off the lanes at once (see
+	// park).
+	loads *loadGate
+	// heads is how snapshot heads are read (see headReader).
+	heads headReader
+	// progress keeps the events the worker holds from redelivery.
+	progress *inProgress
+
+	infer inferenceServer
+	// tokens holds the exact token counters inference budgets asked for.
+	tokens tokenCounters
+
+	// failures keeps the last failure of events being redelivered, for
+	// their dead letters (deadletter.go).
+	failures failureNotes
+}
+
+// New returns a worker that talks to NATS over nc. It creates
+// nothing on the server until Run.
+func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
+	cfg, err := configOf(opts)
+	if err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("streams: %w", err)
+	}
+	ins, err := newInstruments(cfg.meterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	w := &Worker{
+		nc:      nc,
+		js:      js,
+		cfg:     cfg,
+		tracer:  cfg.tracerProvider.Tracer(streams.InstrumentationName),
+		traced:  traced(cfg.tracerProvider),
+		metrics: ins,
+		writers: newWriters(),
+		cpSlots: make(chan struct{}, checkpointsInFlight),
+		cpQueue: make(chan func(), cfg.checkpointsWaiting),
+		loads:   newLoadGate(cfg.loads),
+		heads:   headReader{from: cfg.headsFrom},
+	}
+	w.progress = newInProgress(nc)
+	if err := w.observeCache(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	if err := w.observeDegraded(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	// decode runs before the chain (it cannot fail); then
+	// validate → apply → publish, wrapped outermost first.
+	w.handler = chain([]stage{w.validate, w.apply, w.publish},
+		w.tracing, w.measuring, w.rejection, w.recoverer)
+	return w, nil
+}
+
+// Run provisions the stream and buckets, consumes events and serves
+// inference until ctx ends. Then it stops fetching, lets in-flight and
+// already fetched events finish (each is acknowledged or redelivered
+// later), stops the inference endpoint, flushes and returns nil. It returns
+// an error only when it cannot start.
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.runs.CompareAndSwap(false, true) {
+		return fmt.Errorf("%w: Run called twice", streams.ErrInvalidConfig)
+	}
+	log := w.cfg.logger
+	var stream jetstream.Stream
+	var kv jetstream.KeyValue
+	err := w.untilAvailable(ctx, "stream and bucket", func() (err error) {
+		stream, kv, err = Provision(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	w.stream, w.kv = stream, kv
+	err = w.untilAvailable(ctx, "errors stream", func() error {
+		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), log)
+	})
+	if err != nil {
+		return err
+	}
+	// Before any pull: JetStream gives up on an event when a worker asks
+	// for more, and announces it then.
+	// Records are still written while the worker drains.
+	deadLetters, err := w.watchDeadLetters(context.WithoutCancel(ctx))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = deadLetters.Unsubscribe() }()
+	if err := w.storeCap.readBucket(ctx, kv); err != nil {
+		log.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
+	}
+	w.heads.start(ctx, kv)
+	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
+	if w.cfg.checkpoints {
+		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
+			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if w.partitions() > 0 {
+		return w.runPartitioned(ctx)
+	}
+	var cons jetstream.Consumer
+	err = w.untilAvailable(ctx, "consumer", func() (err error) {
+		cons, err = w.createConsumer(ctx, stream, w.consumerConfig())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
+	}
+	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
+	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
+	if err != nil {
+		w.lanes.shutdown()
+		return fmt.Errorf("streams: consume: %w", err)
+	}
+	// Work started before shutdown runs to completion: it only stops the
+	// fetching.
+	work := context.WithoutCancel(ctx)
+	if w.cfg.pipelines != nil {
+		if err := w.infer.start(work, w); err != nil {
+			it.Stop()
+			w.lanes.shutdown()
+			return err
+		}
+	}
+	w.progress.start(work, w.cfg.ackWait)
+	w.ready.Store(true)
+	log.InfoContext(ctx, "worker consuming", "stream", stream.CachedInfo().Config.Name,
+		"consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
+
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-stopped: // the connection closed under us
+		}
+		it.Drain() // what was fetched is still handed out, then Next ends
+	}()
+	w.dispatch(work, it)
+	close(stopped)
+	w.finish(work)
+	w.cfg.logger.InfoContext(work, "worker stopped")
+	return nil
+}
+
+// consumerConfig is the durable consumer of an unpartitioned stream.
+func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       w.cfg.consumer,
+		Description:   "convstream worker: applies message events in order",
+		FilterSubject: w.cfg.subjects.AllEvents(),
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       w.cfg.ackWait,
+		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
+		// Far above what one worker holds (the fetch window, the lane
+		// queues and the events awaiting a store): events a crashed worker
+		// left unacknowledged keep their slots until AckWait, and must not
+		// stall its successor.
+		MaxAckPending: w.maxAckPending(fetchWindow),
+	}
+}
+
+// cacheConfig is what the lanes' caches keep.
+func (w *Worker) cacheConfig() cacheConfig {
+	return cacheConfig{conversations: w.cfg.cacheSize, bytes: w.cfg.cacheBytes, idle: w.cfg.cacheIdle, ttl: w.cfg.cacheTTL,
+		total: &w.cached, held: &w.held, release: w.release,
+		// A conversation gone quiet is checkpointed while it is compacted:
+		// a crash writes none, and its next rebuild starts there.
+		quiet: func(st *convState) bool { return w.checkpointQuiet(context.Background(), st) }}
+}
+
+// CacheBytes returns what the conversations cached by the lanes weigh now
+// (see WithCacheBytes); 0 before Run.
+func (w *Worker) CacheBytes() int64 { return w.cached.Load() }
+
+// CachedConversations returns how many conversations the lanes hold now,
+// against WithCacheConversations.
+func (w *Worker) CachedConversations() int64 { return w.held.Load() }
+
+// finish stops serving and lets the work handed to the lanes complete.
+func (w *Worker) finish(work context.Context) {
+	w.ready.Store(false)
+	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
+	w.infer.stop()
+	w.loads.close() // their parked events are applied before the stores
+	w.storeAll(work)
+	w.checkpointAll(work)
+	w.lanes.shutdown()
+	w.writers.stop()
+	w.progress.close()
+	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
+	}
+}
+
+// dispatch hands every fetched message to the lane of its conversation
+// until the iterator is drained.
+func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
+	for {
+		m, err := it.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+			return
+		}
+		if err != nil {
+			// Missed heartbeats and the like: the iterator recovers.
+			w.cfg.logger.WarnContext(ctx, "fetching events", "err", err)
+			continue
+		}
+		w.progress.hold(pendingAckOf(m))
+		w.route(ctx, m)
+	}
+}
+
+// route hands a fetched message to the lane of its conversation, behind
+// the conversation's earlier events, without waiting for the lane (see
+// laneQueue).
+func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
+	key := m.Subject()
+	if id, ok := w.cfg.subjects.StoredConversationOf(key, w.partitions()); ok {
+		key = id
+	}
+	l := w.lanes.pick(key)
+	if err := w.lanes.enqueue(ctx, l, key, len(m.Data()), func(behind time.Duration) {
+		w.handle(ctx, l, m, behind)
+	}); err != nil {
+		w.settled(m)
+		_ = m.Nak()
+	}
+}
+
+// handle runs one message through the handler and settles it; behind is
+// how long it waited on the lane behind earlier events of its
+// conversation.
+func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind time.Duration) {
+	if w.handBackStale(m) {
+		return
+	}
+	d := w.decode(m)
+	d.lane = l
+	d.behind = behind
+	w.process(ctx, l, d)
+}
+
+// handBackStale hands m back to the server, and reports whether it did,
+// when it was delivered under a tenure of its partition that this worker
+// has lost since: it was queued or parked before the loss, and the
+// partition's next owner applies it.
+func (w *Worker) handBackStale(m jetstream.Msg) bool {
+	if w.own == nil || !w.own.stale(m) {
+		return false
+	}
+	w.settled(m)
+	_ = m.Nak()
+	return true
+}
+
+// settle acknowledges a delivery by its outcome: ack when applied or
+// skipped (once a stored snapshot covers it, see deferAck), terminate when
+// rejected, and otherwise ask for redelivery after a backoff, forgetting
+// the conversation when the event may have changed it in memory. One that
+// failed before (its state could not be loaded or checked) is kept: it is
+// as it was, and letting it go would apply its unstored events again.
+func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
+	var ackErr error
+	if err != nil || !d.unstored {
+		w.settled(d.msg)
+	}
+	switch {
+	case err == nil && d.unstored:
+		w.deferAck(ctx, d)
+	case err == nil:
+		ackErr = d.msg.Ack()
+	case errors.Is(err, streams.ErrRejected):
+		ackErr = d.msg.Term()
+	default:
+		if d.conversationID != "" && d.state != nil {
+			d.lane.cache.drop(d.conversationID)
+		}
+		if w.lastDelivery(d) {
+			// Not redelivered again: kept as a dead letter with its reason.
+			dlErr := w.deadLetterFailed(ctx, d, err)
+			if dlErr == nil {
+				ackErr = d.msg.Term()
+				break
+			}
+			w.cfg.logger.ErrorContext(ctx, "dead letter not stored; JetStream's announcement of it will be", "seq", d.seq, "err", dlErr)
+		}
+		w.failures.note(d.seq, err.Error())
+		delivered := max(d.delivered, 1)
+		delay := backoff(delivered)
+		w.cfg.logger.WarnContext(ctx, "event failed; will be redelivered", "subject", d.subject, "seq", d.seq,
+			"delivered", delivered, "retry_in", delay, "err", err)
+		ackErr = d.msg.NakWithDelay(delay)
+	}
+	if ackErr != nil {
+		// The server redelivers after AckWait; applying again is a no-op.
+		w.cfg.logger.WarnContext(ctx, "settling event", "subject", d.subject, "seq", d.seq, "err", ackErr)
+	}
+}
+
+// fetchWindow is how many events the consumer buffers ahead of the lanes.
+// At 256, a worker connected over TCP and driven flat out lost its pull
+// now and then (nats: no heartbeat received) and waited out the missed
+// heartbeats each time, about one stall a second; at 1024 it did not.
+// Flat out over loopback TCP, 60,000 events: seven of seven runs stalled
+// at 256 (6,300 to 18,000 ev/s), none of four at 1024 (25,600 to 26,600
+// ev/s; BENCHMARKS.md). The mechanism is not known, only the measurement.
+// Over the in-process connection both sizes did the same.
+const fetchWindow = 1024
+
+// pullExpiry is how long one pull request of the worker's consumers lasts;
+// the server's heartbeats come every half of it. As short as nats.go
+// allows, because a pull the server no longer holds while the client
+// counts on it (nats.go issue 1622: under load, now and then; the server
+// then sends no heartbeat) stalls the consumer until two heartbeats are
+// missed: 30 seconds with the default expiry, 1 with this.
+const pullExpiry = time.Second
+
+// backoff is the redelivery delay after n deliveries: 100ms doubling, at
+// most 10s.
+func backoff(n uint64) time.Duration {
+	d := 100 * time.Millisecond
+	for i := uint64(1); i < n && d < 10*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Second)
+}
