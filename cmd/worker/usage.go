@@ -33,10 +33,10 @@ var flagTopics = []topic{
 }
 
 // tuningTopic is listed last, after "Other": the Go runtime's settings,
-// apart from the user's, each with a default a benchmark justifies
-// (docs/operations.md, "Tuning").
+// apart from the user's; docs/operations.md, "Tuning", gives the figures
+// behind each default and the tests that guard each.
 var tuningTopic = topic{
-	`Runtime tuning (Go runtime; defaults measured, docs/operations.md "Tuning")`,
+	`Runtime tuning (Go runtime; docs/operations.md "Tuning")`,
 	[]string{"gc-percent", "memory-limit-ratio", "idle-gc", "heap-huge-pages"},
 }
 
