@@ -2,6 +2,7 @@
 // bench module's convload share: the binding of a flag to its CONVSTREAM_*
 // environment variable (Env), and the NATS connection flags that yield a
 // streams.ConnConfig (NATS). A flag or variable added here appears in every
-// command at once; TestNATSFlagsAlike in cmd/worker and cmd/convctl guards
-// that they expose the same names (CheckNATSHelp).
+// command at once; TestNATSFlagsAlike in cmd/worker, cmd/convctl and
+// bench/cmd/convload checks each command's help against the one list
+// (CheckNATSHelp), so that they expose the same names.
 package cliflags
