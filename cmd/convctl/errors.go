@@ -54,7 +54,7 @@ func runErrors(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	defer nc.Close()
 	reports, err := c.Errors(ctx, conv)
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl errors:", explain(ctx, nc, nf.prefix, conv, err))
+		fmt.Fprintln(stderr, "convctl errors:", explain(ctx, nc, nf.Prefix, conv, err))
 		return 1
 	}
 	enc := json.NewEncoder(stdout)

@@ -75,7 +75,7 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	defer cancel()
 	ev, err := c.Infer(rctx, req)
 	if errors.Is(err, nats.ErrNoResponders) {
-		fmt.Fprintf(stderr, "convctl infer: no worker serves inference for subject prefix %q on %s: start one (make run), or check --subject-prefix: %v\n", nf.prefix, nc.ConnectedUrlRedacted(), err)
+		fmt.Fprintf(stderr, "convctl infer: no worker serves inference for subject prefix %q on %s: start one (make run), or check --subject-prefix: %v\n", nf.Prefix, nc.ConnectedUrlRedacted(), err)
 		return 1
 	}
 	if err != nil {

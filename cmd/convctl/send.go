@@ -132,7 +132,7 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	defer nc.Close()
 	var w *waiter
 	if *wait || !*noWait {
-		if w, err = newWaiter(nc, nf.prefix, conv); err != nil {
+		if w, err = newWaiter(nc, nf.Prefix, conv); err != nil {
 			fmt.Fprintln(stderr, "convctl send:", err)
 			return 1
 		}
@@ -164,7 +164,7 @@ func runSend(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		cancel()
 		if err != nil {
 			bar.clear()
-			fmt.Fprintf(stderr, "convctl send: event %d of %d: %v\n", i+1, len(events), sendError(err, nf.prefix))
+			fmt.Fprintf(stderr, "convctl send: event %d of %d: %v\n", i+1, len(events), sendError(err, nf.Prefix))
 			fmt.Fprintf(stderr, "convctl send: sent %d of %d, in %s\n", i, len(events), roundDuration(time.Since(start)))
 			return 1
 		}

@@ -62,7 +62,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *once {
 		s, err := c.Snapshot(ctx, conv)
 		if err != nil {
-			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
+			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.Prefix, conv, err))
 			return 1
 		}
 		print(s)
@@ -71,7 +71,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	// Following waits for the first snapshot; say why none may come.
 	if _, err := c.Snapshot(ctx, conv); err != nil {
 		var na *notAppliedError
-		switch err = explain(ctx, nc, nf.prefix, conv, err); {
+		switch err = explain(ctx, nc, nf.Prefix, conv, err); {
 		case errors.As(err, &na):
 			fmt.Fprintln(stderr, "convctl watch: waiting:", err)
 		case errors.Is(err, streams.ErrUnknownConversation):
@@ -88,7 +88,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	if *deltas {
 		ds, err := c.Deltas(ctx, conv)
 		if err != nil {
-			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
+			fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.Prefix, conv, err))
 			return 1
 		}
 		for d := range ds {
@@ -101,7 +101,7 @@ func runWatch(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 	}
 	views, err := c.Follow(ctx, conv, *resync)
 	if err != nil {
-		fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.prefix, conv, err))
+		fmt.Fprintln(stderr, "convctl watch:", explain(ctx, nc, nf.Prefix, conv, err))
 		return 1
 	}
 	for v := range views {

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/convstream/convstream/internal/cliflags"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
 )
@@ -17,15 +18,12 @@ type embeddedAuth struct {
 	tenants                       string
 }
 
-// register adds the flags, with their environment variables, and the
-// worker's own --nats-nkey and --nats-inbox-prefix.
-func (a *embeddedAuth) register(fs *flag.FlagSet, ef *envFlags, conn *streams.ConnConfig) {
+// register adds the flags, with their environment variables.
+func (a *embeddedAuth) register(fs *flag.FlagSet, ef *cliflags.Env) {
 	str := func(p *string, name, env, usage string) {
 		fs.StringVar(p, name, "", usage)
-		ef.bind(name, env)
+		ef.Bind(name, env)
 	}
-	str(&conn.NKey, "nats-nkey", "CONVSTREAM_NATS_NKEY", "file holding a NATS user nkey seed")
-	str(&conn.InboxPrefix, "nats-inbox-prefix", "CONVSTREAM_NATS_INBOX_PREFIX", "prefix of the worker's reply subjects (default _INBOX; with --embedded-tenants, its tenant's); where tenants share a NATS account, the tenant's own")
 	str(&a.user, "embedded-user", "CONVSTREAM_EMBEDDED_USER", "user the embedded NATS server requires (with --embedded-password)")
 	str(&a.password, "embedded-password", "CONVSTREAM_EMBEDDED_PASSWORD", "password the embedded NATS server requires")
 	str(&a.token, "embedded-token", "CONVSTREAM_EMBEDDED_TOKEN", "token the embedded NATS server requires")

@@ -12,8 +12,10 @@ import (
 
 // On a busy machine a garbage collection's mark is what makes a latency
 // tail: it takes a quarter of the process's CPU while events queue
-// (BENCHMARKS.md). A collection that is due soon anyway costs the events
-// nothing when it runs while the process is idle. The idle collector
+// (bench/EXPERIMENTS.md, "every stage stalls together; stores grouped",
+// and "the half-peak tail is the collections that fall in it"). A
+// collection that is due soon anyway costs the events nothing when it
+// runs while the process is idle. The idle collector
 // watches the process's CPU time and, after a period in which the process
 // used almost none, runs a collection if the heap has grown at least an
 // eighth of the way from the last one's live heap to the next goal.
@@ -22,7 +24,9 @@ import (
 // alternating default load sequences, the worker met the p99 goal at half
 // of its peak in 12 of 16 with it and in 5 of 16 without; where it
 // collected between the runs, the worker's resident memory peaked up to a
-// third lower (BENCHMARKS.md).
+// third lower (bench/EXPERIMENTS.md, "Collections while the process is
+// idle"; docs/operations.md, "Tuning"). The period itself was not compared
+// with others.
 const defaultIdleGC = 100 * time.Millisecond
 
 // idleShare is the most CPU, as a share of one core, that a period may take

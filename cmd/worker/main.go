@@ -34,6 +34,7 @@ import (
 
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/buildinfo"
+	"github.com/convstream/convstream/internal/cliflags"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
@@ -104,47 +105,44 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	o := &options{limits: worker.DefaultLimits()}
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	ef := newEnvFlags(fs)
+	ef := cliflags.NewEnv(fs)
 	str := func(p *string, name, env, def, usage string) {
 		fs.StringVar(p, name, def, usage)
-		ef.bind(name, env)
+		ef.Bind(name, env)
 	}
 	num := func(p *int, name, env string, def int, usage string) {
 		fs.IntVar(p, name, def, usage)
-		ef.bind(name, env)
+		ef.Bind(name, env)
 	}
 	dur := func(p *time.Duration, name, env string, def time.Duration, usage string) {
 		fs.DurationVar(p, name, def, usage)
-		ef.bind(name, env)
+		ef.Bind(name, env)
 	}
 	str(&o.listen, "listen", "CONVSTREAM_LISTEN", "127.0.0.1:4222", "client address of the embedded NATS server (unused with --nats-url)")
 	str(&o.websocket, "websocket", "CONVSTREAM_WEBSOCKET", "", "HOST:PORT of the embedded server's NATS WebSocket listener for the /ui viewer, plain ws:// (empty host: 127.0.0.1; default off)")
 	fs.Var(&o.websocketOrigins, "websocket-origins", `comma-separated origins whose pages may use the WebSocket listener ("*": any; default: the --http server's)`)
-	ef.bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
+	ef.Bind("websocket-origins", "CONVSTREAM_WEBSOCKET_ORIGINS")
 	str(&o.dataDir, "data-dir", "CONVSTREAM_DATA_DIR", "./data", "JetStream store of the embedded server")
 	num(&o.maxPayload, "max-payload", "CONVSTREAM_MAX_PAYLOAD", natsembed.DefaultMaxPayload, "largest message the embedded server accepts, in bytes")
 	str(&o.httpAddr, "http", "CONVSTREAM_HTTP", "127.0.0.1:8080", `address of /healthz, /readyz and /metrics ("off" to disable)`)
 	str(&o.pprofAddr, "pprof", "CONVSTREAM_PPROF", "", "HOST:PORT to serve net/http/pprof on, on its own listener (default: off)")
-	str(&o.conn.URL, "nats-url", "CONVSTREAM_NATS_URL", "", "use this NATS server or cluster instead of an embedded one")
-	str(&o.conn.Creds, "nats-creds", "CONVSTREAM_NATS_CREDS", "", "NATS credentials file")
-	o.embedded.register(fs, ef, &o.conn)
-	str(&o.conn.User, "nats-user", "CONVSTREAM_NATS_USER", "", "NATS user")
-	str(&o.conn.Password, "nats-password", "CONVSTREAM_NATS_PASSWORD", "", "NATS password")
-	str(&o.conn.Token, "nats-token", "CONVSTREAM_NATS_TOKEN", "", "NATS token")
-	str(&o.conn.TLSCert, "nats-tls-cert", "CONVSTREAM_NATS_TLS_CERT", "", "client certificate file for NATS TLS")
-	str(&o.conn.TLSKey, "nats-tls-key", "CONVSTREAM_NATS_TLS_KEY", "", "client key file for NATS TLS")
-	str(&o.conn.TLSCA, "nats-tls-ca", "CONVSTREAM_NATS_TLS_CA", "", "CA file to verify the NATS server")
-	str(&o.prefix, "subject-prefix", "CONVSTREAM_SUBJECT_PREFIX", streams.DefaultPrefix, "prefix of every subject; names the stream and bucket too")
+	var nf cliflags.NATS
+	nf.Register(fs, ef,
+		cliflags.WithDefault("nats-url", ""),
+		cliflags.WithUsage("nats-url", "use this NATS server or cluster instead of an embedded one"),
+		cliflags.WithUsage("nats-inbox-prefix", "prefix of the worker's reply subjects (default _INBOX; with --embedded-tenants, its tenant's); where tenants share a NATS account, the tenant's own"),
+		cliflags.WithUsage("subject-prefix", "prefix of every subject; names the stream and bucket too"))
+	o.embedded.register(fs, ef)
 	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", "convstream-worker", "durable consumer name; workers sharing it share the events")
 	num(&o.storage.StreamReplicas, "stream-replicas", "CONVSTREAM_STREAM_REPLICAS", 1, "replicas of the events stream")
 	num(&o.storage.BucketReplicas, "bucket-replicas", "CONVSTREAM_BUCKET_REPLICAS", 1, "replicas of the snapshot bucket")
 	fs.Var((*byteSize)(&o.storage.StreamMaxBytes), "stream-max-bytes", "largest size of the events stream, e.g. 10GiB (default: no limit; old events are dropped beyond it)")
-	ef.bind("stream-max-bytes", "CONVSTREAM_STREAM_MAX_BYTES")
+	ef.Bind("stream-max-bytes", "CONVSTREAM_STREAM_MAX_BYTES")
 	dur(&o.storage.StreamMaxAge, "stream-max-age", "CONVSTREAM_STREAM_MAX_AGE", 0, "oldest event the stream keeps (default: no limit)")
 	dur(&o.storage.DuplicateWindow, "duplicate-window", "CONVSTREAM_DUPLICATE_WINDOW", worker.DuplicateWindow, "how long JetStream remembers event ids to drop republished copies")
 	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
 	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
-	ef.bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
+	ef.Bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
 	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
 	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", worker.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
 	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
@@ -152,57 +150,58 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	o.cacheBytes = worker.DefaultCacheBytes
 	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON and structures, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
-	ef.bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
+	ef.Bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
 	dur(&o.cacheIdle, "cache-idle", "CONVSTREAM_CACHE_IDLE", worker.DefaultCacheIdle, "how long a cached conversation goes unused before its index is let go, rebuilt by its next event (0: never)")
 	dur(&o.cacheTTL, "cache-ttl", "CONVSTREAM_CACHE_TTL", worker.DefaultCacheTTL, "how long a cached conversation goes unused before it is let go (checkpointed first), rebuilt by its next event or read (0: only when the cache needs its room)")
 	maxEventBytes := int64(worker.DefaultMaxEventBytes)
 	fs.Var((*byteSize)(&maxEventBytes), "max-event-bytes", "largest event accepted (headers and payload), e.g. 2MiB")
-	ef.bind("max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES")
+	ef.Bind("max-event-bytes", "CONVSTREAM_MAX_EVENT_BYTES")
 	num(&o.limits.MaxMessages, "max-messages", "CONVSTREAM_MAX_MESSAGES", worker.DefaultMaxMessages, "most messages a conversation may hold")
 	var maxSnapshotBytes int64
 	fs.Var((*byteSize)(&maxSnapshotBytes), "max-snapshot-bytes", "largest snapshot published, e.g. 8MiB (0: the server's max payload)")
-	ef.bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
+	ef.Bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
 	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", worker.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
 	o.inferenceLimits.MaxExpansionBytes = enginecore.DefaultMaxExpansionBytes
 	fs.Var((*byteSize)(&o.inferenceLimits.MaxExpansionBytes), "inference-max-expansion-bytes", "most bytes a pipeline run's expansions (placeholder variables, templates) may add to its messages, e.g. 8MiB; a run that would add more fails with code limit_exceeded (default 4MiB; a pipeline spec's limits may lower it)")
-	ef.bind("inference-max-expansion-bytes", "CONVSTREAM_INFERENCE_MAX_EXPANSION_BYTES")
+	ef.Bind("inference-max-expansion-bytes", "CONVSTREAM_INFERENCE_MAX_EXPANSION_BYTES")
 	num(&o.inferenceLimits.MaxExpansionDepth, "inference-max-expansion-depth", "CONVSTREAM_INFERENCE_MAX_EXPANSION_DEPTH", enginecore.DefaultMaxExpansionDepth, "most rounds a recursive expansion (a variable whose value holds placeholders) may take in a pipeline run; one that needs more fails with code limit_exceeded (a pipeline spec's limits may lower it)")
 	dur(&o.ackWait, "ack-wait", "CONVSTREAM_ACK_WAIT", worker.DefaultAckWait, "time before JetStream redelivers an event a worker neither acknowledged nor reported in progress (a dead worker's events wait this long)")
 	dur(&o.snapshotMax, "snapshot-max-interval", "CONVSTREAM_SNAPSHOT_MAX_INTERVAL", worker.DefaultSnapshotMaxInterval, "how far --snapshot-interval stretches while the bucket falls behind (more writes in flight than the worker aims for); at or below --snapshot-interval: fixed")
 	dur(&o.snapshotInterval, "snapshot-interval", "CONVSTREAM_SNAPSHOT_INTERVAL", worker.DefaultSnapshotInterval, "least time between stores of a changed conversation's full snapshot in the bucket; a store is put off by up to half of it to go out with others (0: after every event); deltas are published at once")
 	o.headsFrom = worker.DefaultHeadsConfirmedFrom
 	fs.Var((*byteSize)(&o.headsFrom), "heads-confirmed-from", "with --bucket-replicas above 1: the mean size of the snapshots read from which a worker reads their heads with a direct get the bucket's leader confirms, instead of from the leader, e.g. 64KiB (0: always; 1TiB: never; default 32KiB, measured on loopback)")
-	ef.bind("heads-confirmed-from", "CONVSTREAM_HEADS_CONFIRMED_FROM")
+	ef.Bind("heads-confirmed-from", "CONVSTREAM_HEADS_CONFIRMED_FROM")
 	dur(&o.storeStall, "store-stall-limit", "CONVSTREAM_STORE_STALL_LIMIT", worker.DefaultStoreStallLimit, "how long snapshot writes may all fail, none succeeding, before /readyz reports the worker not ready (failed writes are retried, their events kept unacknowledged; 0: never)")
 	fs.BoolVar(&o.checkpoints, "checkpoints", true, "write a conversation's messages to the checkpoint bucket when letting go of it (eviction, hand-off, stop) or when it goes idle (--cache-idle), so that its next rebuild replays only later events; false: every rebuild replays from the first event, and no checkpoint bucket is needed")
-	ef.bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
+	ef.Bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	num(&o.gcPercent, "gc-percent", "CONVSTREAM_GC_PERCENT", defaultGCPercent, "garbage collector target, as GOGC (which wins when set): heap growth in percent of the live heap before a collection")
 	dur(&o.idleGC, "idle-gc", "CONVSTREAM_IDLE_GC", defaultIdleGC, "collect garbage after a period this long in which the process was nearly idle, when a collection is at least an eighth due, so that it does not fall under load (0: off)")
 	fs.Float64Var(&o.memoryLimitRatio, "memory-limit-ratio", 0.9, "soft memory limit (GOMEMLIMIT, which wins when set) as a fraction of the container's memory limit (cgroup), or of the machine's memory when there is none; 0: none")
-	ef.bind("memory-limit-ratio", "CONVSTREAM_MEMORY_LIMIT_RATIO")
+	ef.Bind("memory-limit-ratio", "CONVSTREAM_MEMORY_LIMIT_RATIO")
 	var heapHuge string
 	str(&heapHuge, "heap-huge-pages", "CONVSTREAM_HEAP_HUGE_PAGES", "auto", `where the machine's transparent huge pages are "madvise": heap address space to mark for them at start, e.g. 2GiB, so that the heap grows into 2 MiB pages rather than taking a page fault for each 4 KiB (docs/operations.md, "Huge pages"); "auto": half the soft memory limit, at most 4GiB; "off" or 0: none`)
 	// The errors stream and dead letters (docs/operations.md, "Errors stream and dead letters").
 	o.errorRetention = worker.DefaultErrorRetention()
 	dur(&o.errorRetention.MaxAge, "errors-max-age", "CONVSTREAM_ERRORS_MAX_AGE", worker.DefaultErrorsMaxAge, "oldest rejection, pipeline failure or dead letter the errors stream keeps (negative: no limit)")
 	fs.Var((*byteSize)(&o.errorRetention.MaxBytes), "errors-max-bytes", "largest size of the errors stream, e.g. 1GiB; the oldest records go beyond it (default 256MiB)")
-	ef.bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
+	ef.Bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
 	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", worker.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
-	ef.bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")
+	ef.Bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")
 	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", worker.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
 	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
-	ef.bind("metrics", "CONVSTREAM_METRICS")
+	ef.Bind("metrics", "CONVSTREAM_METRICS")
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() { printUsage(stderr, fs) }
-	if err := ef.parse(args, getenv); err != nil {
+	if err := ef.Parse(args, getenv); err != nil {
 		return nil, err
 	}
+	o.conn, o.prefix = nf.Conn, nf.Prefix
 	if *version {
 		return nil, errVersion
 	}

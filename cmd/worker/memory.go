@@ -14,10 +14,13 @@ import (
 
 // defaultGCPercent is the garbage collector's target (GOGC) unless GOGC or
 // --gc-percent say otherwise. The worker allocates per event far more
-// than it keeps (decoded events, deltas, snapshots), so collecting at 4x
-// the live heap rather than 1x saves about a sixth of its CPU at peak
-// (BENCHMARKS.md); the soft memory limit below keeps a container from
-// paying for it in memory.
+// than it keeps (decoded events, deltas, snapshots): at 100 the background
+// collector took 14% of its CPU profile flat out against 3% at 400, and at
+// 200 it missed the p99 goal at half of peak in every sequence where 400
+// met it, while 1000 and 2000 gained nothing for more memory
+// (docs/operations.md, "Tuning", which names the bench/EXPERIMENTS.md
+// sections); the soft memory limit below keeps a container from paying for
+// it in memory. TestTuneMemoryLimitsTheHeap checks that it is set.
 const defaultGCPercent = 400
 
 // autoHeapHugePages asks tuneMemory for hugepages.DefaultHeapAdvice.

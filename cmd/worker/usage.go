@@ -5,16 +5,20 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/convstream/convstream/internal/cliflags"
 )
 
-// flagTopics groups the worker's flags in its -help, in this order. A flag
-// in no topic is listed under "other", so a new flag is never hidden.
-var flagTopics = []struct {
+// topic is a group of flags in the worker's -help.
+type topic struct {
 	title string
 	flags []string
-}{
-	{"NATS connection", []string{"nats-url", "nats-creds", "nats-nkey", "nats-user", "nats-password", "nats-token",
-		"nats-tls-cert", "nats-tls-key", "nats-tls-ca", "nats-inbox-prefix", "subject-prefix", "consumer"}},
+}
+
+// flagTopics groups the worker's flags in its -help, in this order. A flag
+// in no topic is listed under "Other", so a new flag is never hidden.
+var flagTopics = []topic{
+	{"NATS connection", append(natsFlagNames(), "consumer")},
 	{"Embedded server (without --nats-url)", []string{"listen", "data-dir", "max-payload", "websocket", "websocket-origins",
 		"embedded-config", "embedded-user", "embedded-password", "embedded-token", "embedded-tenants"}},
 	{"Storage (streams and buckets)", []string{"stream-replicas", "bucket-replicas", "stream-max-bytes", "stream-max-age",
@@ -24,8 +28,25 @@ var flagTopics = []struct {
 	{"Conversation limits", []string{"max-event-bytes", "max-messages", "max-snapshot-bytes", "max-branch-depth"}},
 	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
 	{"Caching", []string{"cache-conversations", "cache-bytes", "cache-idle", "cache-ttl", "loads"}},
-	{"Runtime tuning", []string{"lanes", "gc-percent", "idle-gc", "memory-limit-ratio", "heap-huge-pages", "shutdown-timeout"}},
+	{"Processing", []string{"lanes", "shutdown-timeout"}},
 	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "pprof", "log-level", "log-format"}},
+}
+
+// tuningTopic is listed last, after "Other": the Go runtime's settings,
+// apart from the user's; docs/operations.md, "Tuning", gives the figures
+// behind each default and the tests that guard each.
+var tuningTopic = topic{
+	`Runtime tuning (Go runtime; docs/operations.md "Tuning")`,
+	[]string{"gc-percent", "memory-limit-ratio", "idle-gc", "heap-huge-pages"},
+}
+
+// natsFlagNames are the names of the shared NATS connection flags.
+func natsFlagNames() []string {
+	var names []string
+	for _, f := range cliflags.NATSFlags() {
+		names = append(names, f.Name)
+	}
+	return names
 }
 
 // printUsage writes the worker's help: its flags by topic, each with its
@@ -35,7 +56,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "usage: worker [flags]")
 	fmt.Fprintln(w, "Runs convstream. Flags override environment variables; OTEL_* variables configure telemetry.")
 	listed := map[string]bool{}
-	for _, t := range flagTopics {
+	lookup := func(t topic) []*flag.Flag {
 		var fl []*flag.Flag
 		for _, name := range t.flags {
 			if f := fs.Lookup(name); f != nil {
@@ -43,8 +64,12 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 				listed[name] = true
 			}
 		}
-		printTopic(w, t.title, fl)
+		return fl
 	}
+	for _, t := range flagTopics {
+		printTopic(w, t.title, lookup(t))
+	}
+	tuning := lookup(tuningTopic)
 	var other []*flag.Flag
 	fs.VisitAll(func(f *flag.Flag) {
 		if !listed[f.Name] {
@@ -52,6 +77,7 @@ func printUsage(w io.Writer, fs *flag.FlagSet) {
 		}
 	})
 	printTopic(w, "Other", other)
+	printTopic(w, tuningTopic.title, tuning)
 }
 
 func printTopic(w io.Writer, title string, fl []*flag.Flag) {
@@ -83,7 +109,7 @@ func defaultText(f *flag.Flag, usage string) string {
 	}
 	if b, ok := f.Value.(*byteSize); ok {
 		// The flag's current value is its default: help is printed
-		// before the environment is applied (envFlags.parse).
+		// before the environment is applied (cliflags.Env.Parse).
 		return formatSize(int64(*b))
 	}
 	switch f.DefValue {

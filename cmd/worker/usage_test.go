@@ -18,7 +18,7 @@ func TestWorkerHelpGrouped(t *testing.T) {
 	}
 	out := help.String()
 	last := -1
-	for _, topic := range []string{"\nNATS connection:", "\nEmbedded server", "\nStorage", "\nConversation limits:", "\nInference:", "\nCaching:", "\nRuntime tuning:", "\nTelemetry"} {
+	for _, topic := range []string{"\nNATS connection:", "\nEmbedded server", "\nStorage", "\nConversation limits:", "\nInference:", "\nCaching:", "\nProcessing:", "\nTelemetry", "\nOther:", "\nRuntime tuning"} {
 		i := strings.Index(out, topic)
 		if i <= last {
 			t.Errorf("topic %q missing or out of order", topic)
@@ -46,6 +46,16 @@ func TestWorkerHelpGrouped(t *testing.T) {
 	}
 	if strings.Contains(out, "1073741824") || strings.Contains(out, "1048576") {
 		t.Errorf("a size in bytes in the help:\n%s", out)
+	}
+	// Runtime tuning comes last, apart from the user's settings, and holds
+	// the Go runtime's settings only.
+	tuning := out[strings.Index(out, "\nRuntime tuning"):]
+	var inTuning []string
+	for _, e := range regexp.MustCompile(`(?m)^  -(\S+)`).FindAllStringSubmatch(tuning, -1) {
+		inTuning = append(inTuning, e[1])
+	}
+	if got := strings.Join(inTuning, " "); got != "gc-percent memory-limit-ratio idle-gc heap-huge-pages" {
+		t.Errorf("runtime tuning, the last topic, lists %q", got)
 	}
 	cache := out[strings.Index(out, "\nCaching:"):]
 	cache = cache[:strings.Index(cache[1:], "\n\n")+1]

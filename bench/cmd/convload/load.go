@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	subjects, err := streams.NewSubjects(nf.prefix)
+	subjects, err := streams.NewSubjects(nf.Prefix)
 	if err != nil {
 		fmt.Fprintln(stderr, "convload:", err)
 		return 2
@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer stop()
 	}
 	connect := func(name string) (*nats.Conn, error) {
-		c := nf.conn
+		c := nf.Conn
 		c.Name = name
 		return streams.Connect(c, nats.Timeout(nf.timeout), nats.MaxReconnects(0))
 	}
