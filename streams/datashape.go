@@ -2,7 +2,9 @@ package streams
 
 import (
 	"bytes"
-	"strings"
+	"slices"
+
+	"github.com/convstream/convstream/internal/jsvalue"
 )
 
 // The schemas (schemas/defs.json) give a few fields of event data a type:
@@ -17,36 +19,11 @@ import (
 // the schemas, which TestEmittedMatchesSchemas does over everything the
 // worker publishes.
 
-// fieldKind is the JSON kind of a value, as the first byte of its text:
-// '"' string, '{' object, '[' array, 'n' null, 't' or 'f' boolean, '-' or
-// a digit a number; 0 for an absent field.
-type fieldKind byte
-
-// kindOf returns the fieldKind of a value as encoding/json decodes it.
-func kindOf(v any, present bool) fieldKind {
-	if !present {
-		return 0
-	}
-	switch v.(type) {
-	case nil:
-		return 'n'
-	case string:
-		return '"'
-	case map[string]any:
-		return '{'
-	case []any:
-		return '['
-	case bool:
-		return 't'
-	}
-	return '0'
-}
-
 // shapeRule is one typed field of an event type's data.
 type shapeRule struct {
 	field string
 	// allowed are the kinds the field may have when present.
-	allowed string
+	allowed []jsvalue.Kind
 	// want says what they are, for the rejection.
 	want string
 }
@@ -56,36 +33,39 @@ type shapeRule struct {
 // set role to null.
 var shapeRules = map[string][]shapeRule{
 	TypeMessageAppended: {
-		{"role", `"`, "must be a string"},
-		{"parentId", `"n`, "must be a string or null"},
-		{"metadata", `{n`, "must be an object or null"},
+		{"role", kinds(jsvalue.KindString), "must be a string"},
+		{"parentId", kinds(jsvalue.KindString, jsvalue.KindNull), "must be a string or null"},
+		{"metadata", kinds(jsvalue.KindObject, jsvalue.KindNull), "must be an object or null"},
 	},
 	TypeMessageUpdated: {
-		{"role", `"n`, "must be a string, or null to remove it"},
-		{"parentId", `"n`, "must be a string or null"},
-		{"metadata", `{n`, "must be an object or null"},
+		{"role", kinds(jsvalue.KindString, jsvalue.KindNull), "must be a string, or null to remove it"},
+		{"parentId", kinds(jsvalue.KindString, jsvalue.KindNull), "must be a string or null"},
+		{"metadata", kinds(jsvalue.KindObject, jsvalue.KindNull), "must be an object or null"},
 	},
 	TypeGroupsUpserted: {
-		{"mode", `"`, "must be a string"},
-		{"parentMessageId", `"n`, "must be a string or null"},
+		{"mode", kinds(jsvalue.KindString), "must be a string"},
+		{"parentMessageId", kinds(jsvalue.KindString, jsvalue.KindNull), "must be a string or null"},
 	},
 }
+
+// kinds lists the kinds a rule allows.
+func kinds(k ...jsvalue.Kind) []jsvalue.Kind { return k }
 
 // checkShape refuses decoded data of event type typ whose typed fields
 // have another type than the schema gives them.
 func checkShape(typ string, data map[string]any) *RejectError {
 	for _, r := range shapeRules[typ] {
-		v, ok := data[r.field]
-		if err := r.check(kindOf(v, ok)); err != nil {
+		if err := r.check(jsvalue.FieldKind(data, r.field)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// check refuses a field of kind k that the rule does not allow.
-func (r shapeRule) check(k fieldKind) *RejectError {
-	if k == 0 || strings.IndexByte(r.allowed, byte(k)) >= 0 {
+// check refuses a field of kind k that the rule does not allow; an absent
+// field (jsvalue.KindUndefined) is allowed.
+func (r shapeRule) check(k jsvalue.Kind) *RejectError {
+	if k == jsvalue.KindUndefined || slices.Contains(r.allowed, k) {
 		return nil
 	}
 	return RejectAt(CodeBadData, "data."+r.field, "%s", r.want)
@@ -110,7 +90,7 @@ func appendShapeOK(text []byte) bool {
 			if depth == 1 && end+2 < len(text) && text[end+1] == ':' {
 				key := text[i+1 : end]
 				for _, r := range rules {
-					if string(key) == r.field && r.check(fieldKind(text[end+2])) != nil {
+					if string(key) == r.field && r.check(jsvalue.KindOfText(text[end+2:])) != nil {
 						return false
 					}
 				}
