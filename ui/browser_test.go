@@ -21,9 +21,8 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/conversation"
-	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/testcorpus"
-	"github.com/convstream/convstream/processors"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
@@ -55,28 +54,13 @@ func TestBrowserViewer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	ns, err := natsembed.Start(natsembed.Config{
-		Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), WebSocket: "127.0.0.1:-1",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := workertest.Server(t, natsembed.Config{WebSocket: "127.0.0.1:-1"})
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	w, err := worker.New(nc, worker.WithLogger(slog.New(slog.DiscardHandler)),
-		worker.WithPipelines(defaultPipeline()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	wctx, stop := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(wctx) }()
-	t.Cleanup(func() { stop(); <-done })
-	waitFor(t, 10*time.Second, "worker ready", func() bool { return w.Ready() == nil })
+	workertest.Run(t, nc, worker.WithLogger(slog.New(slog.DiscardHandler)), worker.WithPipelines(workertest.Pipelines()))
 
 	subjects, _ := streams.NewSubjects("")
 	wsURL, _ := url.Parse(ns.WebsocketURL())
@@ -200,17 +184,6 @@ func TestBrowserViewer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// defaultPipeline serves the built-in default pipeline spec (params are
-// not used by the page).
-func defaultPipeline() worker.Pipelines {
-	return worker.PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
-		if name != "default" {
-			return nil, fmt.Errorf("%w: %s", streams.ErrUnknownPipeline, name)
-		}
-		return processors.Default().Build(processors.DefaultSpec(), opts...)
-	})
 }
 
 // evaluate runs a JavaScript expression in the page.
@@ -337,7 +310,7 @@ func setActiveBranch(t *testing.T, in *caseInput, parentID string, to int) {
 func waitVersion(ctx context.Context, t *testing.T, c *client.Client, conv string, version uint64) *streams.Snapshot {
 	t.Helper()
 	var snap *streams.Snapshot
-	waitFor(t, 20*time.Second, fmt.Sprintf("snapshot version %d", version), func() bool {
+	workertest.WaitFor(t, 20*time.Second, fmt.Sprintf("snapshot version %d", version), func() bool {
 		s, err := c.Snapshot(ctx, conv)
 		if err == nil && s.Version >= version {
 			snap = s
@@ -346,15 +319,4 @@ func waitVersion(ctx context.Context, t *testing.T, c *client.Client, conv strin
 		return false
 	})
 	return snap
-}
-
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

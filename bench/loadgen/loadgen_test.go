@@ -8,10 +8,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
-	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestRuns drives a few conversations through a worker on an embedded
@@ -19,7 +19,7 @@ import (
 // come back, with latencies measured.
 func TestRuns(t *testing.T) {
 	conn := embeddedServer(t)
-	runWorker(t, conn(), 10*time.Second)
+	workertest.Run(t, conn())
 	ctx := context.Background()
 	subjects, err := streams.NewSubjects("")
 	if err != nil {
@@ -81,11 +81,7 @@ func TestRuns(t *testing.T) {
 // ends.
 func embeddedServer(t *testing.T) func() *nats.Conn {
 	t.Helper()
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := workertest.Server(t, natsembed.Config{})
 	return func() *nats.Conn {
 		nc, err := nats.Connect(ns.ClientURL())
 		if err != nil {
@@ -94,24 +90,4 @@ func embeddedServer(t *testing.T) func() *nats.Conn {
 		t.Cleanup(nc.Close)
 		return nc
 	}
-}
-
-// runWorker runs a worker on nc until the test ends and waits, up to
-// ready, until it is ready.
-func runWorker(t *testing.T, nc *nats.Conn, ready time.Duration, opts ...worker.Option) *worker.Worker {
-	t.Helper()
-	w, err := worker.New(nc, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(ready); w.Ready() != nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("worker not ready")
-		}
-	}
-	return w
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/internal/natstest"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/worker"
 )
@@ -50,7 +51,7 @@ func TestScaleOut(t *testing.T) {
 			storage := worker.Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: partitions}
 			workers := make([]*worker.Worker, n)
 			for i := range n {
-				workers[i] = runWorker(t, connect(i), 30*time.Second, worker.WithStorage(storage), worker.WithPinnedTTL(5*time.Second))
+				workers[i], _ = workertest.Run(t, connect(i), worker.WithStorage(storage), worker.WithPinnedTTL(5*time.Second))
 			}
 			subjects, err := streams.NewSubjects("")
 			if err != nil {

@@ -1,17 +1,15 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/convstream/convstream/internal/natstest"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
-	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestNATSAuthFlags runs a worker against servers requiring creds
@@ -51,12 +49,8 @@ func TestNATSAuthFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ecfg := tc.ecfg
-			ecfg.Listen, ecfg.StoreDir = "127.0.0.1:-1", t.TempDir()
-			ns, err := natsembed.Start(ecfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+
+			ns := workertest.Server(t, ecfg)
 			wc := tc.worker
 			wc.URL = ns.ClientURL()
 			nc, err := streams.Connect(wc)
@@ -64,17 +58,7 @@ func TestNATSAuthFlags(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(nc.Close)
-			w, err := worker.New(nc)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { _ = w.Run(ctx); close(done) }()
-			t.Cleanup(func() { cancel(); <-done })
-			for w.Ready() != nil {
-				time.Sleep(5 * time.Millisecond)
-			}
+			workertest.Run(t, nc)
 			t.Setenv("CONVSTREAM_NATS_URL", ns.ClientURL())
 
 			code, _, errOut := convctl(t, `{"id":"m1","role":"user"}`, "send", "--timeout", "2s", "--wait", "auth")

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
 	"github.com/convstream/convstream/streams/worker"
@@ -74,28 +73,14 @@ func TestInboxPrefixFlag(t *testing.T) {
 		{Prefix: "beta", Account: "SHARED", InboxPrefix: "_INBOX_beta", Users: []natsembed.TenantUser{
 			{User: "beta-ui", Password: "b-pw", Role: streams.RoleUI}}},
 	}
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: tenants})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := workertest.Server(t, natsembed.Config{Tenants: tenants})
 	nc, err := streams.Connect(streams.ConnConfig{URL: ns.ClientURL(), User: "acme-worker", Password: "w-pw", InboxPrefix: "_INBOX_acme"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
 	s, _ := streams.NewSubjects("acme")
-	w, err := worker.New(nc, worker.WithSubjects(s))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	for w.Ready() != nil {
-		time.Sleep(5 * time.Millisecond)
-	}
+	workertest.Run(t, nc, worker.WithSubjects(s))
 	base := []string{"--nats-url", ns.ClientURL(), "--subject-prefix", "acme", "--timeout", "3s"}
 	as := func(user, password string, extra ...string) []string {
 		return append(append([]string{"--nats-user", user, "--nats-password", password}, base...), extra...)

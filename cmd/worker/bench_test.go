@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/internal/testcorpus"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -38,11 +39,7 @@ func BenchmarkInference(b *testing.B) {
 	}
 	in := cases[0].Input
 
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := workertest.Server(b, natsembed.Config{})
 	nc, err := nats.Connect(ns.ClientURL())
 	if err != nil {
 		b.Fatal(err)
@@ -50,19 +47,8 @@ func BenchmarkInference(b *testing.B) {
 	b.Cleanup(nc.Close)
 	limits := worker.DefaultLimits()
 	limits.MaxMessages = 100_000
-	w, err := worker.New(nc, worker.WithPipelines(newSpecPipelines(processors.Default(), "")), worker.WithLimits(limits))
-	if err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	b.Cleanup(func() { cancel(); <-done })
-	for deadline := time.Now().Add(10 * time.Second); w.Ready() != nil; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("worker not ready")
-		}
-	}
+	ctx := context.Background()
+	workertest.Run(b, nc, worker.WithPipelines(newSpecPipelines(processors.Default(), "")), worker.WithLimits(limits))
 
 	client, err := client.New(nc)
 	if err != nil {

@@ -1,6 +1,9 @@
 // Package workertest starts what the tests of the commands and packages
-// above streams talk to: an embedded JetStream server and a worker serving
-// the built-in pipelines, both stopped when the test ends.
+// above streams/worker talk to: an embedded JetStream server (Server), a
+// worker on a connection (Run), or both with the built-in pipelines
+// (Start), each stopped when the test ends; WaitFor polls a condition with
+// a deadline. The worker's own tests, inside its package, cannot import it
+// and keep their helpers there.
 package workertest
 
 import (
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/enginecore"
@@ -50,22 +54,31 @@ func Pipelines() worker.Pipelines {
 	})
 }
 
-// Start runs an embedded JetStream server on a free loopback port and a
-// worker on it with Pipelines and opts, waits until the worker is ready,
-// and stops both when t ends.
-func Start(t testing.TB, opts ...worker.Option) *Running {
+// Server starts an embedded JetStream server with cfg, on a free loopback
+// port and in a temporary store unless cfg names them, and shuts it down
+// when t ends.
+func Server(t testing.TB, cfg natsembed.Config) *server.Server {
 	t.Helper()
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:-1"
+	}
+	if cfg.StoreDir == "" {
+		cfg.StoreDir = t.TempDir()
+	}
+	ns, err := natsembed.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	w, err := worker.New(nc, append([]worker.Option{worker.WithPipelines(Pipelines())}, opts...)...)
+	return ns
+}
+
+// Run runs a worker on nc with opts, waits up to ReadyWithin until it is
+// ready, and stops it when t ends. The func returned stops it earlier and
+// waits for it.
+func Run(t testing.TB, nc *nats.Conn, opts ...worker.Option) (*worker.Worker, func()) {
+	t.Helper()
+	w, err := worker.New(nc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +87,34 @@ func Start(t testing.TB, opts ...worker.Option) *Running {
 	go func() { _ = w.Run(ctx); close(done) }()
 	stop := sync.OnceFunc(func() { cancel(); <-done })
 	t.Cleanup(stop)
-	deadline := time.Now().Add(ReadyWithin)
-	for w.Ready() != nil {
+	WaitFor(t, ReadyWithin, "the worker ready", func() bool { return w.Ready() == nil })
+	return w, stop
+}
+
+// WaitFor polls cond until it holds, and fails t when it does not within
+// timeout.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("worker not ready after %v: %v", ReadyWithin, w.Ready())
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// Start runs an embedded JetStream server on a free loopback port and a
+// worker on it with Pipelines and opts, waits until the worker is ready,
+// and stops both when t ends.
+func Start(t testing.TB, opts ...worker.Option) *Running {
+	t.Helper()
+	ns := Server(t, natsembed.Config{})
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	w, stop := Run(t, nc, append([]worker.Option{worker.WithPipelines(Pipelines())}, opts...)...)
 	return &Running{URL: ns.ClientURL(), Conn: nc, Worker: w, Stop: stop}
 }
