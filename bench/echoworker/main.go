@@ -123,7 +123,7 @@ func run(ctx context.Context, cfg config, log *slog.Logger, ready func(url strin
 	if err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
-	// The worker's window and expiry (streams/worker.go).
+	// The worker's window and expiry (streams/worker/worker.go).
 	it, err := cons.Messages(jetstream.PullMaxMessages(1024), jetstream.PullExpiry(time.Second))
 	if err != nil {
 		return fmt.Errorf("consume: %w", err)

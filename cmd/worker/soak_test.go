@@ -24,6 +24,8 @@ import (
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/jsondiff"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/natsembed"
 )
 
 func envInt(name string, def int) int {
@@ -121,7 +123,7 @@ func TestCrashLoopSoak(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	ns, err := streams.StartEmbedded(streams.EmbeddedConfig{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +213,7 @@ func TestCrashLoopSoak(t *testing.T) {
 	lastSeq := pub.lastSeq
 	t.Logf("published %d events in %v (%.0f/s)", len(plan), pub.took.Round(time.Millisecond), float64(len(plan))/pub.took.Seconds())
 
-	c, err := streams.NewClient(nc)
+	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
