@@ -158,7 +158,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
 			"processor", failed.Processor, "code", failed.Code, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
-		w.storeFailure(ctx, "failed:"+requestID, failed)
+		w.reports.failure(ctx, "failed:"+requestID, failed)
 		return
 	}
 	built, err := w.modelRequest(res.Messages, req)
@@ -170,7 +170,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		errType = failed.Code
 		w.cfg.logger.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
 		w.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
-		w.storeFailure(ctx, "failed:"+requestID, failed)
+		w.reports.failure(ctx, "failed:"+requestID, failed)
 		return
 	}
 	out := streams.InferenceContext{
@@ -434,7 +434,7 @@ func (w *Worker) rejectInference(ctx context.Context, r micro.Request, conv, req
 	if requestID == "" {
 		id = "rejected:" + nuid.Next()
 	}
-	if err := w.publishRejection(ctx, id, data); err != nil {
+	if err := w.reports.rejection(ctx, id, data); err != nil {
 		w.cfg.logger.WarnContext(ctx, "inference rejection not published", "err", err)
 	}
 	w.reply(ctx, r, conv, id, streams.TypeEventRejected, data, "400", rej.Reason)
@@ -471,7 +471,7 @@ func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ strin
 func (w *Worker) encodeReply(ctx context.Context, r micro.Request, conv, id, typ string, data any) *nats.Msg {
 	ev, err := streams.NewEvent(id, typ, w.cfg.source, conv, data)
 	if err == nil {
-		w.inject(ctx, ev)
+		streams.InjectTraceContext(ctx, ev)
 	}
 	var msg *nats.Msg
 	if err == nil {

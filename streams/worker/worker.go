@@ -70,6 +70,8 @@ type Worker struct {
 	// failures keeps the last failure of events being redelivered, for
 	// their dead letters (deadletter.go).
 	failures failureNotes
+	// reports writes rejections and failures to the errors stream.
+	reports *reports
 }
 
 // New returns a worker that talks to NATS over nc. It creates
@@ -99,6 +101,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 		loads:   newLoadGate(cfg.loads),
 		heads:   headReader{from: cfg.headsFrom},
+		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
 	w.progress = newInProgress(nc)
 	if err := w.observeCache(cfg.meterProvider); err != nil {
@@ -108,9 +111,15 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
-	// validate → apply → publish, wrapped outermost first.
+	// validate → apply → publish, wrapped outermost first. The stream is
+	// provisioned by Run: the rejection middleware reads it when it
+	// deletes an event.
+	removeEvent := func(ctx context.Context, seq uint64) error { return w.stream.DeleteMsg(ctx, seq) }
 	w.handler = chain([]stage{w.validate, w.apply, w.publish},
-		w.tracing, w.measuring, w.rejection, w.recoverer)
+		tracing(w.tracer, w.traced),
+		measuring(ins),
+		rejection(w.reports.rejection, removeEvent, &w.degraded, cfg.logger),
+		recoverer(cfg.logger))
 	return w, nil
 }
 
