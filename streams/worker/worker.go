@@ -63,9 +63,9 @@ type Worker struct {
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
 
-	infer inferenceServer
-	// tokens holds the exact token counters inference budgets asked for.
-	tokens tokenCounters
+	// infer answers inference and doctor requests; Run starts it when
+	// WithPipelines gave pipelines.
+	infer *inferenceServer
 
 	// failures keeps the last failure of events being redelivered, for
 	// their dead letters (deadletter.go).
@@ -104,6 +104,11 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
 	w.progress = newInProgress(nc)
+	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, source: cfg.source, log: cfg.logger,
+		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
+		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait, workers: cfg.inferenceWorkers,
+		runLimits: cfg.inferenceLimits, maxMessages: cfg.limits.MaxMessages,
+		lastStored: w.lastStoredSeq, read: w.readOnLane}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
@@ -192,7 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// fetching.
 	work := context.WithoutCancel(ctx)
 	if w.cfg.pipelines != nil {
-		if err := w.infer.start(work, w); err != nil {
+		if err := w.infer.start(work); err != nil {
 			it.Stop()
 			w.lanes.shutdown()
 			return err
