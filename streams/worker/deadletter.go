@@ -207,12 +207,12 @@ func (w *Worker) storeDeadLetter(ctx context.Context, dl EventDeadLettered) erro
 	if err != nil {
 		return err
 	}
-	w.inject(ctx, ev)
+	streams.InjectTraceContext(ctx, ev)
 	msg, err := streams.EncodeEvent(w.cfg.subjects.Errors(conv), ev, streams.Structured)
 	if err != nil {
 		return err
 	}
-	if err := w.storeReport(ctx, msg); err != nil {
+	if err := w.reports.store(ctx, msg); err != nil {
 		return err
 	}
 	w.cfg.logger.ErrorContext(ctx, "event dead-lettered: delivered the most times allowed without being applied",

@@ -21,38 +21,38 @@ import (
 // conversation as inference does, after the events stored before the
 // request (up to the inference wait), and replies with
 // TypeDoctorDiagnosis, or a rejection.
-func (w *Worker) serveDoctor(ctx context.Context, r micro.Request) {
-	ctx, span, q := w.startRequest(ctx, r, "doctor")
+func (s *inferenceServer) serveDoctor(ctx context.Context, r micro.Request) {
+	ctx, span, q := s.startRequest(ctx, r, "doctor")
 	defer span.End()
 	conv, ev, requestID := q.conv, q.ev, q.id
 
-	rej := w.doctorRequest(conv, q.convOK, ev, q.decErr)
+	rej := doctorRequest(conv, q.convOK, ev, q.decErr)
 	var msgs []*conversation.Message
 	var groups []*conversation.MessageGroup
 	var version uint64
 	if rej == nil {
-		msgs, groups, version, rej = w.doctorInput(ctx, conv)
+		msgs, groups, version, rej = s.doctorInput(ctx, conv)
 	}
 	var diag *conversation.Diagnosis
 	if rej == nil {
 		var err error
-		if diag, err = conversation.Diagnose(msgs, groups, conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
+		if diag, err = conversation.Diagnose(msgs, groups, conversation.WithMaxMessages(s.maxMessages)); err != nil {
 			rej = streams.Reject(streams.CodeBadData, "diagnosis: %v", err)
 		}
 	}
 	if rej != nil {
 		span.SetStatus(codes.Error, rej.Error())
 		span.SetAttributes(attribute.String("error.type", rej.Code))
-		w.rejectInference(ctx, r, conv, requestID, ev, rej)
+		s.rejectInference(ctx, r, conv, requestID, ev, rej)
 		return
 	}
 	span.SetAttributes(attribute.Int("convstream.doctor.findings", len(diag.Findings)))
-	w.reply(ctx, r, conv, "doctor:"+requestID, streams.TypeDoctorDiagnosis,
+	s.reply(ctx, r, conv, "doctor:"+requestID, streams.TypeDoctorDiagnosis,
 		streams.DoctorDiagnosis{RequestID: requestID, ConversationID: conv, Version: version, Diagnosis: diag}, "", "")
 }
 
 // doctorRequest checks a diagnosis request against the contract.
-func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *streams.RejectError {
+func doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *streams.RejectError {
 	switch {
 	case !convOK:
 		return streams.Reject(streams.CodeBadSubject, "subject does not end in a conversation id matching [A-Za-z0-9_-]{1,128}")
@@ -67,12 +67,11 @@ func (w *Worker) doctorRequest(conv string, convOK bool, ev *event.Event, decErr
 // doctorInput reads the stored messages and groups of conversation id,
 // once the events stored before the request are applied (up to the
 // inference wait).
-func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *streams.RejectError) {
-	target := w.lastStoredSeq(ctx, id)
-	deadline := time.Now().Add(w.cfg.inferenceWait)
-	l := w.lanes.pick(id)
+func (s *inferenceServer) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *streams.RejectError) {
+	target := s.lastStored(ctx, id)
+	deadline := time.Now().Add(s.wait)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		msgs, groups, seq, version, err := w.readMessages(ctx, l, id)
+		msgs, groups, seq, version, err := s.readMessages(ctx, id)
 		var rej *streams.RejectError
 		switch {
 		case errors.Is(err, streams.ErrUnknownConversation):
@@ -91,33 +90,22 @@ func (w *Worker) doctorInput(ctx context.Context, id string) ([]*conversation.Me
 	}
 }
 
-// readMessages copies, on lane l, the messages and groups of conversation
-// id, loading it off the lane first when the lane does not hold it.
-func (w *Worker) readMessages(ctx context.Context, l *lane, id string) (msgs []*conversation.Message, groups []*conversation.MessageGroup, seq, version uint64, err error) {
-	var pre *convState
-	var lets uint64
-	for range 2 {
-		held := false
-		callErr := w.lanes.call(ctx, l, func() {
-			st := w.stateForRead(l, id, pre, lets)
-			if st == nil {
-				lets = l.cache.lets
-				return
-			}
-			held = true
-			// Messages are immutable: the slices are copied, not them.
-			msgs, groups = slices.Clone(st.conv.Messages()), slices.Clone(st.conv.Groups())
-			seq, version = st.seq, st.version
-		})
-		if callErr != nil {
-			return nil, nil, 0, 0, callErr
-		}
-		if held {
-			return msgs, groups, seq, version, nil
-		}
-		if pre, err = w.loadForRead(ctx, id); err != nil {
-			return nil, nil, 0, 0, err
-		}
+// readMessages copies, on the lane of conversation id, its messages and
+// groups, loading it off the lane first when the lane does not hold it
+// (Worker.readOnLane).
+func (s *inferenceServer) readMessages(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, uint64, error) {
+	var msgs []*conversation.Message
+	var groups []*conversation.MessageGroup
+	var seq, version uint64
+	err := s.read(ctx, id, func(st *convState) (resized bool) {
+		// Messages are immutable: the slices are copied, not them.
+		msgs, groups = slices.Clone(st.conv.Messages()), slices.Clone(st.conv.Groups())
+		seq, version = st.seq, st.version
+		return false
+	})
+	if err != nil {
+		// fn may still run later: do not read what it writes.
+		return nil, nil, 0, 0, err
 	}
-	return nil, nil, 0, 0, errNotHeld
+	return msgs, groups, seq, version, nil
 }

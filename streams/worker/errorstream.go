@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -120,33 +119,3 @@ func provisionErrors(ctx context.Context, js jetstream.JetStream, want jetstream
 
 // reportTimeout bounds the wait for the errors stream to store a report.
 const reportTimeout = 5 * time.Second
-
-// storeReport publishes msg, a report on an errors subject, and waits
-// until the errors stream has stored it. Subscribers of the subject get it
-// as any other message.
-func (w *Worker) storeReport(ctx context.Context, msg *nats.Msg) error {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
-	defer cancel()
-	if _, err := w.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(w.cfg.subjects.ErrorsStream())); err != nil {
-		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
-	}
-	return nil
-}
-
-// storeFailure reports a failed pipeline run on the conversation's errors
-// subject too, where it is kept (the reply and P.results.<id> reach only
-// those listening at the time).
-func (w *Worker) storeFailure(ctx context.Context, id string, failed streams.PipelineFailed) {
-	ev, err := streams.NewEvent(id, streams.TypePipelineFailed, w.cfg.source, failed.ConversationID, failed)
-	var msg *nats.Msg
-	if err == nil {
-		w.inject(ctx, ev)
-		msg, err = streams.EncodeEvent(w.cfg.subjects.Errors(failed.ConversationID), ev, streams.Structured)
-	}
-	if err == nil {
-		err = w.storeReport(ctx, msg)
-	}
-	if err != nil {
-		w.cfg.logger.WarnContext(ctx, "pipeline failure not stored", "conversation", failed.ConversationID, "err", err)
-	}
-}

@@ -76,7 +76,9 @@ type delivery struct {
 // ErrRejected means terminate; any other error means redeliver later.
 type handlerFunc func(ctx context.Context, d *delivery) error
 
-// middleware wraps a handlerFunc with one cross-cutting concern.
+// middleware wraps a handlerFunc with one cross-cutting concern. Each is
+// made by a constructor taking what it depends on, one a file (tracing.go,
+// measuring.go, reject.go, recoverer.go), and New assembles the chain.
 type middleware func(handlerFunc) handlerFunc
 
 // stage is one step of the handler; a stage that settles the delivery

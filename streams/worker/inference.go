@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
-	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
@@ -26,9 +26,41 @@ import (
 // inference requests (discoverable with `nats micro ls`).
 const InferenceService = "convstream-inference"
 
-// inferenceServer is the micro service on the inference subjects. Requests
-// are handled concurrently, at most inferenceWorkers at a time.
+// inferenceServer answers inference and doctor requests: the NATS micro
+// service on their subjects, which reads a conversation through the
+// worker (lastStored, read), runs it through a pipeline, writes the model
+// request, replies and publishes the result or a rejection. It owns its
+// service, its limits and its token counters. Requests are handled
+// concurrently, at most workers at a time.
 type inferenceServer struct {
+	nc        *nats.Conn
+	subjects  streams.Subjects
+	source    string // the CloudEvents source of the replies
+	log       *slog.Logger
+	tracer    trace.Tracer
+	metrics   *instruments
+	reports   *reports // rejections and failures, kept in the errors stream
+	pipelines Pipelines
+	// timeout bounds a pipeline run (WithInferenceTimeout); wait, how long
+	// a request waits for the events stored before it (WithInferenceWait);
+	// workers, the requests served at once (WithInferenceWorkers).
+	timeout, wait time.Duration
+	workers       int
+	// runLimits bound a pipeline run (WithInferenceLimits); maxMessages, a
+	// walk of the conversation (Limits.MaxMessages).
+	runLimits   enginecore.Limits
+	maxMessages int
+
+	// lastStored returns the stream sequence of the last event of a
+	// conversation, what a read waits to see applied (Worker.lastStoredSeq);
+	// read runs fn on the conversation's state on its lane
+	// (Worker.readOnLane).
+	lastStored func(ctx context.Context, id string) uint64
+	read       func(ctx context.Context, id string, fn func(st *convState) (resized bool)) error
+
+	// tokens holds the exact token counters budgets asked for.
+	tokens tokenCounters
+
 	svc micro.Service
 	sem chan struct{}
 	wg  sync.WaitGroup
@@ -37,8 +69,10 @@ type inferenceServer struct {
 	closed bool
 }
 
-func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
-	svc, err := micro.AddService(w.nc, micro.Config{
+// start adds the service and its endpoints; requests are served under
+// ctx.
+func (s *inferenceServer) start(ctx context.Context) error {
+	svc, err := micro.AddService(s.nc, micro.Config{
 		Name:        InferenceService,
 		Version:     "1.0.0",
 		Description: "convstream: the context of a conversation, prepared by a pipeline, for a model call",
@@ -46,7 +80,7 @@ func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
 	if err != nil {
 		return fmt.Errorf("streams: inference service: %w", err)
 	}
-	s.sem = make(chan struct{}, w.cfg.inferenceWorkers)
+	s.sem = make(chan struct{}, s.workers)
 	handler := func(serve func(context.Context, micro.Request)) micro.Handler {
 		return micro.HandlerFunc(func(r micro.Request) {
 			s.mu.Lock()
@@ -66,11 +100,11 @@ func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
 			}()
 		})
 	}
-	if err := svc.AddEndpoint("inference", handler(w.serveInference), micro.WithEndpointSubject(w.cfg.subjects.AllInference())); err != nil {
+	if err := svc.AddEndpoint("inference", handler(s.serveInference), micro.WithEndpointSubject(s.subjects.AllInference())); err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("streams: inference endpoint: %w", err)
 	}
-	if err := svc.AddEndpoint("doctor", handler(w.serveDoctor), micro.WithEndpointSubject(w.cfg.subjects.AllDoctor())); err != nil {
+	if err := svc.AddEndpoint("doctor", handler(s.serveDoctor), micro.WithEndpointSubject(s.subjects.AllDoctor())); err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("streams: doctor endpoint: %w", err)
 	}
@@ -80,7 +114,7 @@ func (s *inferenceServer) start(ctx context.Context, w *Worker) error {
 
 // stop unsubscribes and waits for requests in progress.
 func (s *inferenceServer) stop() {
-	if s.svc == nil {
+	if s == nil || s.svc == nil {
 		return
 	}
 	s.mu.Lock()
@@ -101,9 +135,9 @@ type inferenceView struct {
 // through the pipeline, replied and published on the results subject; or a
 // pipeline failure; or, for a request that cannot be served, a rejection
 // (replied and published on the errors subject).
-func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
+func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 	start := time.Now()
-	ctx, span, q := w.startRequest(ctx, r, "inference")
+	ctx, span, q := s.startRequest(ctx, r, "inference")
 	defer span.End()
 	conv, convOK, ev, decErr, requestID := q.conv, q.convOK, q.ev, q.decErr, q.id
 
@@ -114,22 +148,22 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		if outcome != "context" {
 			span.SetAttributes(attribute.String("error.type", errType))
 		}
-		w.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+		s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
 	}()
 
-	req, rej := w.inferenceRequest(conv, convOK, ev, decErr)
+	req, rej := inferenceRequest(conv, convOK, ev, decErr)
 	var view inferenceView
 	var eng *enginecore.Engine
 	if rej == nil {
 		span.SetAttributes(attribute.String("convstream.pipeline", req.Pipeline), attribute.String("convstream.leaf_id", req.LeafID))
-		view, rej = w.inferenceInput(ctx, req)
+		view, rej = s.inferenceInput(ctx, req)
 	}
 	if rej == nil {
 		var err error
-		eng, err = w.cfg.pipelines.Pipeline(ctx, req.Pipeline, req.Params,
-			enginecore.WithObserver(processorObserver{tracer: w.tracer, ins: w.metrics}),
-			enginecore.WithLogger(w.cfg.logger),
-			enginecore.WithLimits(w.cfg.inferenceLimits))
+		eng, err = s.pipelines.Pipeline(ctx, req.Pipeline, req.Params,
+			enginecore.WithObserver(processorObserver{tracer: s.tracer, ins: s.metrics}),
+			enginecore.WithLogger(s.log),
+			enginecore.WithLimits(s.runLimits))
 		switch {
 		case errors.Is(err, streams.ErrUnknownPipeline):
 			rej = streams.RejectErr(streams.CodeUnknownPipeline, err)
@@ -140,14 +174,14 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	if rej != nil {
 		outcome, errType = "rejected", rej.Code
 		span.SetStatus(codes.Error, rej.Error())
-		w.rejectInference(ctx, r, conv, requestID, ev, rej)
+		s.rejectInference(ctx, r, conv, requestID, ev, rej)
 		return
 	}
 
-	runCtx, cancel := context.WithTimeout(ctx, w.cfg.inferenceTimeout)
+	runCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	res, err := eng.Process(runCtx, view.messages)
 	cancel()
-	w.metrics.pipelineDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(
+	s.metrics.pipelineDuration.Record(ctx, time.Since(start).Seconds(), metric.WithAttributes(
 		attribute.String("pipeline", req.Pipeline), attribute.Bool("error", err != nil)))
 	if err != nil {
 		outcome = "failed"
@@ -155,22 +189,22 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 		span.SetStatus(codes.Error, err.Error())
 		failed := pipelineFailure(requestID, conv, req.Pipeline, err)
 		errType = failed.Code
-		w.cfg.logger.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
+		s.log.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
 			"processor", failed.Processor, "code", failed.Code, "err", err)
-		w.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
-		w.storeFailure(ctx, "failed:"+requestID, failed)
+		s.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
+		s.reports.failure(ctx, "failed:"+requestID, failed)
 		return
 	}
-	built, err := w.modelRequest(res.Messages, req)
+	built, err := s.modelRequest(res.Messages, req)
 	if err != nil {
 		outcome = "failed"
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		failed := formatFailure(requestID, conv, req.Pipeline, err)
 		errType = failed.Code
-		w.cfg.logger.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
-		w.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
-		w.storeFailure(ctx, "failed:"+requestID, failed)
+		s.log.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
+		s.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
+		s.reports.failure(ctx, "failed:"+requestID, failed)
 		return
 	}
 	out := streams.InferenceContext{
@@ -194,7 +228,7 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	if out.Metadata == nil {
 		out.Metadata = map[string]any{}
 	}
-	msg := w.encodeReply(ctx, r, conv, "context:"+requestID, streams.TypeInferenceContext, out)
+	msg := s.encodeReply(ctx, r, conv, "context:"+requestID, streams.TypeInferenceContext, out)
 	if msg == nil {
 		outcome = "failed"
 		return
@@ -203,17 +237,17 @@ func (w *Worker) serveInference(ctx context.Context, r micro.Request) {
 	// refuses the reply before it is sent, and micro hands that back as a
 	// respond error, so without this check the requester heard nothing
 	// (TestInferenceTooLarge).
-	if size, limit := replySize(msg, "", ""), int(w.nc.MaxPayload()); size > limit {
+	if size, limit := replySize(msg, "", ""), int(s.nc.MaxPayload()); size > limit {
 		outcome = "failed"
 		failed := tooLargeFailure(out, size, limit)
 		errType = failed.Code
 		span.SetStatus(codes.Error, failed.Message)
-		w.cfg.logger.WarnContext(ctx, "inference context too large for a reply", "conversation", conv, "pipeline", req.Pipeline,
+		s.log.WarnContext(ctx, "inference context too large for a reply", "conversation", conv, "pipeline", req.Pipeline,
 			"bytes", size, "max_payload", limit)
-		w.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
+		s.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
 		return
 	}
-	w.respondMsg(ctx, r, msg, "", "")
+	s.respondMsg(ctx, r, msg, "", "")
 }
 
 // request is a request of the micro service as decoded by startRequest.
@@ -227,9 +261,9 @@ type request struct {
 
 // startRequest decodes a request on the subjects of kind (inference,
 // doctor) and starts its server span, continuing the requester's trace.
-func (w *Worker) startRequest(ctx context.Context, r micro.Request, kind string) (context.Context, trace.Span, request) {
+func (s *inferenceServer) startRequest(ctx context.Context, r micro.Request, kind string) (context.Context, trace.Span, request) {
 	var q request
-	q.conv, q.convOK = w.cfg.subjects.ConversationOf(kind, r.Subject())
+	q.conv, q.convOK = s.subjects.ConversationOf(kind, r.Subject())
 	h := nats.Header(r.Headers())
 	q.ev, q.decErr = streams.DecodeEvent(h, r.Data())
 	q.id = h.Get(jetstream.MsgIDHeader)
@@ -237,7 +271,7 @@ func (w *Worker) startRequest(ctx context.Context, r micro.Request, kind string)
 		q.id = q.ev.ID()
 		ctx = streams.ExtractTraceContext(ctx, q.ev)
 	}
-	ctx, span := w.tracer.Start(ctx, kind, trace.WithSpanKind(trace.SpanKindServer),
+	ctx, span := s.tracer.Start(ctx, kind, trace.WithSpanKind(trace.SpanKindServer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.operation.name", "process"),
@@ -250,22 +284,8 @@ func (w *Worker) startRequest(ctx context.Context, r micro.Request, kind string)
 	return ctx, span, q
 }
 
-// lastStoredSeq returns the stream sequence of the last event of
-// conversation id (0: none, or it could not be read): what a read waits to
-// see applied, so that a client reads its own writes.
-func (w *Worker) lastStoredSeq(ctx context.Context, id string) uint64 {
-	last, err := w.stream.GetLastMsgForSubject(ctx, w.eventSubject(id))
-	if err == nil {
-		return last.Sequence
-	}
-	if !errors.Is(err, jetstream.ErrMsgNotFound) {
-		w.cfg.logger.WarnContext(ctx, "reading the last event of a conversation", "conversation", id, "err", err)
-	}
-	return 0
-}
-
 // inferenceRequest checks a request against the contract.
-func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, decErr error) (streams.InferenceRequest, *streams.RejectError) {
+func inferenceRequest(conv string, convOK bool, ev *event.Event, decErr error) (streams.InferenceRequest, *streams.RejectError) {
 	var req streams.InferenceRequest
 	switch {
 	case !convOK:
@@ -317,12 +337,11 @@ func (w *Worker) inferenceRequest(conv string, convOK bool, ev *event.Event, dec
 // waits (up to the inference wait) until every event of the conversation
 // stored before the request has been handled, so that a client that
 // publishes and then asks sees its own events.
-func (w *Worker) inferenceInput(ctx context.Context, req streams.InferenceRequest) (inferenceView, *streams.RejectError) {
-	target := w.lastStoredSeq(ctx, req.ConversationID)
-	deadline := time.Now().Add(w.cfg.inferenceWait)
-	l := w.lanes.pick(req.ConversationID)
+func (s *inferenceServer) inferenceInput(ctx context.Context, req streams.InferenceRequest) (inferenceView, *streams.RejectError) {
+	target := s.lastStored(ctx, req.ConversationID)
+	deadline := time.Now().Add(s.wait)
 	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		view, err := w.readView(ctx, l, req)
+		view, err := s.readView(ctx, req)
 		var rej *streams.RejectError
 		switch {
 		case errors.As(err, &rej):
@@ -340,7 +359,7 @@ func (w *Worker) inferenceInput(ctx context.Context, req streams.InferenceReques
 			if rej != nil {
 				return view, rej
 			}
-			w.cfg.logger.WarnContext(ctx, "inference on a conversation not caught up", "conversation", req.ConversationID,
+			s.log.WarnContext(ctx, "inference on a conversation not caught up", "conversation", req.ConversationID,
 				"applied", view.seq, "stored", target)
 			return view, nil
 		}
@@ -352,57 +371,29 @@ func (w *Worker) inferenceInput(ctx context.Context, req streams.InferenceReques
 	}
 }
 
-// errNotHeld is returned by viewOnLane when the lane does not hold the
-// conversation.
-var errNotHeld = errors.New("streams: conversation not held")
-
 // readView reads the flat list ending at the requested leaf (the active
-// path when none) on the conversation's lane. A conversation the lane does
-// not hold is loaded here first, off the lane, which goes on with its
-// other conversations meanwhile.
-func (w *Worker) readView(ctx context.Context, l *lane, req streams.InferenceRequest) (inferenceView, error) {
-	view, lets, err := w.viewOnLane(ctx, l, req, nil, 0)
-	if !errors.Is(err, errNotHeld) {
-		return view, err
-	}
-	pre, err := w.loadForRead(ctx, req.ConversationID)
-	if err != nil {
-		return inferenceView{}, err
-	}
-	view, _, err = w.viewOnLane(ctx, l, req, pre, lets)
-	return view, err
-}
-
-// viewOnLane reads, on lane l, the view of req from the lane's copy of the
-// conversation, else from pre, a state loaded for the read when the lane
-// counted lets states let go (see stateForRead); errNotHeld when there is
-// neither, with the lane's count of states let go.
-func (w *Worker) viewOnLane(ctx context.Context, l *lane, req streams.InferenceRequest, pre *convState, lets uint64) (inferenceView, uint64, error) {
+// path when none) on the conversation's lane; a conversation the lane does
+// not hold is loaded first, off the lane (Worker.readOnLane).
+func (s *inferenceServer) readView(ctx context.Context, req streams.InferenceRequest) (inferenceView, error) {
 	var view inferenceView
 	var err error
-	var seen uint64
-	callErr := w.lanes.call(ctx, l, func() {
-		st := w.stateForRead(l, req.ConversationID, pre, lets)
-		if st == nil {
-			seen, err = l.cache.lets, errNotHeld
-			return
-		}
+	readErr := s.read(ctx, req.ConversationID, func(st *convState) (resized bool) {
 		view.version, view.seq = st.version, st.seq
 		var flat []*conversation.Message
 		if req.LeafID == "" {
 			if flat, err = st.conv.FlatList(); err != nil {
-				return
+				return false
 			}
-			l.cache.resize(st) // the walk of a compacted one rebuilt its index
+			resized = true // the walk of a compacted one rebuilt its index
 		} else {
 			var path []*conversation.Message
 			if path, err = st.conv.PathTo(req.LeafID); err != nil {
 				err = streams.RejectErr(streams.CodeNotFound, err)
-				return
+				return false
 			}
 			var res *conversation.Result
-			if res, err = conversation.Parse(path, st.conv.Groups(), conversation.WithMaxMessages(w.cfg.limits.MaxMessages)); err != nil {
-				return
+			if res, err = conversation.Parse(path, st.conv.Groups(), conversation.WithMaxMessages(s.maxMessages)); err != nil {
+				return false
 			}
 			flat = res.FlatList
 		}
@@ -412,100 +403,11 @@ func (w *Worker) viewOnLane(ctx context.Context, l *lane, req streams.InferenceR
 		for i, m := range flat {
 			view.messages[i] = m.Fields()
 		}
+		return resized
 	})
-	if callErr != nil {
+	if readErr != nil {
 		// fn may still run later: do not read what it writes.
-		return inferenceView{}, 0, callErr
+		return inferenceView{}, readErr
 	}
-	return view, seen, err
-}
-
-// rejectInference reports a request that cannot be served: as the reply
-// and on the errors subject.
-func (w *Worker) rejectInference(ctx context.Context, r micro.Request, conv, requestID string, ev *event.Event, rej *streams.RejectError) {
-	data := streams.EventRejected{Subject: r.Subject(), Reason: rej.Reason, Code: rej.Code, Path: rej.Path, ConversationID: conv}
-	if requestID != "" {
-		data.EventID = &requestID
-	}
-	if ev != nil {
-		data.Type = ev.Type()
-	}
-	id := "rejected:" + requestID
-	if requestID == "" {
-		id = "rejected:" + nuid.Next()
-	}
-	if err := w.publishRejection(ctx, id, data); err != nil {
-		w.cfg.logger.WarnContext(ctx, "inference rejection not published", "err", err)
-	}
-	w.reply(ctx, r, conv, id, streams.TypeEventRejected, data, "400", rej.Reason)
-}
-
-// respond replies with an event and publishes it on the results subject.
-func (w *Worker) respond(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
-	if msg := w.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
-		w.respondMsg(ctx, r, msg, errCode, errText)
-	}
-}
-
-// respondMsg replies with msg and publishes it on the results subject.
-func (w *Worker) respondMsg(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) {
-	if !w.send(ctx, r, msg, errCode, errText) {
-		return
-	}
-	if err := w.nc.PublishMsg(msg); err != nil {
-		w.cfg.logger.WarnContext(ctx, "inference result not published", "subject", msg.Subject, "err", err)
-	}
-}
-
-// reply sends the event as the reply, marked as a service error when
-// errCode is set.
-func (w *Worker) reply(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
-	if msg := w.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
-		w.send(ctx, r, msg, errCode, errText)
-	}
-}
-
-// encodeReply encodes the event of a reply, addressed to the results
-// subject. On failure it answers r with a bare service error and returns
-// nil.
-func (w *Worker) encodeReply(ctx context.Context, r micro.Request, conv, id, typ string, data any) *nats.Msg {
-	ev, err := streams.NewEvent(id, typ, w.cfg.source, conv, data)
-	if err == nil {
-		w.inject(ctx, ev)
-	}
-	var msg *nats.Msg
-	if err == nil {
-		msg, err = streams.EncodeEvent(w.cfg.subjects.Results(conv), ev, streams.Structured)
-	}
-	if err != nil {
-		w.cfg.logger.ErrorContext(ctx, "inference reply not encoded", "type", typ, "err", err)
-		_ = r.Error("500", "reply not encoded", nil)
-		return nil
-	}
-	return msg
-}
-
-// send replies with msg, marked as a service error when errCode is set.
-// A reply larger than the server takes is answered with a bare service
-// error instead, and send returns false: msg cannot be published either.
-func (w *Worker) send(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) bool {
-	if size, limit := replySize(msg, errCode, errText), int(w.nc.MaxPayload()); size > limit {
-		w.cfg.logger.ErrorContext(ctx, "inference reply too large", "bytes", size, "max_payload", limit)
-		_ = r.Error("500", fmt.Sprintf("reply of %d bytes over the max payload of %d", size, limit), nil)
-		return false
-	}
-	headers := micro.WithHeaders(micro.Headers(msg.Header))
-	var err error
-	if errCode != "" {
-		err = r.Error(errCode, errText, msg.Data, headers)
-	} else {
-		err = r.Respond(msg.Data, headers)
-	}
-	if err != nil {
-		// micro wraps a failed Respond in ErrRespond; either way the
-		// requester did not get this reply (a request without a reply
-		// subject, a closing connection), but the results subject may.
-		w.cfg.logger.WarnContext(ctx, "inference reply not sent", "err", err)
-	}
-	return true
+	return view, err
 }

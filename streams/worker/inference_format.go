@@ -162,7 +162,7 @@ func (t *tokenCounters) get(encoding string) (*bpe.Counter, error) {
 
 // modelRequest writes the pipeline's output in the request's format,
 // within its budget.
-func (w *Worker) modelRequest(msgs []enginecore.Message, req streams.InferenceRequest) (*providers.Request, error) {
+func (s *inferenceServer) modelRequest(msgs []enginecore.Message, req streams.InferenceRequest) (*providers.Request, error) {
 	f, err := providers.ParseFormat(req.Format)
 	if err != nil {
 		return nil, err
@@ -174,7 +174,7 @@ func (w *Worker) modelRequest(msgs []enginecore.Message, req streams.InferenceRe
 	if b := req.Budget; b != nil {
 		var counter providers.Counter
 		if b.Encoding != "" {
-			c, err := w.tokens.get(b.Encoding)
+			c, err := s.tokens.get(b.Encoding)
 			if err != nil {
 				return nil, err
 			}

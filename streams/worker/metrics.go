@@ -144,37 +144,6 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	return &ins, errors.Join(errs...)
 }
 
-// measuring is the metrics middleware: one count per outcome and the
-// handling time of every delivery.
-func (w *Worker) measuring(next handlerFunc) handlerFunc {
-	return func(ctx context.Context, d *delivery) error {
-		start := time.Now()
-		err := next(ctx, d)
-		ins := w.metrics
-		typ, attrs := ins.typeOption("")
-		if d.event != nil {
-			typ, attrs = ins.typeOption(d.event.Type())
-		}
-		switch d.outcome {
-		case applied:
-			ins.applied.Add(ctx, 1, attrs)
-		case skipped:
-			ins.skipped.Add(ctx, 1, attrs)
-		case rejected:
-			code := streams.CodeInternal
-			var re *streams.RejectError
-			if errors.As(err, &re) {
-				code = re.Code
-			}
-			ins.rejected.Add(ctx, 1, metric.WithAttributes(attribute.String("type", typ), attribute.String("code", code)))
-		default:
-			ins.failed.Add(ctx, 1, attrs)
-		}
-		ins.eventDuration.Record(ctx, time.Since(start).Seconds(), ins.byOutcome[d.outcome])
-		return err
-	}
-}
-
 func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
 	ins.snapshotLat.Record(ctx, d.Seconds())
 }

@@ -102,7 +102,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
 	work := context.WithoutCancel(ctx)
 	if w.cfg.pipelines != nil {
-		if err := w.infer.start(work, w); err != nil {
+		if err := w.infer.start(work); err != nil {
 			w.lanes.shutdown()
 			mem.leave(work)
 			return err

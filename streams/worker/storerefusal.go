@@ -123,7 +123,7 @@ func (w *Worker) terminateAll(ctx context.Context, id string, acks []pendingAck,
 			continue
 		}
 		rej := streams.EventRejected{Subject: w.eventSubject(id), Reason: re.Reason, Code: re.Code, ConversationID: id, Sequence: seq}
-		if err := w.publishRejection(ctx, "rejected:"+strconv.FormatUint(seq, 10), rej); err != nil {
+		if err := w.reports.rejection(ctx, "rejected:"+strconv.FormatUint(seq, 10), rej); err != nil {
 			_ = a.publish(w.nc, nakBody(backoff(2)))
 			continue
 		}

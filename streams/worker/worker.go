@@ -63,13 +63,15 @@ type Worker struct {
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
 
-	infer inferenceServer
-	// tokens holds the exact token counters inference budgets asked for.
-	tokens tokenCounters
+	// infer answers inference and doctor requests; Run starts it when
+	// WithPipelines gave pipelines.
+	infer *inferenceServer
 
 	// failures keeps the last failure of events being redelivered, for
 	// their dead letters (deadletter.go).
 	failures failureNotes
+	// reports writes rejections and failures to the errors stream.
+	reports *reports
 }
 
 // New returns a worker that talks to NATS over nc. It creates
@@ -99,8 +101,14 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 		loads:   newLoadGate(cfg.loads),
 		heads:   headReader{from: cfg.headsFrom},
+		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
 	w.progress = newInProgress(nc)
+	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, source: cfg.source, log: cfg.logger,
+		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
+		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait, workers: cfg.inferenceWorkers,
+		runLimits: cfg.inferenceLimits, maxMessages: cfg.limits.MaxMessages,
+		lastStored: w.lastStoredSeq, read: w.readOnLane}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
@@ -108,9 +116,15 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
-	// validate → apply → publish, wrapped outermost first.
+	// validate → apply → publish, wrapped outermost first. The stream is
+	// provisioned by Run: the rejection middleware reads it when it
+	// deletes an event.
+	removeEvent := func(ctx context.Context, seq uint64) error { return w.stream.DeleteMsg(ctx, seq) }
 	w.handler = chain([]stage{w.validate, w.apply, w.publish},
-		w.tracing, w.measuring, w.rejection, w.recoverer)
+		tracing(w.tracer, w.traced),
+		measuring(ins),
+		rejection(w.reports.rejection, removeEvent, &w.degraded, cfg.logger),
+		recoverer(cfg.logger))
 	return w, nil
 }
 
@@ -183,7 +197,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	// fetching.
 	work := context.WithoutCancel(ctx)
 	if w.cfg.pipelines != nil {
-		if err := w.infer.start(work, w); err != nil {
+		if err := w.infer.start(work); err != nil {
 			it.Stop()
 			w.lanes.shutdown()
 			return err

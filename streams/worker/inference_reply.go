@@ -1,0 +1,108 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
+	"github.com/nats-io/nuid"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// The inference server's replies: each is answered to the requester and,
+// but for a rejection (kept in the errors stream instead), published on
+// the conversation's results subject; none is lost to the server's max
+// payload unanswered (TestInferenceTooLarge).
+
+// rejectInference reports a request that cannot be served: as the reply
+// and on the errors subject.
+func (s *inferenceServer) rejectInference(ctx context.Context, r micro.Request, conv, requestID string, ev *event.Event, rej *streams.RejectError) {
+	data := streams.EventRejected{Subject: r.Subject(), Reason: rej.Reason, Code: rej.Code, Path: rej.Path, ConversationID: conv}
+	if requestID != "" {
+		data.EventID = &requestID
+	}
+	if ev != nil {
+		data.Type = ev.Type()
+	}
+	id := "rejected:" + requestID
+	if requestID == "" {
+		id = "rejected:" + nuid.Next()
+	}
+	if err := s.reports.rejection(ctx, id, data); err != nil {
+		s.log.WarnContext(ctx, "inference rejection not published", "err", err)
+	}
+	s.reply(ctx, r, conv, id, streams.TypeEventRejected, data, "400", rej.Reason)
+}
+
+// respond replies with an event and publishes it on the results subject.
+func (s *inferenceServer) respond(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
+	if msg := s.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
+		s.respondMsg(ctx, r, msg, errCode, errText)
+	}
+}
+
+// respondMsg replies with msg and publishes it on the results subject.
+func (s *inferenceServer) respondMsg(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) {
+	if !s.send(ctx, r, msg, errCode, errText) {
+		return
+	}
+	if err := s.nc.PublishMsg(msg); err != nil {
+		s.log.WarnContext(ctx, "inference result not published", "subject", msg.Subject, "err", err)
+	}
+}
+
+// reply sends the event as the reply, marked as a service error when
+// errCode is set.
+func (s *inferenceServer) reply(ctx context.Context, r micro.Request, conv, id, typ string, data any, errCode, errText string) {
+	if msg := s.encodeReply(ctx, r, conv, id, typ, data); msg != nil {
+		s.send(ctx, r, msg, errCode, errText)
+	}
+}
+
+// encodeReply encodes the event of a reply, addressed to the results
+// subject. On failure it answers r with a bare service error and returns
+// nil.
+func (s *inferenceServer) encodeReply(ctx context.Context, r micro.Request, conv, id, typ string, data any) *nats.Msg {
+	ev, err := streams.NewEvent(id, typ, s.source, conv, data)
+	if err == nil {
+		streams.InjectTraceContext(ctx, ev)
+	}
+	var msg *nats.Msg
+	if err == nil {
+		msg, err = streams.EncodeEvent(s.subjects.Results(conv), ev, streams.Structured)
+	}
+	if err != nil {
+		s.log.ErrorContext(ctx, "inference reply not encoded", "type", typ, "err", err)
+		_ = r.Error("500", "reply not encoded", nil)
+		return nil
+	}
+	return msg
+}
+
+// send replies with msg, marked as a service error when errCode is set.
+// A reply larger than the server takes is answered with a bare service
+// error instead, and send returns false: msg cannot be published either.
+func (s *inferenceServer) send(ctx context.Context, r micro.Request, msg *nats.Msg, errCode, errText string) bool {
+	if size, limit := replySize(msg, errCode, errText), int(s.nc.MaxPayload()); size > limit {
+		s.log.ErrorContext(ctx, "inference reply too large", "bytes", size, "max_payload", limit)
+		_ = r.Error("500", fmt.Sprintf("reply of %d bytes over the max payload of %d", size, limit), nil)
+		return false
+	}
+	headers := micro.WithHeaders(micro.Headers(msg.Header))
+	var err error
+	if errCode != "" {
+		err = r.Error(errCode, errText, msg.Data, headers)
+	} else {
+		err = r.Respond(msg.Data, headers)
+	}
+	if err != nil {
+		// micro wraps a failed Respond in ErrRespond; either way the
+		// requester did not get this reply (a request without a reply
+		// subject, a closing connection), but the results subject may.
+		s.log.WarnContext(ctx, "inference reply not sent", "err", err)
+	}
+	return true
+}

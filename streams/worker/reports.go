@@ -1,0 +1,79 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// reports writes what the worker reports on the errors subjects
+// (rejections, pipeline failures, dead letters) and waits until the errors
+// stream has stored each: the one writer the rejection middleware, the
+// store's refusals and the inference server share, so that every report is
+// durable the same way (TestStoredErrorsReadLater).
+type reports struct {
+	js       jetstream.JetStream
+	subjects streams.Subjects
+	source   string // the CloudEvents source of the reports
+	log      *slog.Logger
+}
+
+// store publishes msg, a report on an errors subject, and waits until the
+// errors stream has stored it. Subscribers of the subject get it as any
+// other message.
+func (r *reports) store(ctx context.Context, msg *nats.Msg) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
+	defer cancel()
+	if _, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(r.subjects.ErrorsStream())); err != nil {
+		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
+	}
+	return nil
+}
+
+// rejection publishes rej on the errors subject of its conversation (or of
+// UnknownConversation) and waits until the errors stream has stored it.
+func (r *reports) rejection(ctx context.Context, id string, rej streams.EventRejected) error {
+	conv := rej.ConversationID
+	if conv == "" {
+		conv = streams.UnknownConversation
+	}
+	ev, err := streams.NewEvent(id, streams.TypeEventRejected, r.source, rej.ConversationID, rej)
+	if err != nil {
+		return err
+	}
+	streams.InjectTraceContext(ctx, ev)
+	msg, err := streams.EncodeEvent(r.subjects.Errors(conv), ev, streams.Structured)
+	if err != nil {
+		return err
+	}
+	// Stored, so that a client not listening now can read it later.
+	if err := r.store(ctx, msg); err != nil {
+		return fmt.Errorf("streams: publish rejection: %w", err)
+	}
+	r.log.InfoContext(ctx, "event rejected", "subject", rej.Subject, "conversation", rej.ConversationID,
+		"code", rej.Code, "reason", rej.Reason, "seq", rej.Sequence)
+	return nil
+}
+
+// failure reports a failed pipeline run on the conversation's errors
+// subject too, where it is kept (the reply and P.results.<id> reach only
+// those listening at the time).
+func (r *reports) failure(ctx context.Context, id string, failed streams.PipelineFailed) {
+	ev, err := streams.NewEvent(id, streams.TypePipelineFailed, r.source, failed.ConversationID, failed)
+	var msg *nats.Msg
+	if err == nil {
+		streams.InjectTraceContext(ctx, ev)
+		msg, err = streams.EncodeEvent(r.subjects.Errors(failed.ConversationID), ev, streams.Structured)
+	}
+	if err == nil {
+		err = r.store(ctx, msg)
+	}
+	if err != nil {
+		r.log.WarnContext(ctx, "pipeline failure not stored", "conversation", failed.ConversationID, "err", err)
+	}
+}
