@@ -207,7 +207,7 @@ func TestRebuildFromCheckpoint(t *testing.T) {
 	}
 	put := func(value []byte) {
 		t.Helper()
-		if _, err := w.checkpoints.Put(ctx, "cp", value); err != nil {
+		if _, err := w.cp.bucket.Put(ctx, "cp", value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,7 +360,7 @@ func conversationCheckpoint(conv *conversation.Conversation, seq, version, event
 // does not decode fails the test.
 func storedCheckpoint(t testing.TB, w *Worker, id string) (cp *checkpoint, conv *conversation.Conversation, ok bool) {
 	t.Helper()
-	entry, err := w.checkpoints.Get(context.Background(), id)
+	entry, err := w.cp.bucket.Get(context.Background(), id)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -565,7 +565,7 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.checkpoints.Put(ctx, "dropped", value); err != nil {
+	if _, err := w.cp.bucket.Put(ctx, "dropped", value); err != nil {
 		t.Fatal(err)
 	}
 	// As a limit would: the oldest events go.
@@ -603,8 +603,8 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 // than there are slots, and at the end every slot is given back.
 func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 	const slots, senders, each = 4, 8, 2000
-	w := &Worker{cpSlots: make(chan struct{}, slots), cpQueue: make(chan func(), 16), writers: newWriters()}
-	defer w.writers.stop()
+	c := &checkpointer{slots: make(chan struct{}, slots), queue: make(chan func(), 16), writers: newWriters()}
+	defer c.writers.stop()
 	var taken, ran, running, most atomic.Int64
 	var wg sync.WaitGroup
 	for g := range senders {
@@ -622,7 +622,7 @@ func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 					running.Add(-1)
 					ran.Add(1)
 				}
-				for !w.onSlot(job) { // the queue full: try again, as the next sweep would
+				for !c.onSlot(job) { // the queue full: try again, as the next sweep would
 					time.Sleep(20 * time.Microsecond)
 				}
 				taken.Add(1)
@@ -631,7 +631,7 @@ func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, 10*time.Second, "every write taken run, every slot given back", func() bool {
-		return ran.Load() == taken.Load() && len(w.cpSlots) == 0 && len(w.cpQueue) == 0
+		return ran.Load() == taken.Load() && len(c.slots) == 0 && len(c.queue) == 0
 	})
 	if most.Load() > slots {
 		t.Errorf("%d writes ran at once on %d slots", most.Load(), slots)
