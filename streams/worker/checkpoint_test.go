@@ -403,6 +403,45 @@ func TestCheckpointsOff(t *testing.T) {
 	}
 }
 
+// TestCheckpointsOffWorks runs a worker without checkpoints through every
+// path that writes or reads one with them on: stores (of a busy
+// conversation too), evictions for room (one conversation cached),
+// rebuilds, compaction of quiet conversations and a graceful stop. Its checkpointer is nil (see checkpointer), which
+// each of them must take as nothing due and nothing to read: every
+// snapshot is right, every rebuild replays its events, and no checkpoint
+// is counted.
+func TestCheckpointsOffWorks(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCheckpoints(false), WithCacheConversations(1), WithLanes(1),
+		WithCacheIdle(100*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if r.w.cp != nil {
+		t.Fatal("a checkpointer with checkpoints off")
+	}
+	send, want := chainedSender(t, c)
+	const convs = 3
+	sendRounds(send, "off", convs, 0, 6) // each event evicts one and rebuilds another
+	checkStored(t, c, want, 30*time.Second)
+	waitFor(t, 10*time.Second, "the conversation held compacted", func() bool { return coldStates(t, r.w) == 1 })
+	sendRounds(send, "off", convs, 6, 8)
+	sendRounds(send, "busy", 1, 0, 2*checkpointBusyEvents) // stored again and again, held
+	checkStored(t, c, want, 30*time.Second)
+	r.stop(t)
+	rm := collect(t, reader)
+	for _, outcome := range []string{"written", "failed", "skipped", "busy"} {
+		if n := sumWhere(rm, MetricCheckpoints, "outcome", outcome); n != 0 {
+			t.Errorf("%d checkpoints counted %s with checkpoints off", n, outcome)
+		}
+	}
+	events, fromCheckpoint := sumWhere(rm, MetricRebuilds, "from", "events"), sumWhere(rm, MetricRebuilds, "from", "checkpoint")
+	t.Logf("rebuilds from events %d, evictions %d", events, sumWhere(rm, MetricCacheEvictions, "reason", "room"))
+	if events < convs || fromCheckpoint != 0 {
+		t.Errorf("rebuilds: %d from events, %d from a checkpoint; want at least %d and 0", events, fromCheckpoint, convs)
+	}
+}
+
 // TestQuietConversationsAreCheckpointed: a conversation unused for the
 // cache's idle time is checkpointed as it is compacted, with no eviction
 // and no stop, so that a crash after it loses no checkpoint.
