@@ -18,11 +18,11 @@ import (
 // in the checkpoint bucket: it decides when one is due, writes it on the
 // writers with a bounded number of writes under way and queued, and reads
 // it back for a rebuild. A worker makes one in Run once the bucket is
-// provisioned, with what it needs passed in; checkpoints off
-// (WithCheckpoints), the worker has none: a nil *checkpointer finds no
-// checkpoint due and reads none, at the cost of the pointer test the
-// bucket's took before, where a no-op value would put a dynamic call in
-// every snapshot store (busyDue).
+// provisioned, with what it needs passed in. With checkpoints off
+// (WithCheckpoints) the worker has none: a nil *checkpointer finds no
+// checkpoint due and reads none (TestCheckpointsOffWorks), which costs one
+// pointer test where a no-op implementation behind an interface would add
+// a dynamic call to every snapshot store (busyDue).
 type checkpointer struct {
 	bucket  jetstream.KeyValue
 	writers *writers // shared with the snapshot writes
@@ -87,8 +87,8 @@ const (
 const checkpointsInFlight = 64
 
 // checkpointsWaiting bounds the checkpoint writes queued for a slot while
-// every slot is busy (see checkpointer.queueWrite). Each holds what it captured: a
-// pointer a message, and the groups. Past it, a compacting sweep leaves
+// every slot is busy (see checkpointer.queueWrite). Each holds what it
+// captured: a pointer a message, and the groups. Past it, a compacting sweep leaves
 // the rest uncompacted for the next one, and a conversation gone unused
 // goes without (a sweep lets go of at most expireMax a lane).
 const checkpointsWaiting = 16384
@@ -158,9 +158,9 @@ func (c *checkpointer) write(ctx context.Context, st *convState, wait bool) bool
 }
 
 // writeCaptured writes cp, a checkpoint of st captured with its store
-// (busyDue), in the background when one of the checkpointsInFlight slots
-// is free; a busy conversation's next store captures another. It runs on
-// the lane.
+// (busyDue, never true of a nil checkpointer), in the background when one
+// of the checkpointsInFlight slots is free; a busy conversation's next
+// store captures another. It runs on the lane.
 func (c *checkpointer) writeCaptured(ctx context.Context, st *convState, cp *checkpointOf) {
 	if c.takeSlot(ctx, false) {
 		c.writeHeld(ctx, st, cp)
@@ -197,28 +197,28 @@ func (c *checkpointer) trySlot() bool {
 }
 
 // quiet writes the checkpoint of st, about to be compacted, when one is
-// due (due), on a free slot or queued for one. It reports
-// false when st must wait for a later sweep, the queue full: compacted
-// states are not looked at again until used, and a checkpoint skipped
-// here would leave a crash to replay the events of an idle conversation.
-// It runs on the lane.
+// due (due), on a free slot or queued for one. It reports false when st
+// must wait for a later sweep, the queue full: compacted states are not
+// looked at again until used, and a checkpoint skipped here would leave a
+// crash to replay the events of an idle conversation. It runs on the
+// lane.
 func (c *checkpointer) quiet(ctx context.Context, st *convState) bool {
 	return !c.due(st) || c.queueWrite(ctx, st, capture(st))
 }
 
 // leaving writes the checkpoint of st, being let go, when one is due
-// (due), on a free slot or queued for one, holding the
-// messages it captured until then; with the queue full it is not written.
-// It runs on the lane.
+// (due), on a free slot or queued for one, holding the messages it
+// captured until then; with the queue full it is not written. It runs on
+// the lane.
 func (c *checkpointer) leaving(ctx context.Context, st *convState) {
 	if c.due(st) && !c.queueWrite(ctx, st, capture(st)) {
 		c.metrics.checkpointed(ctx, "busy")
 	}
 }
 
-// writeHeld encodes and writes cp, a checkpoint of st, in the
-// background, on a slot taken for it, and counts st's changes since cp as
-// its changes since its last checkpoint. It runs on the lane; the encoding
+// writeHeld encodes and writes cp, a checkpoint of st, in the background,
+// on a slot taken for it, and counts st's changes since cp as its changes
+// since its last checkpoint. It runs on the lane; the encoding
 // does not, so that a long conversation's does not hold up the lane's
 // events (a conversation of 26,085 messages takes 63 ms).
 func (c *checkpointer) writeHeld(ctx context.Context, st *convState, cp *checkpointOf) {
@@ -236,8 +236,8 @@ func (c *checkpointer) runHeld(job func()) {
 	})
 }
 
-// queueWrite is writeHeld without a slot taken (see onSlot). It reports false, changing nothing, when the queue is full. It
-// runs on the lane.
+// queueWrite is writeHeld without a slot taken (see onSlot). It reports
+// false, changing nothing, when the queue is full. It runs on the lane.
 func (c *checkpointer) queueWrite(ctx context.Context, st *convState, cp *checkpointOf) bool {
 	if !c.onSlot(c.writeOf(ctx, st, cp)) {
 		return false
