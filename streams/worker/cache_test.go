@@ -337,7 +337,7 @@ func TestQuietCheckpointsWait(t *testing.T) {
 	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(1), WithSnapshotInterval(10*time.Millisecond),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), func(c *config) { c.checkpointsWaiting = 2 })
 	for range checkpointsInFlight {
-		r.w.cpSlots <- struct{}{}
+		r.w.cp.slots <- struct{}{}
 	}
 	c := newClient(t, nc)
 	send, want := chainedSender(t, c)
@@ -355,9 +355,9 @@ func TestQuietCheckpointsWait(t *testing.T) {
 		t.Errorf("%d checkpoints counted skipped as busy; a quiet one waits", busy)
 	}
 	for range checkpointsInFlight - 1 {
-		<-r.w.cpSlots
+		<-r.w.cp.slots
 	}
-	r.w.giveSlot() // as a write finishing on the last slot: the queued ones run on it
+	r.w.cp.giveSlot() // as a write finishing on the last slot: the queued ones run on it
 	waitFor(t, 10*time.Second, "every conversation compacted, each with its checkpoint written", func() bool {
 		return cold() == convs && written() == convs
 	})

@@ -9,8 +9,6 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"slices"
-	"sync/atomic"
-	"time"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/nats-io/nats.go/jetstream"
@@ -35,6 +33,10 @@ import (
 // true state of its conversation at its sequence whoever wrote it and
 // however old it is: an outdated one only leaves more events to replay.
 // Writes need no compare-and-set, and reads may come from any replica.
+//
+// This file is the checkpoint's stored form: what is captured of a
+// conversation, its encoding and decoding, and the bucket it is kept in.
+// When one is written and read is the checkpointer's (checkpointer.go).
 
 // checkpointFormat is the version of the encoding below; a checkpoint of
 // another version is ignored (the conversation is replayed in full).
@@ -83,52 +85,6 @@ func checkpointSum(msgs, groups [][]byte) uint32 {
 	return sum
 }
 
-// checkpointAmplification is the checkpoint writing policy: a
-// conversation let go of is written when the events applied since the
-// checkpoint it was loaded from add up to at least 1/checkpointAmplification
-// of it (a conversation of megabytes is not rewritten for a few small
-// events). Writing a checkpoint costs a few nanoseconds a byte; replaying
-// an event 25 µs (events close together in the stream) to 300 µs (among
-// 1,000 conversations), about what writing 5 to 60 KB costs, so an eighth
-// of a conversation of events of a few hundred bytes is already worth
-// rewriting it for, and a small conversation is written for a single
-// event: with 1,000 conversations of 8 events through a cache of 950 (each
-// event a rebuild), writing only after 8 events took 7% more CPU and had
-// four times the p99 (BENCHMARKS.md).
-const checkpointAmplification = 8
-
-// A conversation that stays busy is never let go of, so it is also
-// checkpointed along with a snapshot store once at least
-// checkpointBusyEvents events have come since its last checkpoint and they
-// add up to a quarter of it (checkpointBusyAmplification): after a crash,
-// which writes none, its rebuild replays at most about a quarter of its
-// events. Stricter than the rule above, because it costs a busy worker
-// while the other is paid when a conversation leaves: writing a checkpoint
-// this often adds about a byte written for every byte of events (a
-// checkpoint is four to six times smaller than the JSON it holds).
-const (
-	checkpointBusyEvents        = 64
-	checkpointBusyAmplification = 4
-)
-
-// checkpointsInFlight bounds the checkpoint writes under way at once: an
-// eviction beyond it lets its conversation go without one (a checkpoint
-// only saves work), so that a burst of evictions keeps a bounded number
-// of conversations alive for their encoding.
-const checkpointsInFlight = 64
-
-// checkpointsWaiting bounds the checkpoint writes queued for a slot while
-// every slot is busy (see queueCheckpoint). Each holds what it captured: a
-// pointer a message, and the groups. Past it, a compacting sweep leaves
-// the rest uncompacted for the next one, and a conversation gone unused
-// goes without (a sweep lets go of at most expireMax a lane).
-const checkpointsWaiting = 16384
-
-// checkpointStopBudget bounds how long a graceful stop spends writing
-// checkpoints, after its snapshots are stored: conversations whose
-// checkpoint is not written by then are rebuilt from their last one.
-const checkpointStopBudget = 5 * time.Second
-
 // provisionCheckpoints creates the checkpoint bucket when missing, brings
 // an existing one's replicas in line (as Provision does the snapshot
 // bucket's), and returns it.
@@ -173,7 +129,7 @@ func capture(st *convState) *checkpointOf {
 
 // checkpointBuffers are the room a checkpoint is encoded in: its msgpack
 // form and that form compressed. A worker hands them from one write to
-// the next (Worker.checkpointBuffers), so that a busy conversation's
+// the next (checkpointer.buffers), so that a busy conversation's
 // checkpoints, about a byte for each byte of its events, do not each
 // allocate, clear and regrow twice the conversation's size.
 type checkpointBuffers struct{ plain, packed []byte }
@@ -287,270 +243,4 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	}
 	cp.Messages, cp.Groups = nil, nil
 	return &cp, conv, nil
-}
-
-// resume starts r from the conversation's checkpoint, when there is one
-// before r.before. Without a usable one (none, unreadable, too late, or the
-// bucket not answering) r replays every event: a checkpoint only saves
-// work, and the events stream alone decides whether a rebuild can be done.
-func (w *Worker) resume(ctx context.Context, r *replay) {
-	entry, err := w.checkpoints.Get(ctx, r.id)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return
-	}
-	if err != nil {
-		w.cfg.logger.WarnContext(ctx, "checkpoint not read; replaying every event", "conversation", r.id, "err", err)
-		return
-	}
-	cp, conv, err := decodeCheckpoint(entry.Value(), w.cfg.limits.conversationOptions()...)
-	if err != nil {
-		w.cfg.logger.WarnContext(ctx, "checkpoint not usable; replaying every event", "conversation", r.id, "err", err)
-		return
-	}
-	if cp.Seq >= r.before {
-		// Written after the event being applied was: a worker applied it
-		// before it crashed, and it is being redelivered.
-		return
-	}
-	r.conv, r.seen, r.last, r.base, r.checkpoint = conv, cp.Seq, cp.Version, cp.Events, true
-}
-
-// checkpointDue reports whether st has changed enough since its last
-// checkpoint to be worth a new one (see checkpointAmplification).
-func (w *Worker) checkpointDue(st *convState) bool {
-	// Only a state a stored snapshot covers: one whose store failed has
-	// its events redelivered, and a rebuild for them could not use it.
-	return w.checkpoints != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
-		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.MessageBytes()
-}
-
-// busyCheckpointDue reports whether st, being stored, has changed enough
-// since its last checkpoint for one to go with the store (see
-// checkpointBusyEvents).
-func (w *Worker) busyCheckpointDue(st *convState) bool {
-	return w.checkpoints != nil && st.conv != nil && st.sinceEvents >= checkpointBusyEvents &&
-		st.sinceBytes*checkpointBusyAmplification >= st.conv.MessageBytes()
-}
-
-// checkpoint writes st's checkpoint in the background when it is due
-// (checkpointDue) and one of the checkpointsInFlight slots is free, or,
-// with wait, frees up before ctx ends; it reports whether a write began.
-// It runs on the lane.
-func (w *Worker) checkpoint(ctx context.Context, st *convState, wait bool) bool {
-	if !w.checkpointDue(st) || !w.takeSlot(ctx, wait) {
-		return false
-	}
-	w.writeCheckpoint(ctx, st, capture(st))
-	return true
-}
-
-// takeSlot takes one of the checkpointsInFlight slots: a free one, or,
-// with wait, one that frees up before ctx ends. It reports whether it
-// did; the write that holds it gives it back.
-func (w *Worker) takeSlot(ctx context.Context, wait bool) bool {
-	if wait {
-		select {
-		case w.cpSlots <- struct{}{}:
-			return true
-		case <-ctx.Done():
-			return false
-		}
-	}
-	if w.trySlot() {
-		return true
-	}
-	w.metrics.checkpointed(ctx, "busy")
-	return false
-}
-
-// trySlot takes a free one of the checkpointsInFlight slots, if any.
-func (w *Worker) trySlot() bool {
-	select {
-	case w.cpSlots <- struct{}{}:
-		return true
-	default:
-		return false
-	}
-}
-
-// checkpointQuiet writes the checkpoint of st, about to be compacted, when
-// one is due (checkpointDue), on a free slot or queued for one. It reports
-// false when st must wait for a later sweep, the queue full: compacted
-// states are not looked at again until used, and a checkpoint skipped
-// here would leave a crash to replay the events of an idle conversation.
-// It runs on the lane.
-func (w *Worker) checkpointQuiet(ctx context.Context, st *convState) bool {
-	return !w.checkpointDue(st) || w.queueCheckpoint(ctx, st, capture(st))
-}
-
-// checkpointLeaving writes the checkpoint of st, being let go, when one is
-// due (checkpointDue), on a free slot or queued for one, holding the
-// messages it captured until then; with the queue full it is not written.
-// It runs on the lane.
-func (w *Worker) checkpointLeaving(ctx context.Context, st *convState) {
-	if w.checkpointDue(st) && !w.queueCheckpoint(ctx, st, capture(st)) {
-		w.metrics.checkpointed(ctx, "busy")
-	}
-}
-
-// writeCheckpoint encodes and writes cp, a checkpoint of st, in the
-// background, on a slot taken for it, and counts st's changes since cp as
-// its changes since its last checkpoint. It runs on the lane; the encoding
-// does not, so that a long conversation's does not hold up the lane's
-// events (a conversation of 26,085 messages takes 63 ms).
-func (w *Worker) writeCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) {
-	job := w.checkpointWrite(ctx, st, cp)
-	checkpointed(st, cp)
-	w.runHeld(job)
-}
-
-// runHeld runs job on the writers, on the slot its caller took, then gives
-// the slot on (see giveSlot).
-func (w *Worker) runHeld(job func()) {
-	w.writers.run(func() {
-		job()
-		w.giveSlot()
-	})
-}
-
-// queueCheckpoint is writeCheckpoint without a slot taken (see
-// onSlot). It reports false, changing nothing, when the queue is full. It
-// runs on the lane.
-func (w *Worker) queueCheckpoint(ctx context.Context, st *convState, cp *checkpointOf) bool {
-	if !w.onSlot(w.checkpointWrite(ctx, st, cp)) {
-		return false
-	}
-	checkpointed(st, cp)
-	return true
-}
-
-// onSlot runs job on the writers on a free one of the checkpointsInFlight
-// slots, or else queues it in cpQueue for the next write that finishes to
-// run on its slot: writes wait without a goroutine each. It reports
-// false, job dropped, when the queue is full.
-func (w *Worker) onSlot(job func()) bool {
-	if w.trySlot() {
-		w.runHeld(job)
-		return true
-	}
-	select {
-	case w.cpQueue <- job:
-	default:
-		return false
-	}
-	// A slot given back since trySlot could have missed the write queued.
-	if w.trySlot() {
-		w.writers.run(w.giveSlot)
-	}
-	return true
-}
-
-// giveSlot runs the queued writes on the slot its caller holds, then gives
-// it back, and takes one again for writes queued meanwhile: a write is
-// queued before its writer tries for a slot, so one of the two runs it.
-func (w *Worker) giveSlot() {
-	for {
-		select {
-		case job := <-w.cpQueue:
-			job()
-			continue
-		default:
-		}
-		<-w.cpSlots
-		if len(w.cpQueue) == 0 || !w.trySlot() {
-			return
-		}
-	}
-}
-
-// checkpointed counts st's changes since cp, a checkpoint of it being
-// written, as its changes since its last checkpoint.
-func checkpointed(st *convState, cp *checkpointOf) {
-	st.sinceEvents -= cp.sinceEvents
-	st.sinceBytes -= cp.sinceBytes
-}
-
-// checkpointWrite returns the write of cp, a checkpoint of st, to run on a
-// slot.
-func (w *Worker) checkpointWrite(ctx context.Context, st *convState, cp *checkpointOf) func() {
-	id := st.id
-	limit := int(w.nc.MaxPayload())
-	return func() {
-		bufs := w.checkpointBuffers()
-		defer w.reuseCheckpointBuffers(bufs) // after the put: nats.go copies what it publishes
-		value, err := cp.encode(bufs)
-		if err == nil && len(value) > limit {
-			err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), limit)
-		}
-		if err != nil {
-			w.metrics.checkpointed(ctx, "skipped")
-			w.cfg.logger.DebugContext(ctx, "checkpoint not written", "conversation", id, "err", err)
-			return
-		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
-		defer cancel()
-		if _, err := w.checkpoints.Put(wctx, id, value); err != nil {
-			w.metrics.checkpointed(ctx, "failed")
-			w.cfg.logger.WarnContext(ctx, "checkpoint not written", "conversation", id, "err", err)
-			return
-		}
-		w.metrics.checkpointed(ctx, "written")
-	}
-}
-
-// checkpointBuffers returns room to encode a checkpoint in, that of a
-// finished write when there is one.
-func (w *Worker) checkpointBuffers() *checkpointBuffers {
-	if b, ok := w.cpBufs.Get().(*checkpointBuffers); ok {
-		return b
-	}
-	return new(checkpointBuffers)
-}
-
-// reuseCheckpointBuffers gives back the room of a written checkpoint,
-// unless it is larger than maxReusedBuffer.
-func (w *Worker) reuseCheckpointBuffers(b *checkpointBuffers) {
-	if cap(b.plain) > maxReusedBuffer || cap(b.packed) > maxReusedBuffer {
-		return
-	}
-	w.cpBufs.Put(b)
-}
-
-// checkpointAll writes, on every lane, the checkpoints due of the
-// conversations held, and waits for them, for at most
-// checkpointStopBudget: a step of a graceful stop, after the snapshots
-// are stored.
-func (w *Worker) checkpointAll(ctx context.Context) {
-	if w.checkpoints == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, checkpointStopBudget)
-	defer cancel()
-	start := time.Now()
-	var written, due atomic.Int64 // the lanes run at once
-	err := w.lanes.callAll(ctx, func(l *lane) {
-		l.cache.each(func(st *convState) {
-			if ctx.Err() == nil && w.checkpointDue(st) {
-				due.Add(1)
-				if w.checkpoint(ctx, st, true) {
-					written.Add(1)
-				}
-			}
-		})
-	})
-	// Each write holds a slot until it returns, and one queued is run on
-	// a slot before that is given back. (Not a WaitGroup: the idle sweep
-	// may begin a write while this waits.)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for (len(w.cpSlots) > 0 || len(w.cpQueue) > 0) && ctx.Err() == nil {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-		}
-	}
-	if err != nil || written.Load() < due.Load() {
-		w.cfg.logger.WarnContext(ctx, "checkpoints on stop not all written", "due", due.Load(), "begun", written.Load(), "err", err)
-	}
-	w.cfg.logger.InfoContext(ctx, "checkpoints written on stop", "begun", written.Load(), "elapsed", time.Since(start))
 }

@@ -207,7 +207,7 @@ func TestRebuildFromCheckpoint(t *testing.T) {
 	}
 	put := func(value []byte) {
 		t.Helper()
-		if _, err := w.checkpoints.Put(ctx, "cp", value); err != nil {
+		if _, err := w.cp.bucket.Put(ctx, "cp", value); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -360,7 +360,7 @@ func conversationCheckpoint(conv *conversation.Conversation, seq, version, event
 // does not decode fails the test.
 func storedCheckpoint(t testing.TB, w *Worker, id string) (cp *checkpoint, conv *conversation.Conversation, ok bool) {
 	t.Helper()
-	entry, err := w.checkpoints.Get(context.Background(), id)
+	entry, err := w.cp.bucket.Get(context.Background(), id)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -400,6 +400,45 @@ func TestCheckpointsOff(t *testing.T) {
 	}
 	if _, err := js.KeyValue(context.Background(), r.w.cfg.subjects.CheckpointBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Errorf("checkpoint bucket with checkpoints off: %v", err)
+	}
+}
+
+// TestCheckpointsOffWorks runs a worker without checkpoints through every
+// path that writes or reads one with them on: stores (of a busy
+// conversation too), evictions for room (one conversation cached),
+// rebuilds, compaction of quiet conversations and a graceful stop. Its checkpointer is nil (see checkpointer), which
+// each of them must take as nothing due and nothing to read: every
+// snapshot is right, every rebuild replays its events, and no checkpoint
+// is counted.
+func TestCheckpointsOffWorks(t *testing.T) {
+	nc := connect(t, startServer(t, ""))
+	c := newClient(t, nc)
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCheckpoints(false), WithCacheConversations(1), WithLanes(1),
+		WithCacheIdle(100*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	if r.w.cp != nil {
+		t.Fatal("a checkpointer with checkpoints off")
+	}
+	send, want := chainedSender(t, c)
+	const convs = 3
+	sendRounds(send, "off", convs, 0, 6) // each event evicts one and rebuilds another
+	checkStored(t, c, want, 30*time.Second)
+	waitFor(t, 10*time.Second, "the conversation held compacted", func() bool { return coldStates(t, r.w) == 1 })
+	sendRounds(send, "off", convs, 6, 8)
+	sendRounds(send, "busy", 1, 0, 2*checkpointBusyEvents) // stored again and again, held
+	checkStored(t, c, want, 30*time.Second)
+	r.stop(t)
+	rm := collect(t, reader)
+	for _, outcome := range []string{"written", "failed", "skipped", "busy"} {
+		if n := sumWhere(rm, MetricCheckpoints, "outcome", outcome); n != 0 {
+			t.Errorf("%d checkpoints counted %s with checkpoints off", n, outcome)
+		}
+	}
+	events, fromCheckpoint := sumWhere(rm, MetricRebuilds, "from", "events"), sumWhere(rm, MetricRebuilds, "from", "checkpoint")
+	t.Logf("rebuilds from events %d, evictions %d", events, sumWhere(rm, MetricCacheEvictions, "reason", "room"))
+	if events < convs || fromCheckpoint != 0 {
+		t.Errorf("rebuilds: %d from events, %d from a checkpoint; want at least %d and 0", events, fromCheckpoint, convs)
 	}
 }
 
@@ -565,7 +604,7 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.checkpoints.Put(ctx, "dropped", value); err != nil {
+	if _, err := w.cp.bucket.Put(ctx, "dropped", value); err != nil {
 		t.Fatal(err)
 	}
 	// As a limit would: the oldest events go.
@@ -603,8 +642,8 @@ func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
 // than there are slots, and at the end every slot is given back.
 func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 	const slots, senders, each = 4, 8, 2000
-	w := &Worker{cpSlots: make(chan struct{}, slots), cpQueue: make(chan func(), 16), writers: newWriters()}
-	defer w.writers.stop()
+	c := &checkpointer{slots: make(chan struct{}, slots), queue: make(chan func(), 16), writers: newWriters()}
+	defer c.writers.stop()
 	var taken, ran, running, most atomic.Int64
 	var wg sync.WaitGroup
 	for g := range senders {
@@ -622,7 +661,7 @@ func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 					running.Add(-1)
 					ran.Add(1)
 				}
-				for !w.onSlot(job) { // the queue full: try again, as the next sweep would
+				for !c.onSlot(job) { // the queue full: try again, as the next sweep would
 					time.Sleep(20 * time.Microsecond)
 				}
 				taken.Add(1)
@@ -631,7 +670,7 @@ func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 	}
 	wg.Wait()
 	waitFor(t, 10*time.Second, "every write taken run, every slot given back", func() bool {
-		return ran.Load() == taken.Load() && len(w.cpSlots) == 0 && len(w.cpQueue) == 0
+		return ran.Load() == taken.Load() && len(c.slots) == 0 && len(c.queue) == 0
 	})
 	if most.Load() > slots {
 		t.Errorf("%d writes ran at once on %d slots", most.Load(), slots)

@@ -162,9 +162,12 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	}
 	w.heads.start(context.Background(), w.kv)
 	if w.cfg.checkpoints {
-		if w.checkpoints, err = provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
+		bucket, err := provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil)
+		if err != nil {
 			t.Fatal(err)
 		}
+		w.cp = newCheckpointer(bucket, w.writers, w.metrics, w.cfg.logger, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
+			w.cfg.limits.conversationOptions())
 	}
 	return w
 }

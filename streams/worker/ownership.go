@@ -263,7 +263,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 				kept.Add(1)
 				continue
 			}
-			o.w.checkpoint(storeCtx, st, true)
+			o.w.cp.write(storeCtx, st, true)
 			l.cache.drop(st.id)
 		}
 	})

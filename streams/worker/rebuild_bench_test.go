@@ -129,7 +129,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.w.checkpoints.Put(ctx, "rb0", value); err != nil {
+		if _, err := r.w.cp.bucket.Put(ctx, "rb0", value); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -35,8 +35,10 @@ func (w *Worker) rebuild(ctx context.Context, id string, before uint64, stored b
 	ctx, cancel := context.WithTimeout(ctx, replayTimeout)
 	defer cancel()
 
-	if stored && w.checkpoints != nil {
-		w.resume(ctx, r)
+	if stored {
+		if cp, conv := w.cp.resume(ctx, id, before); cp != nil {
+			r.conv, r.seen, r.last, r.base, r.checkpoint = conv, cp.Seq, cp.Version, cp.Events, true
+		}
 	}
 	if err := r.run(ctx); err != nil {
 		return nil, fmt.Errorf("streams: rebuild %s after %d events: %w", id, r.n, err)

@@ -93,7 +93,7 @@ type convState struct {
 	// events counts the conversation's events taken into account (read by
 	// its rebuild, checkpoint included, and applied since); sinceEvents and
 	// sinceBytes those since its last checkpoint, and their size (see
-	// checkpointDue).
+	// checkpointer.due).
 	events                  uint64
 	sinceEvents, sinceBytes int
 }

@@ -288,7 +288,7 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if limit := w.snapshotLimit(st.id); len(value) > limit {
 		return b, nil, streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
-	if w.busyCheckpointDue(st) {
+	if w.cp.busyDue(st) {
 		b.checkpoint = capture(st)
 	}
 	return b, value, nil
@@ -338,8 +338,8 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		st.failures = 0
 		w.ackAll(ctx, b.msgs)
 		w.degraded.stored(st.id, b.seq)
-		if b.checkpoint != nil && w.takeSlot(ctx, false) {
-			w.writeCheckpoint(ctx, st, b.checkpoint)
+		if b.checkpoint != nil {
+			w.cp.writeCaptured(ctx, st, b.checkpoint)
 		}
 	case o == writeTooLarge || o == writeRefused:
 		// No retry stores this snapshot: its events are applied again,
@@ -434,7 +434,7 @@ const leavingRetries = 4
 func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
 	case !st.unsaved():
-		w.checkpoint(ctx, st, false)
+		w.cp.write(ctx, st, false)
 		l.cache.drop(st.id)
 	case st.store.batch() == nil:
 		w.store(ctx, l, st) // now, not at the end of the interval
@@ -520,9 +520,9 @@ func (w *Worker) release(st *convState, why letReason) {
 			w.storeMany(ctx, nil, []*convState{st})
 		}
 		if why == letUnused {
-			w.checkpointLeaving(ctx, st)
+			w.cp.leaving(ctx, st)
 		} else {
-			w.checkpoint(ctx, st, false)
+			w.cp.write(ctx, st, false)
 		}
 		return
 	}

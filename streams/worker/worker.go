@@ -47,14 +47,9 @@ type Worker struct {
 	snapshotBufs sync.Pool
 	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
 	runs         atomic.Bool
-	// checkpoints is the checkpoint bucket (nil: checkpoints off); cpSlots
-	// holds a token for each write under way (checkpointsInFlight at most).
-	checkpoints jetstream.KeyValue
-	cpSlots     chan struct{}
-	// cpQueue holds the writes waiting for a slot (see queueCheckpoint).
-	cpQueue chan func()
-	// cpBufs holds the *checkpointBuffers of written checkpoints, for reuse.
-	cpBufs sync.Pool
+	// cp writes and reads conversations' checkpoints (nil: checkpoints
+	// off); set by Run.
+	cp *checkpointer
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
@@ -97,8 +92,6 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		traced:  traced(cfg.tracerProvider),
 		metrics: ins,
 		writers: newWriters(),
-		cpSlots: make(chan struct{}, checkpointsInFlight),
-		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 		loads:   newLoadGate(cfg.loads),
 		heads:   headReader{from: cfg.headsFrom},
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
@@ -168,13 +161,16 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.heads.start(ctx, kv)
 	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {
+		var bucket jetstream.KeyValue
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
-			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
+			bucket, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
 			return err
 		})
 		if err != nil {
 			return err
 		}
+		w.cp = newCheckpointer(bucket, w.writers, w.metrics, log, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
+			w.cfg.limits.conversationOptions())
 	}
 	if w.partitions() > 0 {
 		return w.runPartitioned(ctx)
@@ -247,7 +243,7 @@ func (w *Worker) cacheConfig() cacheConfig {
 		total: &w.cached, held: &w.held, release: w.release,
 		// A conversation gone quiet is checkpointed while it is compacted:
 		// a crash writes none, and its next rebuild starts there.
-		quiet: func(st *convState) bool { return w.checkpointQuiet(context.Background(), st) }}
+		quiet: func(st *convState) bool { return w.cp.quiet(context.Background(), st) }}
 }
 
 // CacheBytes returns what the conversations cached by the lanes weigh now
@@ -265,7 +261,7 @@ func (w *Worker) finish(work context.Context) {
 	w.infer.stop()
 	w.loads.close() // their parked events are applied before the stores
 	w.storeAll(work)
-	w.checkpointAll(work)
+	w.cp.writeAll(work, w.lanes)
 	w.lanes.shutdown()
 	w.writers.stop()
 	w.progress.close()

@@ -1,0 +1,377 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/conversation"
+)
+
+// checkpointer reads and writes conversations' checkpoints (checkpoint.go)
+// in the checkpoint bucket: it decides when one is due, writes it on the
+// writers with a bounded number of writes under way and queued, and reads
+// it back for a rebuild. A worker makes one in Run once the bucket is
+// provisioned, with what it needs passed in. With checkpoints off
+// (WithCheckpoints) the worker has none: a nil *checkpointer finds no
+// checkpoint due and reads none (TestCheckpointsOffWorks), which costs one
+// pointer test where a no-op implementation behind an interface would add
+// a dynamic call to every snapshot store (busyDue).
+type checkpointer struct {
+	bucket  jetstream.KeyValue
+	writers *writers // shared with the snapshot writes
+	metrics *instruments
+	logger  *slog.Logger
+	// maxPayload is the server's, asked at each write: a reconnect may
+	// land on a server with another.
+	maxPayload func() int64
+	// convOpts make the conversation a checkpoint is decoded into (the
+	// worker's limits).
+	convOpts []conversation.Option
+	// slots holds a token for each write under way (checkpointsInFlight
+	// at most); queue holds the writes waiting for one (see onSlot).
+	slots chan struct{}
+	queue chan func()
+	// bufs holds the *checkpointBuffers of written checkpoints, for reuse.
+	bufs sync.Pool
+}
+
+// newCheckpointer returns the checkpointer of bucket, which runs its
+// writes on ws, counts them in ins, logs to log, queues at most waiting
+// writes for a slot, and decodes checkpoints into conversations made with
+// convOpts.
+func newCheckpointer(bucket jetstream.KeyValue, ws *writers, ins *instruments, log *slog.Logger,
+	maxPayload func() int64, waiting int, convOpts []conversation.Option) *checkpointer {
+	return &checkpointer{bucket: bucket, writers: ws, metrics: ins, logger: log, maxPayload: maxPayload,
+		convOpts: convOpts, slots: make(chan struct{}, checkpointsInFlight), queue: make(chan func(), waiting)}
+}
+
+// checkpointAmplification is the checkpoint writing policy: a
+// conversation let go of is written when the events applied since the
+// checkpoint it was loaded from add up to at least 1/checkpointAmplification
+// of it (a conversation of megabytes is not rewritten for a few small
+// events). Writing a checkpoint costs a few nanoseconds a byte; replaying
+// an event 25 µs (events close together in the stream) to 300 µs (among
+// 1,000 conversations), about what writing 5 to 60 KB costs, so an eighth
+// of a conversation of events of a few hundred bytes is already worth
+// rewriting it for, and a small conversation is written for a single
+// event: with 1,000 conversations of 8 events through a cache of 950 (each
+// event a rebuild), writing only after 8 events took 7% more CPU and had
+// four times the p99 (BENCHMARKS.md).
+const checkpointAmplification = 8
+
+// A conversation that stays busy is never let go of, so it is also
+// checkpointed along with a snapshot store once at least
+// checkpointBusyEvents events have come since its last checkpoint and they
+// add up to a quarter of it (checkpointBusyAmplification): after a crash,
+// which writes none, its rebuild replays at most about a quarter of its
+// events. Stricter than the rule above, because it costs a busy worker
+// while the other is paid when a conversation leaves: writing a checkpoint
+// this often adds about a byte written for every byte of events (a
+// checkpoint is four to six times smaller than the JSON it holds).
+const (
+	checkpointBusyEvents        = 64
+	checkpointBusyAmplification = 4
+)
+
+// checkpointsInFlight bounds the checkpoint writes under way at once: an
+// eviction beyond it lets its conversation go without one (a checkpoint
+// only saves work), so that a burst of evictions keeps a bounded number
+// of conversations alive for their encoding.
+const checkpointsInFlight = 64
+
+// checkpointsWaiting bounds the checkpoint writes queued for a slot while
+// every slot is busy (see checkpointer.queueWrite). Each holds what it
+// captured: a pointer a message, and the groups. Past it, a compacting sweep leaves
+// the rest uncompacted for the next one, and a conversation gone unused
+// goes without (a sweep lets go of at most expireMax a lane).
+const checkpointsWaiting = 16384
+
+// checkpointStopBudget bounds how long a graceful stop spends writing
+// checkpoints, after its snapshots are stored: conversations whose
+// checkpoint is not written by then are rebuilt from their last one.
+const checkpointStopBudget = 5 * time.Second
+
+// resume returns conversation id's checkpoint (its messages and groups
+// dropped) and the conversation it holds, for a rebuild up to sequence
+// before to start from, when there is one before it. Without a usable one
+// (none, unreadable, too late, the bucket not answering, or checkpoints
+// off) it returns nils and the rebuild replays every event: a checkpoint
+// only saves work, and the events stream alone decides whether a rebuild
+// can be done.
+func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*checkpoint, *conversation.Conversation) {
+	if c == nil {
+		return nil, nil
+	}
+	entry, err := c.bucket.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		c.logger.WarnContext(ctx, "checkpoint not read; replaying every event", "conversation", id, "err", err)
+		return nil, nil
+	}
+	cp, conv, err := decodeCheckpoint(entry.Value(), c.convOpts...)
+	if err != nil {
+		c.logger.WarnContext(ctx, "checkpoint not usable; replaying every event", "conversation", id, "err", err)
+		return nil, nil
+	}
+	if cp.Seq >= before {
+		// Written after the event being applied was: a worker applied it
+		// before it crashed, and it is being redelivered.
+		return nil, nil
+	}
+	return cp, conv
+}
+
+// due reports whether st has changed enough since its last checkpoint to
+// be worth a new one (see checkpointAmplification).
+func (c *checkpointer) due(st *convState) bool {
+	// Only a state a stored snapshot covers: one whose store failed has
+	// its events redelivered, and a rebuild for them could not use it.
+	return c != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
+		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.MessageBytes()
+}
+
+// busyDue reports whether st, being stored, has changed enough since its
+// last checkpoint for one to go with the store (see checkpointBusyEvents).
+func (c *checkpointer) busyDue(st *convState) bool {
+	return c != nil && st.conv != nil && st.sinceEvents >= checkpointBusyEvents &&
+		st.sinceBytes*checkpointBusyAmplification >= st.conv.MessageBytes()
+}
+
+// write writes st's checkpoint in the background when it is due (due) and
+// one of the checkpointsInFlight slots is free, or, with wait, frees up
+// before ctx ends; it reports whether a write began. It runs on the lane.
+func (c *checkpointer) write(ctx context.Context, st *convState, wait bool) bool {
+	if !c.due(st) || !c.takeSlot(ctx, wait) {
+		return false
+	}
+	c.writeHeld(ctx, st, capture(st))
+	return true
+}
+
+// writeCaptured writes cp, a checkpoint of st captured with its store
+// (busyDue, never true of a nil checkpointer), in the background when one
+// of the checkpointsInFlight slots is free; a busy conversation's next
+// store captures another. It runs on the lane.
+func (c *checkpointer) writeCaptured(ctx context.Context, st *convState, cp *checkpointOf) {
+	if c.takeSlot(ctx, false) {
+		c.writeHeld(ctx, st, cp)
+	}
+}
+
+// takeSlot takes one of the checkpointsInFlight slots: a free one, or,
+// with wait, one that frees up before ctx ends. It reports whether it
+// did; the write that holds it gives it back.
+func (c *checkpointer) takeSlot(ctx context.Context, wait bool) bool {
+	if wait {
+		select {
+		case c.slots <- struct{}{}:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	if c.trySlot() {
+		return true
+	}
+	c.metrics.checkpointed(ctx, "busy")
+	return false
+}
+
+// trySlot takes a free one of the checkpointsInFlight slots, if any.
+func (c *checkpointer) trySlot() bool {
+	select {
+	case c.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// quiet writes the checkpoint of st, about to be compacted, when one is
+// due (due), on a free slot or queued for one. It reports false when st
+// must wait for a later sweep, the queue full: compacted states are not
+// looked at again until used, and a checkpoint skipped here would leave a
+// crash to replay the events of an idle conversation. It runs on the
+// lane.
+func (c *checkpointer) quiet(ctx context.Context, st *convState) bool {
+	return !c.due(st) || c.queueWrite(ctx, st, capture(st))
+}
+
+// leaving writes the checkpoint of st, being let go, when one is due
+// (due), on a free slot or queued for one, holding the messages it
+// captured until then; with the queue full it is not written. It runs on
+// the lane.
+func (c *checkpointer) leaving(ctx context.Context, st *convState) {
+	if c.due(st) && !c.queueWrite(ctx, st, capture(st)) {
+		c.metrics.checkpointed(ctx, "busy")
+	}
+}
+
+// writeHeld encodes and writes cp, a checkpoint of st, in the background,
+// on a slot taken for it, and counts st's changes since cp as its changes
+// since its last checkpoint. It runs on the lane; the encoding
+// does not, so that a long conversation's does not hold up the lane's
+// events (a conversation of 26,085 messages takes 63 ms).
+func (c *checkpointer) writeHeld(ctx context.Context, st *convState, cp *checkpointOf) {
+	job := c.writeOf(ctx, st, cp)
+	checkpointed(st, cp)
+	c.runHeld(job)
+}
+
+// runHeld runs job on the writers, on the slot its caller took, then gives
+// the slot on (see giveSlot).
+func (c *checkpointer) runHeld(job func()) {
+	c.writers.run(func() {
+		job()
+		c.giveSlot()
+	})
+}
+
+// queueWrite is writeHeld without a slot taken (see onSlot). It reports
+// false, changing nothing, when the queue is full. It runs on the lane.
+func (c *checkpointer) queueWrite(ctx context.Context, st *convState, cp *checkpointOf) bool {
+	if !c.onSlot(c.writeOf(ctx, st, cp)) {
+		return false
+	}
+	checkpointed(st, cp)
+	return true
+}
+
+// onSlot runs job on the writers on a free one of the checkpointsInFlight
+// slots, or else queues it in queue for the next write that finishes to
+// run on its slot: writes wait without a goroutine each. It reports
+// false, job dropped, when the queue is full.
+func (c *checkpointer) onSlot(job func()) bool {
+	if c.trySlot() {
+		c.runHeld(job)
+		return true
+	}
+	select {
+	case c.queue <- job:
+	default:
+		return false
+	}
+	// A slot given back since trySlot could have missed the write queued.
+	if c.trySlot() {
+		c.writers.run(c.giveSlot)
+	}
+	return true
+}
+
+// giveSlot runs the queued writes on the slot its caller holds, then gives
+// it back, and takes one again for writes queued meanwhile: a write is
+// queued before its writer tries for a slot, so one of the two runs it.
+func (c *checkpointer) giveSlot() {
+	for {
+		select {
+		case job := <-c.queue:
+			job()
+			continue
+		default:
+		}
+		<-c.slots
+		if len(c.queue) == 0 || !c.trySlot() {
+			return
+		}
+	}
+}
+
+// checkpointed counts st's changes since cp, a checkpoint of it being
+// written, as its changes since its last checkpoint.
+func checkpointed(st *convState, cp *checkpointOf) {
+	st.sinceEvents -= cp.sinceEvents
+	st.sinceBytes -= cp.sinceBytes
+}
+
+// writeOf returns the write of cp, a checkpoint of st, to run on a slot.
+func (c *checkpointer) writeOf(ctx context.Context, st *convState, cp *checkpointOf) func() {
+	id := st.id
+	limit := int(c.maxPayload())
+	return func() {
+		bufs := c.buffers()
+		defer c.reuse(bufs) // after the put: nats.go copies what it publishes
+		value, err := cp.encode(bufs)
+		if err == nil && len(value) > limit {
+			err = fmt.Errorf("%d bytes, over the server's max payload of %d", len(value), limit)
+		}
+		if err != nil {
+			c.metrics.checkpointed(ctx, "skipped")
+			c.logger.DebugContext(ctx, "checkpoint not written", "conversation", id, "err", err)
+			return
+		}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		defer cancel()
+		if _, err := c.bucket.Put(wctx, id, value); err != nil {
+			c.metrics.checkpointed(ctx, "failed")
+			c.logger.WarnContext(ctx, "checkpoint not written", "conversation", id, "err", err)
+			return
+		}
+		c.metrics.checkpointed(ctx, "written")
+	}
+}
+
+// buffers returns room to encode a checkpoint in, that of a finished
+// write when there is one.
+func (c *checkpointer) buffers() *checkpointBuffers {
+	if b, ok := c.bufs.Get().(*checkpointBuffers); ok {
+		return b
+	}
+	return new(checkpointBuffers)
+}
+
+// reuse gives back the room of a written checkpoint, unless it is larger
+// than maxReusedBuffer.
+func (c *checkpointer) reuse(b *checkpointBuffers) {
+	if cap(b.plain) > maxReusedBuffer || cap(b.packed) > maxReusedBuffer {
+		return
+	}
+	c.bufs.Put(b)
+}
+
+// writeAll writes, on every one of ls, the checkpoints due of the
+// conversations held, and waits for them, for at most
+// checkpointStopBudget: a step of a graceful stop, after the snapshots
+// are stored.
+func (c *checkpointer) writeAll(ctx context.Context, ls *lanes) {
+	if c == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, checkpointStopBudget)
+	defer cancel()
+	start := time.Now()
+	var written, due atomic.Int64 // the lanes run at once
+	err := ls.callAll(ctx, func(l *lane) {
+		l.cache.each(func(st *convState) {
+			if ctx.Err() == nil && c.due(st) {
+				due.Add(1)
+				if c.write(ctx, st, true) {
+					written.Add(1)
+				}
+			}
+		})
+	})
+	// Each write holds a slot until it returns, and one queued is run on
+	// a slot before that is given back. (Not a WaitGroup: the idle sweep
+	// may begin a write while this waits.)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for (len(c.slots) > 0 || len(c.queue) > 0) && ctx.Err() == nil {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
+	if err != nil || written.Load() < due.Load() {
+		c.logger.WarnContext(ctx, "checkpoints on stop not all written", "due", due.Load(), "begun", written.Load(), "err", err)
+	}
+	c.logger.InfoContext(ctx, "checkpoints written on stop", "begun", written.Load(), "elapsed", time.Since(start))
+}
