@@ -65,16 +65,16 @@ const kvHeaderAllowance = 128
 // counting the subject too costs a few bytes and holds wherever a server
 // counts it), and below any snapshot the server refused for its size
 // (storeCap).
-func (w *Worker) snapshotLimit(id string) int {
-	overhead := len("$KV..") + len(w.cfg.subjects.SnapshotBucket()) + len(id) + kvHeaderAllowance
-	limit := int(w.nc.MaxPayload()) - overhead
-	if m := int(w.storeCap.bucket.Load()); m > 0 {
+func (s *snapshotStore) snapshotLimit(id string) int {
+	overhead := len("$KV..") + len(s.bucket) + len(id) + kvHeaderAllowance
+	limit := int(s.maxPayload()) - overhead
+	if m := int(s.cap.bucket.Load()); m > 0 {
 		limit = min(limit, m-overhead)
 	}
-	if c := int(w.storeCap.refused.Load()); c > 0 {
+	if c := int(s.cap.refused.Load()); c > 0 {
 		limit = min(limit, c)
 	}
-	if l := w.cfg.limits.MaxSnapshotBytes; l > 0 {
+	if l := s.maxBytes; l > 0 {
 		limit = min(limit, l)
 	}
 	return limit
@@ -120,7 +120,7 @@ func (c *storeCap) refusedAt(size int) {
 // it when its bounds do not tell (see above). A *RejectError names the
 // limit: CodeSnapshotTooLarge or CodeTooDeep. It runs on the lane.
 func (w *Worker) checkSnapshotLimits(st *convState, d *delivery, flatBytes int) error {
-	limit := w.snapshotLimit(st.id)
+	limit := w.snapshots.snapshotLimit(st.id)
 	if flatBytes > limit {
 		return streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
@@ -181,12 +181,12 @@ func (w *Worker) measureSnapshot(st *convState, seq uint64, flatBytes, limit, de
 	}
 	// The frame and the tree: the flatList is left out and counted by its
 	// size (one comma more than it takes).
-	buf, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, seq, seq, func(func([]byte) bool) {}, tree)
+	buf, err := encodeSnapshotOf(w.snapshots.snapshotBuffer(), st.id, seq, seq, func(func([]byte) bool) {}, tree)
 	if err != nil {
 		return streams.RejectErr(streams.CodeInvalidData, err)
 	}
 	frame := len(buf)
-	w.reuseSnapshotBuffer(buf)
+	w.snapshots.reuseSnapshotBuffer(buf)
 	if size := frame + flatBytes; size > limit {
 		return streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", size, limit)
 	}

@@ -42,7 +42,7 @@ func BenchmarkSnapshotLimits(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			w := &Worker{cfg: config{limits: DefaultLimits()}}
+			w := &Worker{cfg: config{limits: DefaultLimits()}, snapshots: new(snapshotStore)}
 			st := &convState{id: "bench", conv: conv, flatBytes: int32(d.size())}
 			b.Run(fmt.Sprintf("%s/%d", shape, n), func(b *testing.B) {
 				for b.Loop() {

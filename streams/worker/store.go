@@ -37,8 +37,8 @@ const maxPendingSeconds = 16
 // stretched all the way, whatever the maximum. A fixed 65,536 made it
 // 13,000 at a 5 s maximum, about what one worker applies at half its peak
 // on a 2-core machine (BENCHMARKS.md).
-func (w *Worker) pendingStores() int {
-	longest := max(w.cfg.snapshotMax, w.cfg.snapshotInterval) // a maximum below the interval fixes it
+func (s *snapshotStore) pendingStores() int {
+	longest := max(s.maxInterval, s.interval) // a maximum below the interval fixes it
 	secs := (longest + time.Second - 1) / time.Second
 	return pendingStoresPerSecond * int(min(max(secs, 1), maxPendingSeconds))
 }
@@ -47,7 +47,7 @@ func (w *Worker) pendingStores() int {
 // the lanes hold, plus the events awaiting a store (acknowledged only once
 // a store covers them), with room for a crashed predecessor's.
 func (w *Worker) maxAckPending(window int) int {
-	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + w.pendingStores()
+	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + w.snapshots.pendingStores()
 }
 
 // storeBatch is one write of a conversation's snapshot: the version and
@@ -125,7 +125,7 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	if !q.startable() {
 		return
 	}
-	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
+	at := roundUp(w.snapshots.storeDue(st), w.cfg.snapshotInterval/2)
 	if st.storing && !at.Before(time.Unix(0, st.storeAt)) {
 		return
 	}
@@ -160,11 +160,11 @@ func (w *Worker) runStores(ctx context.Context, l *lane) {
 // after the last write, stretched under load (storeInterval), or the
 // maximum when its events since then are small against its snapshot
 // (storeAmplification, storeFloor). st has a store state.
-func (w *Worker) storeDue(st *convState) time.Time {
+func (s *snapshotStore) storeDue(st *convState) time.Time {
 	if st.retryAt != 0 {
 		return time.Unix(0, st.retryAt)
 	}
-	interval := w.storeInterval()
+	interval := s.storeInterval()
 	if st.lastStore == 0 {
 		if interval <= 0 {
 			return time.Now()
@@ -176,13 +176,13 @@ func (w *Worker) storeDue(st *convState) time.Time {
 		size = 2 * int(st.flatBytes) // the flat list and the context tree
 	}
 	last := time.Unix(0, st.lastStore)
-	if w.partitions() == 0 && time.Since(last) < w.cfg.snapshotMax {
+	if !s.partitioned && time.Since(last) < s.maxInterval {
 		size = max(size, storeFloor)
 	}
 	if int(st.unstoredBytes)*storeAmplification < size {
-		interval = max(interval, w.cfg.snapshotMax)
+		interval = max(interval, s.maxInterval)
 	}
-	base := w.cfg.snapshotInterval
+	base := s.interval
 	if interval <= base {
 		return last.Add(interval)
 	}
@@ -246,9 +246,9 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 		w.stored(ctx, l, st, b)
 		return
 	}
-	w.writing.Add(1)
-	w.writeStore(ctx, st, b, value, func() {
-		w.writing.Add(-1)
+	w.snapshots.writing.Add(1)
+	w.snapshots.writeStore(ctx, st, b, value, func() {
+		w.snapshots.writing.Add(-1)
 		// Refused once the lanes are shut down: storeAll has taken it.
 		_ = w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) })
 	})
@@ -257,11 +257,11 @@ func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
 // writeStore writes value, the snapshot b stores of st, on the writers:
 // b.rev and b.err are set and b.done closed once the write returned, then
 // after runs, when set. It is called on the lane (st.rev is read there).
-func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, value []byte, after func()) {
+func (s *snapshotStore) writeStore(ctx context.Context, st *convState, b *storeBatch, value []byte, after func()) {
 	rev := st.rev
-	w.writers.run(func() {
-		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
-		w.reuseSnapshotBuffer(value) // the write copied it
+	s.writers.run(func() {
+		b.rev, b.err = s.writeSnapshot(ctx, st.id, value, rev)
+		s.reuseSnapshotBuffer(value) // the write copied it
 		close(b.done)
 		if after != nil {
 			after()
@@ -280,12 +280,12 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnbuildable, err)
 	}
-	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
+	value, err := encodeSnapshotOf(w.snapshots.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnencodable, err)
 	}
 	st.snapshotBytes = clamp32(len(value))
-	if limit := w.snapshotLimit(st.id); len(value) > limit {
+	if limit := w.snapshots.snapshotLimit(st.id); len(value) > limit {
 		return b, nil, streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
 	if w.busyCheckpointDue(st) {
@@ -296,14 +296,14 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 
 // writeSnapshot writes a snapshot with a compare-and-set on the key's
 // revision (0: the key must not exist) and returns the new revision.
-func (w *Worker) writeSnapshot(ctx context.Context, id string, value []byte, rev uint64) (uint64, error) {
+func (s *snapshotStore) writeSnapshot(ctx context.Context, id string, value []byte, rev uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
 	if rev == 0 {
-		rev, err = w.kv.Create(ctx, id, value)
+		rev, err = s.kv.Create(ctx, id, value)
 	} else {
-		rev, err = w.kv.Update(ctx, id, value, rev)
+		rev, err = s.kv.Update(ctx, id, value, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, fmt.Errorf("%w: %s: %w", errConflict, id, err)
@@ -328,9 +328,9 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 	w.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
 	switch o {
 	case writeStored:
-		w.stores.succeeded()
+		w.snapshots.health.succeeded()
 	case writeFailed:
-		w.stores.failed(b.err, time.Now())
+		w.snapshots.health.failed(b.err, time.Now())
 	}
 	switch {
 	case o == writeStored:
@@ -495,7 +495,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			b.err = err
 			close(b.done)
 		} else {
-			w.writeStore(ctx, st, b, value, nil)
+			w.snapshots.writeStore(ctx, st, b, value, nil)
 		}
 		if wave = append(wave, write{st, b}); len(wave) == storeWave {
 			complete()
@@ -589,13 +589,13 @@ const lagTarget = 10 * time.Millisecond
 // (WithSnapshotMaxInterval). Writing each conversation less often under
 // load is what keeps the bucket from taking the worker's throughput: a
 // snapshot is O(conversation), a delta O(change).
-func (w *Worker) storeInterval() time.Duration {
-	base := w.cfg.snapshotInterval
-	limit := w.cfg.snapshotMax
+func (s *snapshotStore) storeInterval() time.Duration {
+	base := s.interval
+	limit := s.maxInterval
 	if limit <= base {
 		return base
 	}
-	factor := max(float64(w.writing.Load())/storeTarget, float64(w.lag.Load())/float64(lagTarget))
+	factor := max(float64(s.writing.Load())/storeTarget, float64(s.lag.Load())/float64(lagTarget))
 	if factor <= 1 {
 		return base
 	}
@@ -604,11 +604,11 @@ func (w *Worker) storeInterval() time.Duration {
 
 // observeLag folds the lag of an applied event (stored in the stream to
 // delta published) into the smoothed lag storeInterval reads.
-func (w *Worker) observeLag(d time.Duration) {
+func (s *snapshotStore) observeLag(d time.Duration) {
 	for {
-		old := w.lag.Load()
+		old := s.lag.Load()
 		next := old + (int64(d)-old)/16
-		if w.lag.CompareAndSwap(old, next) {
+		if s.lag.CompareAndSwap(old, next) {
 			return
 		}
 	}
@@ -617,8 +617,8 @@ func (w *Worker) observeLag(d time.Duration) {
 // snapshotBuffer returns an empty buffer to encode a snapshot into, one a
 // finished write gave back when there is one: snapshots are the largest
 // allocation of a busy worker after the server's own.
-func (w *Worker) snapshotBuffer() []byte {
-	if p, ok := w.snapshotBufs.Get().(*[]byte); ok {
+func (s *snapshotStore) snapshotBuffer() []byte {
+	if p, ok := s.bufs.Get().(*[]byte); ok {
 		return (*p)[:0]
 	}
 	return nil
@@ -631,9 +631,9 @@ const maxReusedBuffer = 1 << 20
 
 // reuseSnapshotBuffer gives back a buffer whose snapshot has been written
 // (nats.go copies what it publishes).
-func (w *Worker) reuseSnapshotBuffer(b []byte) {
+func (s *snapshotStore) reuseSnapshotBuffer(b []byte) {
 	if cap(b) == 0 || cap(b) > maxReusedBuffer {
 		return
 	}
-	w.snapshotBufs.Put(&b)
+	s.bufs.Put(&b)
 }

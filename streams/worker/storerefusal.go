@@ -80,9 +80,9 @@ func (w *Worker) refuseStore(ctx context.Context, l *lane, st *convState, b *sto
 		// The bucket's limit is lower than the worker knew (an operator
 		// lowered it): later events are measured against it as it is now,
 		// and in any case against what was refused.
-		w.storeCap.refusedAt(int(st.snapshotBytes))
+		w.snapshots.cap.refusedAt(int(st.snapshotBytes))
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := w.storeCap.readBucket(sctx, w.kv); err != nil {
+		if err := w.snapshots.cap.readBucket(sctx, w.snapshots.kv); err != nil {
 			w.cfg.logger.WarnContext(ctx, "snapshot bucket status not read", "err", err)
 		}
 		cancel()

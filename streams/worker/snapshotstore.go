@@ -1,0 +1,77 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// snapshotStore writes conversations' full snapshots to the snapshot
+// bucket: it paces the writes (storeInterval, storeDue), runs them with a
+// compare-and-set on the key's revision, bounds their size (snapshotLimit)
+// and follows whether they succeed (for Ready). A change to how or when a
+// snapshot is written goes here (store.go, storerefusal.go,
+// snapshotlimits.go); what the rest of the worker does on its outcome
+// (acknowledging events, letting a state go) is passed in as callbacks
+// when the worker is made.
+type snapshotStore struct {
+	// kv is the snapshot bucket, set by open.
+	kv jetstream.KeyValue
+	// writers runs the writes; the checkpoints' writes share it.
+	writers *writers
+	writing atomic.Int64 // writes in flight
+	// health follows whether writes succeed, for Ready.
+	health storeHealth
+	// cap is what the server lets the worker store (snapshotlimits.go).
+	cap storeCap
+	// bufs holds *[]byte buffers of written snapshots, for reuse.
+	bufs sync.Pool
+	lag  atomic.Int64 // smoothed event lag, ns (see observeLag)
+
+	interval    time.Duration // the snapshot interval (WithSnapshotInterval)
+	maxInterval time.Duration // the longest it stretches to (WithSnapshotMaxInterval)
+	stallLimit  time.Duration // how long writes may all fail before Ready fails
+	partitioned bool          // the events stream is partitioned (see storeFloor)
+	// maxPayload is the server's max payload (nats.Conn.MaxPayload).
+	maxPayload func() int64
+	bucket     string // the bucket's name, counted in a write's subject
+	maxBytes   int    // Limits.MaxSnapshotBytes; 0: the server's limits only
+	logger     *slog.Logger
+	metrics    *instruments
+}
+
+// newSnapshotStore returns the snapshot store of a worker of configuration
+// cfg; its bucket is set by open.
+func newSnapshotStore(cfg config, ws *writers, maxPayload func() int64, metrics *instruments) *snapshotStore {
+	return &snapshotStore{
+		writers:     ws,
+		interval:    cfg.snapshotInterval,
+		maxInterval: cfg.snapshotMax,
+		stallLimit:  cfg.storeStall,
+		partitioned: cfg.storage.Partitions > 0,
+		maxPayload:  maxPayload,
+		bucket:      cfg.subjects.SnapshotBucket(),
+		maxBytes:    cfg.limits.MaxSnapshotBytes,
+		logger:      cfg.logger,
+		metrics:     metrics,
+	}
+}
+
+// open sets the bucket the store writes to and reads its maximum message
+// size; without that size, only the server's max payload bounds a write.
+func (s *snapshotStore) open(ctx context.Context, kv jetstream.KeyValue) {
+	s.kv = kv
+	if err := s.cap.readBucket(ctx, kv); err != nil {
+		s.logger.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
+	}
+}
+
+// check returns an error wrapping ErrNotReady when writes have all failed
+// for longer than the stall limit (WithStoreStallLimit).
+func (s *snapshotStore) check(now time.Time) error {
+	return s.health.check(now, s.stallLimit)
+}
