@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/streams"
 )
 
 // snapshotStore writes conversations' full snapshots to the snapshot
@@ -42,11 +44,62 @@ type snapshotStore struct {
 	maxBytes   int    // Limits.MaxSnapshotBytes; 0: the server's limits only
 	logger     *slog.Logger
 	metrics    *instruments
+	// degraded holds the conversations held at a limit: a stored snapshot
+	// clears one, a refused one marks it (storerefusal.go).
+	degraded *degradedSet
+	hooks    storeHooks
+}
+
+// storeHooks is what the snapshot store asks of the rest of the worker:
+// to run on a lane, to settle the events a write covers with the stream,
+// to read the stored head after a conflict, and to write a checkpoint
+// along with a snapshot. Each runs on the lane but onLane.
+type storeHooks struct {
+	// onLane runs fn on lane l, after what is queued there; it fails once
+	// the lanes are shut down.
+	onLane func(ctx context.Context, l *lane, fn func()) error
+	// ack acknowledges events a stored snapshot covers; nak hands events
+	// back for redelivery; terminate rejects events for re, each with its
+	// record on the errors subject.
+	ack       func(ctx context.Context, acks []pendingAck)
+	nak       func(acks []pendingAck)
+	terminate func(ctx context.Context, id string, acks []pendingAck, re *streams.RejectError)
+	// readHead reads the stored snapshot's head of conversation id, as the
+	// leader has it, and the key's revision.
+	readHead func(ctx context.Context, id string) (snapshotHead, uint64, error)
+	// checkpointDue reports whether a checkpoint goes with a store of st
+	// beginning now; checkpointStored writes cp, captured then, once the
+	// store is written; checkpointLeft writes st's checkpoint, when due, as
+	// a state with nothing left to store is let go.
+	checkpointDue    func(st *convState) bool
+	checkpointStored func(ctx context.Context, st *convState, cp *checkpointOf)
+	checkpointLeft   func(ctx context.Context, st *convState)
+}
+
+// storeHooks is how w's snapshot store reaches the lanes, the stream, the
+// snapshot heads and the checkpoints.
+func (w *Worker) storeHooks() storeHooks {
+	return storeHooks{
+		onLane:    func(ctx context.Context, l *lane, fn func()) error { return w.lanes.do(ctx, l, fn) },
+		ack:       w.ackAll,
+		nak:       w.nakAll,
+		terminate: w.terminateAll,
+		readHead: func(ctx context.Context, id string) (snapshotHead, uint64, error) {
+			return w.readHead(ctx, id, min(w.heads.pick(), headConfirmed))
+		},
+		checkpointDue: w.busyCheckpointDue,
+		checkpointStored: func(ctx context.Context, st *convState, cp *checkpointOf) {
+			if w.takeSlot(ctx, false) {
+				w.writeCheckpoint(ctx, st, cp)
+			}
+		},
+		checkpointLeft: func(ctx context.Context, st *convState) { w.checkpoint(ctx, st, false) },
+	}
 }
 
 // newSnapshotStore returns the snapshot store of a worker of configuration
 // cfg; its bucket is set by open.
-func newSnapshotStore(cfg config, ws *writers, maxPayload func() int64, metrics *instruments) *snapshotStore {
+func newSnapshotStore(cfg config, ws *writers, maxPayload func() int64, metrics *instruments, degraded *degradedSet, hooks storeHooks) *snapshotStore {
 	return &snapshotStore{
 		writers:     ws,
 		interval:    cfg.snapshotInterval,
@@ -58,6 +111,8 @@ func newSnapshotStore(cfg config, ws *writers, maxPayload func() int64, metrics 
 		maxBytes:    cfg.limits.MaxSnapshotBytes,
 		logger:      cfg.logger,
 		metrics:     metrics,
+		degraded:    degraded,
+		hooks:       hooks,
 	}
 }
 

@@ -102,7 +102,7 @@ const storeFloor = 64 << 10
 // deferAck holds the acknowledgement of a delivery whose delta was
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
-func (w *Worker) deferAck(ctx context.Context, d *delivery) {
+func (s *snapshotStore) deferAck(ctx context.Context, d *delivery) {
 	st := d.state
 	q := st.store
 	if q == nil {
@@ -113,19 +113,19 @@ func (w *Worker) deferAck(ctx context.Context, d *delivery) {
 	}
 	q.unstored = append(q.unstored, pendingAckOf(d.msg))
 	st.unstoredBytes = clamp32(int(st.unstoredBytes) + d.size)
-	w.scheduleStore(ctx, d.lane, st)
+	s.scheduleStore(ctx, d.lane, st)
 }
 
 // scheduleStore queues a store of st on its lane's clock for when it is
 // due (see storeDue), unless one is being written (its completion
 // schedules the next) or one is queued for that time or earlier; a queued
 // one due later is moved forward. It runs on the lane.
-func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	q := st.store
 	if !q.startable() {
 		return
 	}
-	at := roundUp(w.snapshots.storeDue(st), w.cfg.snapshotInterval/2)
+	at := roundUp(s.storeDue(st), s.interval/2)
 	if st.storing && !at.Before(time.Unix(0, st.storeAt)) {
 		return
 	}
@@ -135,7 +135,7 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 		// is never cancelled (see Run): the lane's clock keeps the first.
 		l.clock.fire = func() {
 			// Refused only once the lanes are shut down, after the final store.
-			_ = w.lanes.do(ctx, l, func() { w.runStores(ctx, l) })
+			_ = s.hooks.onLane(ctx, l, func() { s.runStores(ctx, l) })
 		}
 	}
 	l.clock.add(st, at)
@@ -144,10 +144,10 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 // runStores stores the states queued on l's clock that are due, each
 // when it is still queued for the time it was taken at. It runs on the
 // lane.
-func (w *Worker) runStores(ctx context.Context, l *lane) {
-	for _, s := range l.clock.take(time.Now()) {
-		if s.st.storing && s.st.store != nil && s.st.storeAt == s.at {
-			w.store(ctx, l, s.st)
+func (s *snapshotStore) runStores(ctx context.Context, l *lane) {
+	for _, q := range l.clock.take(time.Now()) {
+		if q.st.storing && q.st.store != nil && q.st.storeAt == q.at {
+			s.store(ctx, l, q.st)
 		}
 	}
 	l.clock.done()
@@ -234,23 +234,23 @@ func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
 // store encodes the full snapshot of st's current version, when the lane
 // still holds it, and writes it to the bucket in the background; the write's
 // completion runs on the lane (stored). It runs on the lane.
-func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
 	if !st.store.startable() || l.cache.peek(st.id) != st {
 		return
 	}
-	b, value, err := w.beginStore(st)
+	b, value, err := s.beginStore(st)
 	if err != nil {
 		b.err = err
 		close(b.done)
-		w.stored(ctx, l, st, b)
+		s.stored(ctx, l, st, b)
 		return
 	}
-	w.snapshots.writing.Add(1)
-	w.snapshots.writeStore(ctx, st, b, value, func() {
-		w.snapshots.writing.Add(-1)
+	s.writing.Add(1)
+	s.writeStore(ctx, st, b, value, func() {
+		s.writing.Add(-1)
 		// Refused once the lanes are shut down: storeAll has taken it.
-		_ = w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) })
+		_ = s.hooks.onLane(ctx, l, func() { s.stored(ctx, l, st, b) })
 	})
 }
 
@@ -271,7 +271,7 @@ func (s *snapshotStore) writeStore(ctx context.Context, st *convState, b *storeB
 
 // beginStore encodes the snapshot of st and moves its unstored events into
 // a new in-flight batch. st has a store state.
-func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
+func (s *snapshotStore) beginStore(st *convState) (*storeBatch, []byte, error) {
 	q := st.store
 	b := &storeBatch{version: st.version, seq: st.seq, msgs: q.unstored, bytes: int(st.unstoredBytes), done: make(chan struct{})}
 	q.unstored, q.inflight = nil, b
@@ -280,15 +280,15 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnbuildable, err)
 	}
-	value, err := encodeSnapshotOf(w.snapshots.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
+	value, err := encodeSnapshotOf(s.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnencodable, err)
 	}
 	st.snapshotBytes = clamp32(len(value))
-	if limit := w.snapshots.snapshotLimit(st.id); len(value) > limit {
+	if limit := s.snapshotLimit(st.id); len(value) > limit {
 		return b, nil, streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
-	if w.busyCheckpointDue(st) {
+	if s.hooks.checkpointDue(st) {
 		b.checkpoint = capture(st)
 	}
 	return b, value, nil
@@ -318,41 +318,41 @@ func (s *snapshotStore) writeSnapshot(ctx context.Context, id string, value []by
 // next store is scheduled; a failure lets the state go, which asks for its
 // events again. It runs on the lane, once per batch; l is nil when the
 // lane is letting st go already.
-func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
+func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
 	q := st.store
 	if q.batch() != b {
 		return
 	}
 	q.inflight = nil
 	o := writeOutcomeOf(b.err)
-	w.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
+	s.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
 	switch o {
 	case writeStored:
-		w.snapshots.health.succeeded()
+		s.health.succeeded()
 	case writeFailed:
-		w.snapshots.health.failed(b.err, time.Now())
+		s.health.failed(b.err, time.Now())
 	}
 	switch {
 	case o == writeStored:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now().UnixNano()
 		st.failures = 0
-		w.ackAll(ctx, b.msgs)
-		w.degraded.stored(st.id, b.seq)
-		if b.checkpoint != nil && w.takeSlot(ctx, false) {
-			w.writeCheckpoint(ctx, st, b.checkpoint)
+		s.hooks.ack(ctx, b.msgs)
+		s.degraded.stored(st.id, b.seq)
+		if b.checkpoint != nil {
+			s.hooks.checkpointStored(ctx, st, b.checkpoint)
 		}
 	case o == writeTooLarge || o == writeRefused:
 		// No retry stores this snapshot: its events are applied again,
 		// measured, or terminated (storerefusal.go).
-		w.refuseStore(ctx, l, st, b)
+		s.refuseStore(ctx, l, st, b)
 		return
-	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
+	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && s.storedBehind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
 		// state includes it, so it is written over at the new revision.
-		w.cfg.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
+		s.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
 			"conversation", st.id, "version", b.version, "revision", st.rev)
-		w.storeAgain(ctx, l, st, b, time.Now())
+		s.storeAgain(ctx, l, st, b, time.Now())
 		return
 	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
 		!(st.leaving && st.failures >= leavingRetries):
@@ -363,30 +363,30 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		if st.failures < math.MaxUint8 {
 			st.failures++
 		}
-		delay := min(w.cfg.snapshotInterval<<min(st.failures, 10), 5*time.Second)
+		delay := min(s.interval<<min(st.failures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
-		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
+		s.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
-		w.storeAgain(ctx, l, st, b, time.Now().Add(delay))
+		s.storeAgain(ctx, l, st, b, time.Now().Add(delay))
 		return
 	default:
-		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
+		s.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
-		w.nakAll(b.msgs)
+		s.hooks.nak(b.msgs)
 		if l != nil && l.cache.peek(st.id) == st {
 			l.cache.drop(st.id) // which asks for the unstored events again
 		} else {
-			w.nakAll(q.unstored)
+			s.hooks.nak(q.unstored)
 			q.unstored, st.unstoredBytes = nil, 0
 		}
 		return
 	}
 	if l != nil && l.cache.peek(st.id) == st {
 		if st.leaving {
-			w.leave(ctx, l, st)
+			s.leave(ctx, l, st)
 			return
 		}
-		w.scheduleStore(ctx, l, st)
+		s.scheduleStore(ctx, l, st)
 		if st.settled() {
 			// Nothing pending: the conversation at rest holds no store
 			// state, and its next event makes a new one.
@@ -414,12 +414,12 @@ func writeOutcomeOf(err error) writeOutcome {
 // storeAgain puts the events of a write that did not take back in front of
 // st's unstored ones and schedules a store of them all at retryAt. It runs
 // on the lane.
-func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
+func (s *snapshotStore) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
 	q := st.store
 	q.unstored = append(b.msgs, q.unstored...)
 	st.unstoredBytes = clamp32(int(st.unstoredBytes) + b.bytes)
 	st.retryAt = retryAt.UnixNano()
-	w.scheduleStore(ctx, l, st)
+	s.scheduleStore(ctx, l, st)
 }
 
 // leavingRetries is how many failed writes in a row a leaving state
@@ -431,13 +431,13 @@ const leavingRetries = 4
 // events are stored (and its checkpoint written, when due): it starts the
 // write now when one is due, and lets go when nothing is left to store.
 // It runs on the lane, again on the completion of each write.
-func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
 	case !st.unsaved():
-		w.checkpoint(ctx, st, false)
+		s.hooks.checkpointLeft(ctx, st)
 		l.cache.drop(st.id)
 	case st.store.batch() == nil:
-		w.store(ctx, l, st) // now, not at the end of the interval
+		s.store(ctx, l, st) // now, not at the end of the interval
 	}
 	// Otherwise a write is in flight: its completion comes back here.
 }
@@ -455,11 +455,11 @@ const storeWave = 64
 // lanes (and, through them, every pull) for seconds, past the pinned TTL,
 // and the partitions went to another worker before their events were
 // stored.
-func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
+func (s *snapshotStore) storeMany(ctx context.Context, l *lane, states []*convState) {
 	for _, st := range states {
 		if b := st.store.batch(); b != nil {
 			<-b.done
-			w.stored(ctx, l, st, b)
+			s.stored(ctx, l, st, b)
 		}
 	}
 	type write struct {
@@ -475,7 +475,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			if writeOutcomeOf(wr.b.err) == writeFailed {
 				failed++
 			}
-			w.stored(ctx, l, wr.st, wr.b)
+			s.stored(ctx, l, wr.st, wr.b)
 		}
 		away = away || (len(wave) > 0 && failed == len(wave))
 		wave = wave[:0]
@@ -490,12 +490,12 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 		if !st.store.startable() {
 			continue
 		}
-		b, value, err := w.beginStore(st)
+		b, value, err := s.beginStore(st)
 		if err != nil {
 			b.err = err
 			close(b.done)
 		} else {
-			w.snapshots.writeStore(ctx, st, b, value, nil)
+			s.writeStore(ctx, st, b, value, nil)
 		}
 		if wave = append(wave, write{st, b}); len(wave) == storeWave {
 			complete()
@@ -517,7 +517,7 @@ func (w *Worker) release(st *convState, why letReason) {
 		ctx := context.Background()
 		w.metrics.evicted(ctx, why)
 		if st.unsaved() {
-			w.storeMany(ctx, nil, []*convState{st})
+			w.snapshots.storeMany(ctx, nil, []*convState{st})
 		}
 		if why == letUnused {
 			w.checkpointLeaving(ctx, st)
@@ -543,7 +543,7 @@ func (w *Worker) storeAll(ctx context.Context) {
 				due = append(due, st)
 			}
 		})
-		w.storeMany(ctx, l, due)
+		w.snapshots.storeMany(ctx, l, due)
 	})
 	if err != nil {
 		w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
@@ -557,14 +557,14 @@ func tooLarge(err error) bool {
 	return re != nil && re.Code == streams.CodeSnapshotTooLarge
 }
 
-// behind reports whether the stored snapshot that made a write of st fail
+// storedBehind reports whether the stored snapshot that made a write of st fail
 // its compare-and-set is at or before the batch's sequence (versions are
 // event sequences, so the state in memory includes it), and takes its
-// revision for the next write. The head is the leader's: read from it, or
-// confirmed by it (headConfirmed), even from a bucket of one replica, whose
-// mirrors may answer its direct gets.
-func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id, min(w.heads.pick(), headConfirmed))
+// revision for the next write. The head is the leader's (storeHooks'
+// readHead): read from it, or confirmed by it (headConfirmed), even from a
+// bucket of one replica, whose mirrors may answer its direct gets.
+func (s *snapshotStore) storedBehind(ctx context.Context, st *convState, b *storeBatch) bool {
+	head, rev, err := s.hooks.readHead(ctx, st.id)
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}

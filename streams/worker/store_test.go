@@ -360,7 +360,7 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 			}
 		})
 		due = len(states)
-		r.w.storeMany(ctx, l, states)
+		r.w.snapshots.storeMany(ctx, l, states)
 		for _, st := range states {
 			tried += int(st.failures) - failures[st]
 			if len(st.store.events()) > 0 {

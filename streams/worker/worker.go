@@ -93,7 +93,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		loads:   newLoadGate(cfg.loads),
 		heads:   headReader{from: cfg.headsFrom},
 	}
-	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins)
+	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
@@ -326,7 +326,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	}
 	switch {
 	case err == nil && d.unstored:
-		w.deferAck(ctx, d)
+		w.snapshots.deferAck(ctx, d)
 	case err == nil:
 		ackErr = d.msg.Ack()
 	case errors.Is(err, streams.ErrRejected):
