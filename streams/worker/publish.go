@@ -46,7 +46,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		}
 	}
 	flatBytes += delta.size()
-	if err := w.checkSnapshotLimits(st, d, flatBytes); err != nil {
+	if err := w.snapshots.checkSnapshotLimits(st, d, flatBytes); err != nil {
 		return err
 	}
 

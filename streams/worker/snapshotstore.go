@@ -12,14 +12,18 @@ import (
 	"github.com/convstream/convstream/streams"
 )
 
-// snapshotStore writes conversations' full snapshots to the snapshot
-// bucket: it paces the writes (storeInterval, storeDue), runs them with a
-// compare-and-set on the key's revision, bounds their size (snapshotLimit)
-// and follows whether they succeed (for Ready). A change to how or when a
-// snapshot is written goes here (store.go, storerefusal.go,
-// snapshotlimits.go); what the rest of the worker does on its outcome
-// (acknowledging events, letting a state go) is passed in as callbacks
-// when the worker is made.
+// snapshotStore writes each conversation's full snapshot to the snapshot
+// bucket and acknowledges the events a written snapshot covers: it holds
+// those events until a store is due (deferAck, storeDue, storeInterval),
+// writes with a compare-and-set on the key's revision (writeSnapshot),
+// retries or refuses a write that did not take (stored, refuseStore),
+// bounds a snapshot's size and nesting as events are applied
+// (checkSnapshotLimits) and follows whether writes succeed, for Ready. A
+// change to when or how a snapshot is written goes here, in store.go,
+// storerefusal.go or snapshotlimits.go; what the store needs of the lanes,
+// the stream, the snapshot heads and the checkpoints is passed in when it
+// is made (storeHooks), so that it reaches into no other part of the
+// worker.
 type snapshotStore struct {
 	// kv is the snapshot bucket, set by open.
 	kv jetstream.KeyValue
@@ -42,6 +46,7 @@ type snapshotStore struct {
 	maxPayload func() int64
 	bucket     string // the bucket's name, counted in a write's subject
 	maxBytes   int    // Limits.MaxSnapshotBytes; 0: the server's limits only
+	maxDepth   int    // the nesting limit of branch points (Limits.branchDepth)
 	logger     *slog.Logger
 	metrics    *instruments
 	// degraded holds the conversations held at a limit: a stored snapshot
@@ -109,6 +114,7 @@ func newSnapshotStore(cfg config, ws *writers, maxPayload func() int64, metrics 
 		maxPayload:  maxPayload,
 		bucket:      cfg.subjects.SnapshotBucket(),
 		maxBytes:    cfg.limits.MaxSnapshotBytes,
+		maxDepth:    cfg.limits.branchDepth(),
 		logger:      cfg.logger,
 		metrics:     metrics,
 		degraded:    degraded,
