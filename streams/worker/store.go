@@ -532,21 +532,21 @@ func (w *Worker) release(st *convState, why letReason) {
 	}
 }
 
-// storeAll stores, on every lane, each conversation with events not stored
-// yet, and waits for the writes: the last step of a graceful stop, after
-// the lanes ran what was fetched.
-func (w *Worker) storeAll(ctx context.Context) {
-	err := w.lanes.callAll(ctx, func(l *lane) {
+// storeAll stores, on every one of ls, each conversation with events not
+// stored yet, and waits for the writes: the last step of a graceful stop,
+// after the lanes ran what was fetched.
+func (s *snapshotStore) storeAll(ctx context.Context, ls *lanes) {
+	err := ls.callAll(ctx, func(l *lane) {
 		var due []*convState
 		l.cache.each(func(st *convState) {
 			if st.unsaved() {
 				due = append(due, st)
 			}
 		})
-		w.snapshots.storeMany(ctx, l, due)
+		s.storeMany(ctx, l, due)
 	})
 	if err != nil {
-		w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
+		s.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
 	}
 }
 
