@@ -20,10 +20,11 @@ import (
 // bounds a snapshot's size and nesting as events are applied
 // (checkSnapshotLimits) and follows whether writes succeed, for Ready. A
 // change to when or how a snapshot is written goes here, in store.go,
-// storerefusal.go or snapshotlimits.go; what the store needs of the lanes,
-// the stream, the snapshot heads and the checkpoints is passed in when it
-// is made (storeHooks), so that it reaches into no other part of the
-// worker.
+// storerefusal.go or snapshotlimits.go. What it needs of the lanes, the
+// stream, the snapshot heads and the checkpoints is passed in when it is
+// made (storeHooks): of the rest of the worker it uses only the lane it
+// runs on, that lane's cache (does it still hold a state) and its store
+// clock (storeclock.go).
 type snapshotStore struct {
 	// kv is the snapshot bucket, set by open.
 	kv jetstream.KeyValue
