@@ -22,8 +22,7 @@ import (
 // change to when or how a snapshot is written goes here, in store.go,
 // storerefusal.go or snapshotlimits.go. What it needs of the lanes, the
 // stream, the snapshot heads and the checkpoints is passed in when it is
-// made (storeHooks): of the rest of the worker it uses only the lane it
-// runs on, that lane's cache (does it still hold a state) and its store
+// made (storeHooks): of the lane it runs on it uses only the lane's store
 // clock (storeclock.go).
 type snapshotStore struct {
 	// kv is the snapshot bucket, set by open.
@@ -57,13 +56,20 @@ type snapshotStore struct {
 }
 
 // storeHooks is what the snapshot store asks of the rest of the worker:
-// to run on a lane, to settle the events a write covers with the stream,
-// to read the stored head after a conflict, and to write a checkpoint
-// along with a snapshot. Each runs on the lane but onLane.
+// to run on a lane and keep its cache, to settle the events a write covers
+// with the stream, to read the stored head after a conflict, and to write
+// a checkpoint along with a snapshot. Each runs on the lane but onLane.
 type storeHooks struct {
 	// onLane runs fn on lane l, after what is queued there; it fails once
 	// the lanes are shut down.
 	onLane func(ctx context.Context, l *lane, fn func()) error
+	// holds reports whether lane l's cache holds st (false when l is nil:
+	// the lane is letting st go already); drop lets st go from it, which
+	// asks for st's unstored events again (see Worker.release); resize
+	// has it weigh st again, its store state made or let go.
+	holds  func(l *lane, st *convState) bool
+	drop   func(l *lane, st *convState)
+	resize func(l *lane, st *convState)
 	// ack acknowledges events a stored snapshot covers; nak hands events
 	// back for redelivery; terminate rejects events for re, each with its
 	// record on the errors subject.
@@ -82,11 +88,14 @@ type storeHooks struct {
 	checkpointLeft   func(ctx context.Context, st *convState)
 }
 
-// storeHooks is how w's snapshot store reaches the lanes, the stream, the
-// snapshot heads and the checkpoints.
+// storeHooks is how w's snapshot store reaches the lanes and their caches,
+// the stream, the snapshot heads and the checkpoints.
 func (w *Worker) storeHooks() storeHooks {
 	return storeHooks{
 		onLane:    func(ctx context.Context, l *lane, fn func()) error { return w.lanes.do(ctx, l, fn) },
+		holds:     func(l *lane, st *convState) bool { return l != nil && l.cache.peek(st.id) == st },
+		drop:      func(l *lane, st *convState) { l.cache.drop(st.id) },
+		resize:    func(l *lane, st *convState) { l.cache.resize(st) },
 		ack:       w.ackAll,
 		nak:       w.nakAll,
 		terminate: w.terminateAll,

@@ -109,7 +109,7 @@ func (s *snapshotStore) deferAck(ctx context.Context, d *delivery) {
 		// Made here for every event awaiting a store, applied or skipped
 		// as redelivered: the cache counts the state with it from now on.
 		q = st.storeQueue()
-		d.lane.cache.resize(st)
+		s.hooks.resize(d.lane, st)
 	}
 	q.unstored = append(q.unstored, pendingAckOf(d.msg))
 	st.unstoredBytes = clamp32(int(st.unstoredBytes) + d.size)
@@ -236,7 +236,7 @@ func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
 // completion runs on the lane (stored). It runs on the lane.
 func (s *snapshotStore) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
-	if !st.store.startable() || l.cache.peek(st.id) != st {
+	if !st.store.startable() || !s.hooks.holds(l, st) {
 		return
 	}
 	b, value, err := s.beginStore(st)
@@ -346,7 +346,7 @@ func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *s
 		// measured, or terminated (storerefusal.go).
 		s.refuseStore(ctx, l, st, b)
 		return
-	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && s.storedBehind(ctx, st, b):
+	case o == writeConflict && s.hooks.holds(l, st) && s.storedBehind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
 		// state includes it, so it is written over at the new revision.
@@ -354,7 +354,7 @@ func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *s
 			"conversation", st.id, "version", b.version, "revision", st.rev)
 		s.storeAgain(ctx, l, st, b, time.Now())
 		return
-	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
+	case o == writeFailed && s.hooks.holds(l, st) &&
 		!(st.leaving && st.failures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
@@ -373,15 +373,15 @@ func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *s
 		s.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
 		s.hooks.nak(b.msgs)
-		if l != nil && l.cache.peek(st.id) == st {
-			l.cache.drop(st.id) // which asks for the unstored events again
+		if s.hooks.holds(l, st) {
+			s.hooks.drop(l, st) // which asks for the unstored events again
 		} else {
 			s.hooks.nak(q.unstored)
 			q.unstored, st.unstoredBytes = nil, 0
 		}
 		return
 	}
-	if l != nil && l.cache.peek(st.id) == st {
+	if s.hooks.holds(l, st) {
 		if st.leaving {
 			s.leave(ctx, l, st)
 			return
@@ -391,7 +391,7 @@ func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *s
 			// Nothing pending: the conversation at rest holds no store
 			// state, and its next event makes a new one.
 			st.dropStore()
-			l.cache.resize(st)
+			s.hooks.resize(l, st)
 		}
 	}
 }
@@ -435,7 +435,7 @@ func (s *snapshotStore) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
 	case !st.unsaved():
 		s.hooks.checkpointLeft(ctx, st)
-		l.cache.drop(st.id)
+		s.hooks.drop(l, st)
 	case st.store.batch() == nil:
 		s.store(ctx, l, st) // now, not at the end of the interval
 	}
@@ -532,21 +532,21 @@ func (w *Worker) release(st *convState, why letReason) {
 	}
 }
 
-// storeAll stores, on every one of ls, each conversation with events not
-// stored yet, and waits for the writes: the last step of a graceful stop,
-// after the lanes ran what was fetched.
-func (s *snapshotStore) storeAll(ctx context.Context, ls *lanes) {
-	err := ls.callAll(ctx, func(l *lane) {
+// storeAll stores, on every lane, each conversation with events not stored
+// yet, and waits for the writes: the last step of a graceful stop, after
+// the lanes ran what was fetched.
+func (w *Worker) storeAll(ctx context.Context) {
+	err := w.lanes.callAll(ctx, func(l *lane) {
 		var due []*convState
 		l.cache.each(func(st *convState) {
 			if st.unsaved() {
 				due = append(due, st)
 			}
 		})
-		s.storeMany(ctx, l, due)
+		w.snapshots.storeMany(ctx, l, due)
 	})
 	if err != nil {
-		s.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
+		w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
 	}
 }
 

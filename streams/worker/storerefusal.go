@@ -98,8 +98,8 @@ func (s *snapshotStore) refuseStore(ctx context.Context, l *lane, st *convState,
 			"conversation", st.id, "version", b.version, "code", re.Code, "events", len(b.msgs), "err", b.err)
 		s.hooks.terminate(ctx, st.id, b.msgs, re)
 	}
-	if l != nil && l.cache.peek(st.id) == st {
-		l.cache.drop(st.id) // which asks for its unstored events again
+	if s.hooks.holds(l, st) {
+		s.hooks.drop(l, st) // which asks for its unstored events again
 	} else if q := st.store; q != nil {
 		s.hooks.nak(q.unstored)
 		q.unstored, st.unstoredBytes = nil, 0

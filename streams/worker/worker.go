@@ -242,7 +242,7 @@ func (w *Worker) finish(work context.Context) {
 	w.cfg.logger.InfoContext(work, "worker stopping: finishing in-flight work")
 	w.infer.stop()
 	w.loads.close() // their parked events are applied before the stores
-	w.snapshots.storeAll(work, w.lanes)
+	w.storeAll(work)
 	w.checkpointAll(work)
 	w.lanes.shutdown()
 	w.writers.stop()
