@@ -11,7 +11,7 @@ import (
 
 // headRead is how a worker reads a stored snapshot whose head decides what
 // a conversation holds (readStored): the loads, and the read after a write
-// conflict (Worker.behind).
+// conflict (snapshotStore.storedBehind).
 //
 // A get from the bucket's leader goes through the JetStream API's queue
 // and comes back as JSON with the snapshot in base64; a direct get is
@@ -139,7 +139,7 @@ const kvOperation = "KV-Operation"
 // "none" carries no name, so with headDirect one that lags may say a new
 // conversation has no snapshot: it is then rebuilt from its events, which
 // make the same conversation, and its first write conflicts and reads the
-// head again (Worker.behind).
+// head again (snapshotStore.storedBehind).
 func (w *Worker) readStored(ctx context.Context, id string, how headRead) ([]byte, uint64, error) {
 	bucket := w.cfg.subjects.SnapshotBucket()
 	m, err := w.readLast(ctx, "KV_"+bucket, "$KV."+bucket+"."+id, how)

@@ -53,7 +53,7 @@ func TestReadStored(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		for i := range 3 {
 			value := fmt.Sprintf(`{"conversationId":%q,"version":%d,"sequence":%d}`, id, i, i)
-			rev, err := w.kv.Put(ctx, id, []byte(value))
+			rev, err := w.snapshots.kv.Put(ctx, id, []byte(value))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,10 +62,10 @@ func TestReadStored(t *testing.T) {
 			}
 		}
 	}
-	if err := w.kv.Delete(ctx, "a"); err != nil {
+	if err := w.snapshots.kv.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.kv.Purge(ctx, "b"); err != nil {
+	if err := w.snapshots.kv.Purge(ctx, "b"); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{"a", "b"} {
@@ -90,7 +90,7 @@ func TestConfirm(t *testing.T) {
 	stream, key := "KV_"+bucket, "$KV."+bucket+".c"
 	put := func(value string) (*jetstream.RawStreamMsg, uint64) {
 		t.Helper()
-		rev, err := w.kv.Put(ctx, "c", []byte(value))
+		rev, err := w.snapshots.kv.Put(ctx, "c", []byte(value))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +102,7 @@ func TestConfirm(t *testing.T) {
 	}
 	// Another key's writes after the answer are not the key's.
 	old, _ := put(`{"version":1}`)
-	if _, err := w.kv.Put(ctx, "other", []byte(`{"version":9}`)); err != nil {
+	if _, err := w.snapshots.kv.Put(ctx, "other", []byte(`{"version":9}`)); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := w.confirm(ctx, stream, key, old); err != nil || got != old {
@@ -115,7 +115,7 @@ func TestConfirm(t *testing.T) {
 		t.Fatalf("two writes past the answer: %v, %v; want revision %d (not %d)", got, err, rev3, rev2)
 	}
 	last := got
-	if err := w.kv.Delete(ctx, "c"); err != nil {
+	if err := w.snapshots.kv.Delete(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := w.confirm(ctx, stream, key, last); err != nil || got.Header.Get(kvOperation) != "DEL" {
@@ -144,7 +144,7 @@ func TestReadStoredInACluster(t *testing.T) {
 		for i := range convs {
 			id := fmt.Sprint("c", i)
 			value := fmt.Sprintf(`{"version":%d,"sequence":%d}`, round+1, round+1)
-			rev, err := writer.kv.Put(ctx, id, []byte(value))
+			rev, err := writer.snapshots.kv.Put(ctx, id, []byte(value))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -288,7 +288,7 @@ func TestReadStoredPastAMirror(t *testing.T) {
 	bucket := "KV_" + w.cfg.subjects.SnapshotBucket()
 	const convs = 8
 	for i := range convs {
-		if _, err := w.kv.Put(ctx, fmt.Sprint("c", i), []byte(`{"version":1,"sequence":1}`)); err != nil {
+		if _, err := w.snapshots.kv.Put(ctx, fmt.Sprint("c", i), []byte(`{"version":1,"sequence":1}`)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -318,7 +318,7 @@ func TestReadStoredPastAMirror(t *testing.T) {
 		for i := range convs {
 			id := fmt.Sprint("c", i)
 			value := fmt.Sprintf(`{"version":%d,"sequence":%d}`, round+2, round+2)
-			rev, err := w.kv.Put(ctx, id, []byte(value))
+			rev, err := w.snapshots.kv.Put(ctx, id, []byte(value))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -359,7 +359,7 @@ func BenchmarkReadStored(b *testing.B) {
 // bucket.
 func (w *Worker) notBucketLeader(tb testing.TB, servers []*server.Server) *server.Server {
 	tb.Helper()
-	status, err := w.kv.Status(context.Background())
+	status, err := w.snapshots.kv.Status(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -394,7 +394,7 @@ func benchmarkReadStored(b *testing.B, w *Worker) {
 		}
 		sb.WriteString(`],"contextTree":[]}`)
 		value := sb.String()
-		if _, err := w.kv.Put(ctx, id, []byte(value)); err != nil {
+		if _, err := w.snapshots.kv.Put(ctx, id, []byte(value)); err != nil {
 			b.Fatal(err)
 		}
 		for _, how := range ways {
@@ -428,17 +428,17 @@ func TestHeadReaderStartsAtTheBucketMean(t *testing.T) {
 	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
 	ctx := context.Background()
 	var h headReader
-	h.start(ctx, w.kv)
+	h.start(ctx, w.snapshots.kv)
 	if h.how != headDirect || h.mean.Load() != 0 {
 		t.Fatalf("an empty bucket of one replica: read %s from a mean of %d", h.how, h.mean.Load())
 	}
 	const size = 40000
 	for i := range 4 {
-		if _, err := w.kv.Put(ctx, fmt.Sprint("c", i), make([]byte, size)); err != nil {
+		if _, err := w.snapshots.kv.Put(ctx, fmt.Sprint("c", i), make([]byte, size)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	h.start(ctx, w.kv)
+	h.start(ctx, w.snapshots.kv)
 	// A stored value also holds its key and the stream's framing.
 	if m := h.mean.Load(); m < size || m > size+256 {
 		t.Errorf("values of %d bytes: a mean of %d", size, m)

@@ -18,7 +18,7 @@ func (w *Worker) Ready() error {
 	if !w.nc.IsConnected() {
 		return fmt.Errorf("%w: NATS connection %s", streams.ErrNotReady, w.nc.Status())
 	}
-	return w.stores.check(time.Now(), w.cfg.storeStall)
+	return w.snapshots.check(time.Now())
 }
 
 // laneStallLimit is how long one task may hold a lane before the worker

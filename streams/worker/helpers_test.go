@@ -157,10 +157,10 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.stream, w.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
+	if w.stream, w.snapshots.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.heads.start(context.Background(), w.kv)
+	w.heads.start(context.Background(), w.snapshots.kv)
 	if w.cfg.checkpoints {
 		bucket, err := provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil)
 		if err != nil {

@@ -257,7 +257,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 		o.w.returnLoads(l, p)
 		in := o.w.partitionStates(l, p)
 		held.Add(int32(len(in)))
-		o.w.storeMany(o.work, l, in)
+		o.w.snapshots.storeMany(o.work, l, in)
 		for _, st := range in {
 			if st.unsaved() {
 				kept.Add(1)
@@ -291,7 +291,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 // lose ends this worker's tenure of partition p, which the server gave
 // another worker: what it still holds of the partition queued or
 // buffered is handed back rather than applied, and its conversations are
-// let go once what they applied is stored (see Worker.leave).
+// let go once what they applied is stored (see snapshotStore.leave).
 func (o *ownership) lose(p int) {
 	o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
 	o.retire(p)
@@ -452,11 +452,11 @@ func (w *Worker) forgetPartition(ctx context.Context, p int) {
 
 // leavePartition lets go of the cached conversations of partition p, on
 // every lane, ahead of anything queued after it: at once when they have
-// nothing unstored, else once that is stored (see Worker.leave).
+// nothing unstored, else once that is stored (see snapshotStore.leave).
 func (w *Worker) leavePartition(ctx context.Context, p int) {
 	w.onPartition(ctx, p, func(l *lane, st *convState) {
 		st.leaving = true
-		w.leave(ctx, l, st)
+		w.snapshots.leave(ctx, l, st)
 	})
 }
 

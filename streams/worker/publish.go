@@ -46,7 +46,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		}
 	}
 	flatBytes += delta.size()
-	if err := w.checkSnapshotLimits(st, d, flatBytes); err != nil {
+	if err := w.snapshots.checkSnapshotLimits(st, d, flatBytes); err != nil {
 		return err
 	}
 
@@ -76,7 +76,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 		w.metrics.snapshotLatency(ctx, lag)
 		// A hot conversation's backlog stretched every conversation's
 		// snapshot interval to its maximum (TestHotConversationDoesNotHoldOthers).
-		w.observeLag(lag - d.behind)
+		w.snapshots.observeLag(lag - d.behind)
 	}
 	return nil
 }

@@ -65,16 +65,16 @@ const kvHeaderAllowance = 128
 // counting the subject too costs a few bytes and holds wherever a server
 // counts it), and below any snapshot the server refused for its size
 // (storeCap).
-func (w *Worker) snapshotLimit(id string) int {
-	overhead := len("$KV..") + len(w.cfg.subjects.SnapshotBucket()) + len(id) + kvHeaderAllowance
-	limit := int(w.nc.MaxPayload()) - overhead
-	if m := int(w.storeCap.bucket.Load()); m > 0 {
+func (s *snapshotStore) snapshotLimit(id string) int {
+	overhead := len("$KV..") + len(s.bucket) + len(id) + kvHeaderAllowance
+	limit := int(s.maxPayload()) - overhead
+	if m := int(s.cap.bucket.Load()); m > 0 {
 		limit = min(limit, m-overhead)
 	}
-	if c := int(w.storeCap.refused.Load()); c > 0 {
+	if c := int(s.cap.refused.Load()); c > 0 {
 		limit = min(limit, c)
 	}
-	if l := w.cfg.limits.MaxSnapshotBytes; l > 0 {
+	if l := s.maxBytes; l > 0 {
 		limit = min(limit, l)
 	}
 	return limit
@@ -119,13 +119,13 @@ func (c *storeCap) refusedAt(size int) {
 // changed (its flatList now flatBytes), stays within its limits, measuring
 // it when its bounds do not tell (see above). A *RejectError names the
 // limit: CodeSnapshotTooLarge or CodeTooDeep. It runs on the lane.
-func (w *Worker) checkSnapshotLimits(st *convState, d *delivery, flatBytes int) error {
-	limit := w.snapshotLimit(st.id)
+func (s *snapshotStore) checkSnapshotLimits(st *convState, d *delivery, flatBytes int) error {
+	limit := s.snapshotLimit(st.id)
 	if flatBytes > limit {
 		return streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot's flatList would be %d bytes, over the limit of %d", flatBytes, limit)
 	}
-	measure := w.degraded.strict(st.id, d.seq)
-	depth := w.cfg.limits.branchDepth()
+	measure := s.degraded.strict(st.id, d.seq)
+	depth := s.maxDepth
 	if st.depthLeft > 0 {
 		st.depthLeft--
 	}
@@ -148,7 +148,7 @@ func (w *Worker) checkSnapshotLimits(st *convState, d *delivery, flatBytes int) 
 		st.treeBound = clamp32(bound)
 		return nil
 	}
-	return w.measureSnapshot(st, d.seq, flatBytes, limit, depth)
+	return s.measureSnapshot(st, d.seq, flatBytes, limit, depth)
 }
 
 // reshapes reports whether d's event may move messages in the tree, which
@@ -171,7 +171,7 @@ func reshapes(d *delivery) bool {
 // snapshot's size (its flatList flatBytes) against limit and the tree's
 // nesting against depth; within them, st's bounds start again from what
 // it measured.
-func (w *Worker) measureSnapshot(st *convState, seq uint64, flatBytes, limit, depth int) error {
+func (s *snapshotStore) measureSnapshot(st *convState, seq uint64, flatBytes, limit, depth int) error {
 	tree, err := st.conv.ContextTree()
 	if errors.Is(err, conversation.ErrTooDeep) {
 		return streams.RejectErr(streams.CodeTooDeep, err)
@@ -181,12 +181,12 @@ func (w *Worker) measureSnapshot(st *convState, seq uint64, flatBytes, limit, de
 	}
 	// The frame and the tree: the flatList is left out and counted by its
 	// size (one comma more than it takes).
-	buf, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, seq, seq, func(func([]byte) bool) {}, tree)
+	buf, err := encodeSnapshotOf(s.snapshotBuffer(), st.id, seq, seq, func(func([]byte) bool) {}, tree)
 	if err != nil {
 		return streams.RejectErr(streams.CodeInvalidData, err)
 	}
 	frame := len(buf)
-	w.reuseSnapshotBuffer(buf)
+	s.reuseSnapshotBuffer(buf)
 	if size := frame + flatBytes; size > limit {
 		return streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", size, limit)
 	}

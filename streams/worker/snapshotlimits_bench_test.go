@@ -42,11 +42,11 @@ func BenchmarkSnapshotLimits(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			w := &Worker{cfg: config{limits: DefaultLimits()}}
+			s := &snapshotStore{}
 			st := &convState{id: "bench", conv: conv, flatBytes: int32(d.size())}
 			b.Run(fmt.Sprintf("%s/%d", shape, n), func(b *testing.B) {
 				for b.Loop() {
-					if err := w.measureSnapshot(st, 1_000_000, int(st.flatBytes), 64<<20, DefaultMaxBranchDepth); err != nil {
+					if err := s.measureSnapshot(st, 1_000_000, int(st.flatBytes), 64<<20, DefaultMaxBranchDepth); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -37,8 +37,8 @@ const maxPendingSeconds = 16
 // stretched all the way, whatever the maximum. A fixed 65,536 made it
 // 13,000 at a 5 s maximum, about what one worker applies at half its peak
 // on a 2-core machine (BENCHMARKS.md).
-func (w *Worker) pendingStores() int {
-	longest := max(w.cfg.snapshotMax, w.cfg.snapshotInterval) // a maximum below the interval fixes it
+func (s *snapshotStore) pendingStores() int {
+	longest := max(s.maxInterval, s.interval) // a maximum below the interval fixes it
 	secs := (longest + time.Second - 1) / time.Second
 	return pendingStoresPerSecond * int(min(max(secs, 1), maxPendingSeconds))
 }
@@ -47,7 +47,7 @@ func (w *Worker) pendingStores() int {
 // the lanes hold, plus the events awaiting a store (acknowledged only once
 // a store covers them), with room for a crashed predecessor's.
 func (w *Worker) maxAckPending(window int) int {
-	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + w.pendingStores()
+	return max(4096, 8*(w.cfg.lanes*w.cfg.laneDepth+window)) + w.snapshots.pendingStores()
 }
 
 // storeBatch is one write of a conversation's snapshot: the version and
@@ -102,30 +102,30 @@ const storeFloor = 64 << 10
 // deferAck holds the acknowledgement of a delivery whose delta was
 // published until a store covers it, and makes sure one is due. It runs on
 // the lane.
-func (w *Worker) deferAck(ctx context.Context, d *delivery) {
+func (s *snapshotStore) deferAck(ctx context.Context, d *delivery) {
 	st := d.state
 	q := st.store
 	if q == nil {
 		// Made here for every event awaiting a store, applied or skipped
 		// as redelivered: the cache counts the state with it from now on.
 		q = st.storeQueue()
-		d.lane.cache.resize(st)
+		s.hooks.resize(d.lane, st)
 	}
 	q.unstored = append(q.unstored, pendingAckOf(d.msg))
 	st.unstoredBytes = clamp32(int(st.unstoredBytes) + d.size)
-	w.scheduleStore(ctx, d.lane, st)
+	s.scheduleStore(ctx, d.lane, st)
 }
 
 // scheduleStore queues a store of st on its lane's clock for when it is
 // due (see storeDue), unless one is being written (its completion
 // schedules the next) or one is queued for that time or earlier; a queued
 // one due later is moved forward. It runs on the lane.
-func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) scheduleStore(ctx context.Context, l *lane, st *convState) {
 	q := st.store
 	if !q.startable() {
 		return
 	}
-	at := roundUp(w.storeDue(st), w.cfg.snapshotInterval/2)
+	at := roundUp(s.storeDue(st), s.interval/2)
 	if st.storing && !at.Before(time.Unix(0, st.storeAt)) {
 		return
 	}
@@ -135,7 +135,7 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 		// is never cancelled (see Run): the lane's clock keeps the first.
 		l.clock.fire = func() {
 			// Refused only once the lanes are shut down, after the final store.
-			_ = w.lanes.do(ctx, l, func() { w.runStores(ctx, l) })
+			_ = s.hooks.onLane(ctx, l, func() { s.runStores(ctx, l) })
 		}
 	}
 	l.clock.add(st, at)
@@ -144,10 +144,10 @@ func (w *Worker) scheduleStore(ctx context.Context, l *lane, st *convState) {
 // runStores stores the states queued on l's clock that are due, each
 // when it is still queued for the time it was taken at. It runs on the
 // lane.
-func (w *Worker) runStores(ctx context.Context, l *lane) {
-	for _, s := range l.clock.take(time.Now()) {
-		if s.st.storing && s.st.store != nil && s.st.storeAt == s.at {
-			w.store(ctx, l, s.st)
+func (s *snapshotStore) runStores(ctx context.Context, l *lane) {
+	for _, q := range l.clock.take(time.Now()) {
+		if q.st.storing && q.st.store != nil && q.st.storeAt == q.at {
+			s.store(ctx, l, q.st)
 		}
 	}
 	l.clock.done()
@@ -160,11 +160,11 @@ func (w *Worker) runStores(ctx context.Context, l *lane) {
 // after the last write, stretched under load (storeInterval), or the
 // maximum when its events since then are small against its snapshot
 // (storeAmplification, storeFloor). st has a store state.
-func (w *Worker) storeDue(st *convState) time.Time {
+func (s *snapshotStore) storeDue(st *convState) time.Time {
 	if st.retryAt != 0 {
 		return time.Unix(0, st.retryAt)
 	}
-	interval := w.storeInterval()
+	interval := s.storeInterval()
 	if st.lastStore == 0 {
 		if interval <= 0 {
 			return time.Now()
@@ -176,13 +176,13 @@ func (w *Worker) storeDue(st *convState) time.Time {
 		size = 2 * int(st.flatBytes) // the flat list and the context tree
 	}
 	last := time.Unix(0, st.lastStore)
-	if w.partitions() == 0 && time.Since(last) < w.cfg.snapshotMax {
+	if !s.partitioned && time.Since(last) < s.maxInterval {
 		size = max(size, storeFloor)
 	}
 	if int(st.unstoredBytes)*storeAmplification < size {
-		interval = max(interval, w.cfg.snapshotMax)
+		interval = max(interval, s.maxInterval)
 	}
-	base := w.cfg.snapshotInterval
+	base := s.interval
 	if interval <= base {
 		return last.Add(interval)
 	}
@@ -234,34 +234,34 @@ func nextSlot(t time.Time, period time.Duration, phase uint32) time.Time {
 // store encodes the full snapshot of st's current version, when the lane
 // still holds it, and writes it to the bucket in the background; the write's
 // completion runs on the lane (stored). It runs on the lane.
-func (w *Worker) store(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) store(ctx context.Context, l *lane, st *convState) {
 	st.storing = false
-	if !st.store.startable() || l.cache.peek(st.id) != st {
+	if !st.store.startable() || !s.hooks.holds(l, st) {
 		return
 	}
-	b, value, err := w.beginStore(st)
+	b, value, err := s.beginStore(st)
 	if err != nil {
 		b.err = err
 		close(b.done)
-		w.stored(ctx, l, st, b)
+		s.stored(ctx, l, st, b)
 		return
 	}
-	w.writing.Add(1)
-	w.writeStore(ctx, st, b, value, func() {
-		w.writing.Add(-1)
+	s.writing.Add(1)
+	s.writeStore(ctx, st, b, value, func() {
+		s.writing.Add(-1)
 		// Refused once the lanes are shut down: storeAll has taken it.
-		_ = w.lanes.do(ctx, l, func() { w.stored(ctx, l, st, b) })
+		_ = s.hooks.onLane(ctx, l, func() { s.stored(ctx, l, st, b) })
 	})
 }
 
 // writeStore writes value, the snapshot b stores of st, on the writers:
 // b.rev and b.err are set and b.done closed once the write returned, then
 // after runs, when set. It is called on the lane (st.rev is read there).
-func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, value []byte, after func()) {
+func (s *snapshotStore) writeStore(ctx context.Context, st *convState, b *storeBatch, value []byte, after func()) {
 	rev := st.rev
-	w.writers.run(func() {
-		b.rev, b.err = w.writeSnapshot(ctx, st.id, value, rev)
-		w.reuseSnapshotBuffer(value) // the write copied it
+	s.writers.run(func() {
+		b.rev, b.err = s.writeSnapshot(ctx, st.id, value, rev)
+		s.reuseSnapshotBuffer(value) // the write copied it
 		close(b.done)
 		if after != nil {
 			after()
@@ -271,7 +271,7 @@ func (w *Worker) writeStore(ctx context.Context, st *convState, b *storeBatch, v
 
 // beginStore encodes the snapshot of st and moves its unstored events into
 // a new in-flight batch. st has a store state.
-func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
+func (s *snapshotStore) beginStore(st *convState) (*storeBatch, []byte, error) {
 	q := st.store
 	b := &storeBatch{version: st.version, seq: st.seq, msgs: q.unstored, bytes: int(st.unstoredBytes), done: make(chan struct{})}
 	q.unstored, q.inflight = nil, b
@@ -280,15 +280,15 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnbuildable, err)
 	}
-	value, err := encodeSnapshotOf(w.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
+	value, err := encodeSnapshotOf(s.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnencodable, err)
 	}
 	st.snapshotBytes = clamp32(len(value))
-	if limit := w.snapshotLimit(st.id); len(value) > limit {
+	if limit := s.snapshotLimit(st.id); len(value) > limit {
 		return b, nil, streams.Reject(streams.CodeSnapshotTooLarge, "the snapshot would be %d bytes, over the limit of %d", len(value), limit)
 	}
-	if w.cp.busyDue(st) {
+	if s.hooks.checkpointDue(st) {
 		b.checkpoint = capture(st)
 	}
 	return b, value, nil
@@ -296,14 +296,14 @@ func (w *Worker) beginStore(st *convState) (*storeBatch, []byte, error) {
 
 // writeSnapshot writes a snapshot with a compare-and-set on the key's
 // revision (0: the key must not exist) and returns the new revision.
-func (w *Worker) writeSnapshot(ctx context.Context, id string, value []byte, rev uint64) (uint64, error) {
+func (s *snapshotStore) writeSnapshot(ctx context.Context, id string, value []byte, rev uint64) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, storeTimeout)
 	defer cancel()
 	var err error
 	if rev == 0 {
-		rev, err = w.kv.Create(ctx, id, value)
+		rev, err = s.kv.Create(ctx, id, value)
 	} else {
-		rev, err = w.kv.Update(ctx, id, value, rev)
+		rev, err = s.kv.Update(ctx, id, value, rev)
 	}
 	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 		return 0, fmt.Errorf("%w: %s: %w", errConflict, id, err)
@@ -318,43 +318,43 @@ func (w *Worker) writeSnapshot(ctx context.Context, id string, value []byte, rev
 // next store is scheduled; a failure lets the state go, which asks for its
 // events again. It runs on the lane, once per batch; l is nil when the
 // lane is letting st go already.
-func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
+func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *storeBatch) {
 	q := st.store
 	if q.batch() != b {
 		return
 	}
 	q.inflight = nil
 	o := writeOutcomeOf(b.err)
-	w.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
+	s.metrics.snapshotWritten(ctx, o, int(st.snapshotBytes), b.bytes)
 	switch o {
 	case writeStored:
-		w.stores.succeeded()
+		s.health.succeeded()
 	case writeFailed:
-		w.stores.failed(b.err, time.Now())
+		s.health.failed(b.err, time.Now())
 	}
 	switch {
 	case o == writeStored:
 		st.rev, st.storedVersion, st.storedSeq, st.lastStore = b.rev, b.version, b.seq, time.Now().UnixNano()
 		st.failures = 0
-		w.ackAll(ctx, b.msgs)
-		w.degraded.stored(st.id, b.seq)
+		s.hooks.ack(ctx, b.msgs)
+		s.degraded.stored(st.id, b.seq)
 		if b.checkpoint != nil {
-			w.cp.writeCaptured(ctx, st, b.checkpoint)
+			s.hooks.checkpointStored(ctx, st, b.checkpoint)
 		}
 	case o == writeTooLarge || o == writeRefused:
 		// No retry stores this snapshot: its events are applied again,
 		// measured, or terminated (storerefusal.go).
-		w.refuseStore(ctx, l, st, b)
+		s.refuseStore(ctx, l, st, b)
 		return
-	case o == writeConflict && l != nil && l.cache.peek(st.id) == st && w.behind(ctx, st, b):
+	case o == writeConflict && s.hooks.holds(l, st) && s.storedBehind(ctx, st, b):
 		// Another writer stored an older point of the same history (a
 		// worker that lost this partition, finishing what it held): this
 		// state includes it, so it is written over at the new revision.
-		w.cfg.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
+		s.logger.InfoContext(ctx, "snapshot was written by another worker; storing over it",
 			"conversation", st.id, "version", b.version, "revision", st.rev)
-		w.storeAgain(ctx, l, st, b, time.Now())
+		s.storeAgain(ctx, l, st, b, time.Now())
 		return
-	case o == writeFailed && l != nil && l.cache.peek(st.id) == st &&
+	case o == writeFailed && s.hooks.holds(l, st) &&
 		!(st.leaving && st.failures >= leavingRetries):
 		// The server is away or slow: the state in memory is right, so keep
 		// it and its events (unacknowledged) and try the store again later.
@@ -363,35 +363,35 @@ func (w *Worker) stored(ctx context.Context, l *lane, st *convState, b *storeBat
 		if st.failures < math.MaxUint8 {
 			st.failures++
 		}
-		delay := min(w.cfg.snapshotInterval<<min(st.failures, 10), 5*time.Second)
+		delay := min(s.interval<<min(st.failures, 10), 5*time.Second)
 		delay = max(delay, 100*time.Millisecond)
-		w.cfg.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
+		s.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
-		w.storeAgain(ctx, l, st, b, time.Now().Add(delay))
+		s.storeAgain(ctx, l, st, b, time.Now().Add(delay))
 		return
 	default:
-		w.cfg.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
+		s.logger.WarnContext(ctx, "snapshot not stored; its events will be redelivered",
 			"conversation", st.id, "version", b.version, "err", b.err)
-		w.nakAll(b.msgs)
-		if l != nil && l.cache.peek(st.id) == st {
-			l.cache.drop(st.id) // which asks for the unstored events again
+		s.hooks.nak(b.msgs)
+		if s.hooks.holds(l, st) {
+			s.hooks.drop(l, st) // which asks for the unstored events again
 		} else {
-			w.nakAll(q.unstored)
+			s.hooks.nak(q.unstored)
 			q.unstored, st.unstoredBytes = nil, 0
 		}
 		return
 	}
-	if l != nil && l.cache.peek(st.id) == st {
+	if s.hooks.holds(l, st) {
 		if st.leaving {
-			w.leave(ctx, l, st)
+			s.leave(ctx, l, st)
 			return
 		}
-		w.scheduleStore(ctx, l, st)
+		s.scheduleStore(ctx, l, st)
 		if st.settled() {
 			// Nothing pending: the conversation at rest holds no store
 			// state, and its next event makes a new one.
 			st.dropStore()
-			l.cache.resize(st)
+			s.hooks.resize(l, st)
 		}
 	}
 }
@@ -414,12 +414,12 @@ func writeOutcomeOf(err error) writeOutcome {
 // storeAgain puts the events of a write that did not take back in front of
 // st's unstored ones and schedules a store of them all at retryAt. It runs
 // on the lane.
-func (w *Worker) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
+func (s *snapshotStore) storeAgain(ctx context.Context, l *lane, st *convState, b *storeBatch, retryAt time.Time) {
 	q := st.store
 	q.unstored = append(b.msgs, q.unstored...)
 	st.unstoredBytes = clamp32(int(st.unstoredBytes) + b.bytes)
 	st.retryAt = retryAt.UnixNano()
-	w.scheduleStore(ctx, l, st)
+	s.scheduleStore(ctx, l, st)
 }
 
 // leavingRetries is how many failed writes in a row a leaving state
@@ -431,13 +431,13 @@ const leavingRetries = 4
 // events are stored (and its checkpoint written, when due): it starts the
 // write now when one is due, and lets go when nothing is left to store.
 // It runs on the lane, again on the completion of each write.
-func (w *Worker) leave(ctx context.Context, l *lane, st *convState) {
+func (s *snapshotStore) leave(ctx context.Context, l *lane, st *convState) {
 	switch {
 	case !st.unsaved():
-		w.cp.write(ctx, st, false)
-		l.cache.drop(st.id)
+		s.hooks.checkpointLeft(ctx, st)
+		s.hooks.drop(l, st)
 	case st.store.batch() == nil:
-		w.store(ctx, l, st) // now, not at the end of the interval
+		s.store(ctx, l, st) // now, not at the end of the interval
 	}
 	// Otherwise a write is in flight: its completion comes back here.
 }
@@ -455,11 +455,11 @@ const storeWave = 64
 // lanes (and, through them, every pull) for seconds, past the pinned TTL,
 // and the partitions went to another worker before their events were
 // stored.
-func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
+func (s *snapshotStore) storeMany(ctx context.Context, l *lane, states []*convState) {
 	for _, st := range states {
 		if b := st.store.batch(); b != nil {
 			<-b.done
-			w.stored(ctx, l, st, b)
+			s.stored(ctx, l, st, b)
 		}
 	}
 	type write struct {
@@ -475,7 +475,7 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 			if writeOutcomeOf(wr.b.err) == writeFailed {
 				failed++
 			}
-			w.stored(ctx, l, wr.st, wr.b)
+			s.stored(ctx, l, wr.st, wr.b)
 		}
 		away = away || (len(wave) > 0 && failed == len(wave))
 		wave = wave[:0]
@@ -490,12 +490,12 @@ func (w *Worker) storeMany(ctx context.Context, l *lane, states []*convState) {
 		if !st.store.startable() {
 			continue
 		}
-		b, value, err := w.beginStore(st)
+		b, value, err := s.beginStore(st)
 		if err != nil {
 			b.err = err
 			close(b.done)
 		} else {
-			w.writeStore(ctx, st, b, value, nil)
+			s.writeStore(ctx, st, b, value, nil)
 		}
 		if wave = append(wave, write{st, b}); len(wave) == storeWave {
 			complete()
@@ -517,7 +517,7 @@ func (w *Worker) release(st *convState, why letReason) {
 		ctx := context.Background()
 		w.metrics.evicted(ctx, why)
 		if st.unsaved() {
-			w.storeMany(ctx, nil, []*convState{st})
+			w.snapshots.storeMany(ctx, nil, []*convState{st})
 		}
 		if why == letUnused {
 			w.cp.leaving(ctx, st)
@@ -543,7 +543,7 @@ func (w *Worker) storeAll(ctx context.Context) {
 				due = append(due, st)
 			}
 		})
-		w.storeMany(ctx, l, due)
+		w.snapshots.storeMany(ctx, l, due)
 	})
 	if err != nil {
 		w.cfg.logger.WarnContext(ctx, "storing snapshots on stop", "err", err)
@@ -557,14 +557,14 @@ func tooLarge(err error) bool {
 	return re != nil && re.Code == streams.CodeSnapshotTooLarge
 }
 
-// behind reports whether the stored snapshot that made a write of st fail
+// storedBehind reports whether the stored snapshot that made a write of st fail
 // its compare-and-set is at or before the batch's sequence (versions are
 // event sequences, so the state in memory includes it), and takes its
-// revision for the next write. The head is the leader's: read from it, or
-// confirmed by it (headConfirmed), even from a bucket of one replica, whose
-// mirrors may answer its direct gets.
-func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id, min(w.heads.pick(), headConfirmed))
+// revision for the next write. The head is the leader's (storeHooks'
+// readHead): read from it, or confirmed by it (headConfirmed), even from a
+// bucket of one replica, whose mirrors may answer its direct gets.
+func (s *snapshotStore) storedBehind(ctx context.Context, st *convState, b *storeBatch) bool {
+	head, rev, err := s.hooks.readHead(ctx, st.id)
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}
@@ -589,13 +589,13 @@ const lagTarget = 10 * time.Millisecond
 // (WithSnapshotMaxInterval). Writing each conversation less often under
 // load is what keeps the bucket from taking the worker's throughput: a
 // snapshot is O(conversation), a delta O(change).
-func (w *Worker) storeInterval() time.Duration {
-	base := w.cfg.snapshotInterval
-	limit := w.cfg.snapshotMax
+func (s *snapshotStore) storeInterval() time.Duration {
+	base := s.interval
+	limit := s.maxInterval
 	if limit <= base {
 		return base
 	}
-	factor := max(float64(w.writing.Load())/storeTarget, float64(w.lag.Load())/float64(lagTarget))
+	factor := max(float64(s.writing.Load())/storeTarget, float64(s.lag.Load())/float64(lagTarget))
 	if factor <= 1 {
 		return base
 	}
@@ -604,11 +604,11 @@ func (w *Worker) storeInterval() time.Duration {
 
 // observeLag folds the lag of an applied event (stored in the stream to
 // delta published) into the smoothed lag storeInterval reads.
-func (w *Worker) observeLag(d time.Duration) {
+func (s *snapshotStore) observeLag(d time.Duration) {
 	for {
-		old := w.lag.Load()
+		old := s.lag.Load()
 		next := old + (int64(d)-old)/16
-		if w.lag.CompareAndSwap(old, next) {
+		if s.lag.CompareAndSwap(old, next) {
 			return
 		}
 	}
@@ -617,8 +617,8 @@ func (w *Worker) observeLag(d time.Duration) {
 // snapshotBuffer returns an empty buffer to encode a snapshot into, one a
 // finished write gave back when there is one: snapshots are the largest
 // allocation of a busy worker after the server's own.
-func (w *Worker) snapshotBuffer() []byte {
-	if p, ok := w.snapshotBufs.Get().(*[]byte); ok {
+func (s *snapshotStore) snapshotBuffer() []byte {
+	if p, ok := s.bufs.Get().(*[]byte); ok {
 		return (*p)[:0]
 	}
 	return nil
@@ -631,9 +631,9 @@ const maxReusedBuffer = 1 << 20
 
 // reuseSnapshotBuffer gives back a buffer whose snapshot has been written
 // (nats.go copies what it publishes).
-func (w *Worker) reuseSnapshotBuffer(b []byte) {
+func (s *snapshotStore) reuseSnapshotBuffer(b []byte) {
 	if cap(b) == 0 || cap(b) > maxReusedBuffer {
 		return
 	}
-	w.snapshotBufs.Put(&b)
+	s.bufs.Put(&b)
 }

@@ -360,7 +360,7 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 			}
 		})
 		due = len(states)
-		r.w.storeMany(ctx, l, states)
+		r.w.snapshots.storeMany(ctx, l, states)
 		for _, st := range states {
 			tried += int(st.failures) - failures[st]
 			if len(st.store.events()) > 0 {
@@ -420,7 +420,7 @@ func TestMaxAckPendingGrowsWithTheMaximumInterval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := w.pendingStores(), c.seconds*pendingStoresPerSecond; got != want {
+		if got, want := w.snapshots.pendingStores(), c.seconds*pendingStoresPerSecond; got != want {
 			t.Errorf("interval %v, maximum %v: room for %d events awaiting a store, want %d", c.interval, c.max, got, want)
 		}
 		if got := w.consumerConfig().MaxAckPending; got < c.seconds*pendingStoresPerSecond {

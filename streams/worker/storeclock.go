@@ -24,7 +24,7 @@ type storeClock struct {
 
 // queuedStore is a state queued for a store at a time. A state queued
 // again, for an earlier time, stays in the queue of the later one too: it
-// is stored there only if that is still its time (see Worker.runStores).
+// is stored there only if that is still its time (see snapshotStore.runStores).
 type queuedStore struct {
 	st *convState
 	at int64

@@ -74,34 +74,34 @@ func serverTooLarge(err error) bool {
 // they were measured already, they are terminated. Either way st is let
 // go, and with it the events after the write's. It runs on the lane, from
 // stored.
-func (w *Worker) refuseStore(ctx context.Context, l *lane, st *convState, b *storeBatch) {
+func (s *snapshotStore) refuseStore(ctx context.Context, l *lane, st *convState, b *storeBatch) {
 	re := storeRefusal(b.err)
 	if serverTooLarge(b.err) {
 		// The bucket's limit is lower than the worker knew (an operator
 		// lowered it): later events are measured against it as it is now,
 		// and in any case against what was refused.
-		w.storeCap.refusedAt(int(st.snapshotBytes))
+		s.cap.refusedAt(int(st.snapshotBytes))
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		if err := w.storeCap.readBucket(sctx, w.kv); err != nil {
-			w.cfg.logger.WarnContext(ctx, "snapshot bucket status not read", "err", err)
+		if err := s.cap.readBucket(sctx, s.kv); err != nil {
+			s.logger.WarnContext(ctx, "snapshot bucket status not read", "err", err)
 		}
 		cancel()
 	}
-	again := w.degraded.refused(st.id, b.seq, st.seq, re)
-	log := w.cfg.logger
+	again := s.degraded.refused(st.id, b.seq, st.seq, re)
+	log := s.logger
 	if !again {
 		log.ErrorContext(ctx, "snapshot cannot be stored; its events will be applied again, each measured against the limits",
 			"conversation", st.id, "version", b.version, "code", re.Code, "events", len(b.msgs), "err", b.err)
-		w.nakAll(b.msgs)
+		s.hooks.nak(b.msgs)
 	} else {
 		log.ErrorContext(ctx, "snapshot cannot be stored although its events were measured; terminating them",
 			"conversation", st.id, "version", b.version, "code", re.Code, "events", len(b.msgs), "err", b.err)
-		w.terminateAll(ctx, st.id, b.msgs, re)
+		s.hooks.terminate(ctx, st.id, b.msgs, re)
 	}
-	if l != nil && l.cache.peek(st.id) == st {
-		l.cache.drop(st.id) // which asks for its unstored events again
+	if s.hooks.holds(l, st) {
+		s.hooks.drop(l, st) // which asks for its unstored events again
 	} else if q := st.store; q != nil {
-		w.nakAll(q.unstored)
+		s.hooks.nak(q.unstored)
 		q.unstored, st.unstoredBytes = nil, 0
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,25 +27,18 @@ type Worker struct {
 
 	// Set by Run.
 	stream  jetstream.Stream
-	kv      jetstream.KeyValue
 	lanes   *lanes
 	owned   []atomic.Bool // by partition, when partitioned
 	own     *ownership    // when partitioned
 	ready   atomic.Bool
 	cached  atomic.Int64 // what the lanes' caches weigh
 	held    atomic.Int64 // how many conversations they hold
-	writing atomic.Int64 // snapshot writes in flight
-	writers *writers     // the goroutines that run them
-	// stores follows whether snapshot writes succeed, for Ready.
-	stores storeHealth
+	writers *writers     // the goroutines that run snapshot and checkpoint writes
+	// snapshots writes the snapshots to their bucket (snapshotstore.go).
+	snapshots *snapshotStore
 	// degraded holds the conversations held at a limit (degraded.go).
 	degraded degradedSet
-	// storeCap is what the server lets the worker store (snapshotlimits.go).
-	storeCap storeCap
-	// snapshotBufs holds *[]byte buffers of written snapshots, for reuse.
-	snapshotBufs sync.Pool
-	lag          atomic.Int64 // smoothed event lag, ns (see observeLag)
-	runs         atomic.Bool
+	runs     atomic.Bool
 	// cp writes and reads conversations' checkpoints (nil: checkpoints
 	// off); set by Run.
 	cp *checkpointer
@@ -96,6 +88,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		heads:   headReader{from: cfg.headsFrom},
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
+	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
 	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, source: cfg.source, log: cfg.logger,
 		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
@@ -140,7 +133,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.stream, w.kv = stream, kv
+	w.stream = stream
 	err = w.untilAvailable(ctx, "errors stream", func() error {
 		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), log)
 	})
@@ -155,9 +148,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = deadLetters.Unsubscribe() }()
-	if err := w.storeCap.readBucket(ctx, kv); err != nil {
-		log.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
-	}
+	w.snapshots.open(ctx, kv)
 	w.heads.start(ctx, kv)
 	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
 	if w.cfg.checkpoints {
@@ -344,7 +335,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 	}
 	switch {
 	case err == nil && d.unstored:
-		w.deferAck(ctx, d)
+		w.snapshots.deferAck(ctx, d)
 	case err == nil:
 		ackErr = d.msg.Ack()
 	case errors.Is(err, streams.ErrRejected):
