@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -561,10 +562,10 @@ func tooLarge(err error) bool {
 // its compare-and-set is at or before the batch's sequence (versions are
 // event sequences, so the state in memory includes it), and takes its
 // revision for the next write. The head is the leader's: read from it, or
-// confirmed by it (headConfirmed), even from a bucket of one replica, whose
+// confirmed by it (read.Confirmed), even from a bucket of one replica, whose
 // mirrors may answer its direct gets.
 func (w *Worker) behind(ctx context.Context, st *convState, b *storeBatch) bool {
-	head, rev, err := w.readHead(ctx, st.id, min(w.heads.pick(), headConfirmed))
+	head, rev, err := w.readHead(ctx, st.id, min(w.reads.Pick(), read.Confirmed))
 	if err != nil || head.Sequence > b.seq {
 		return false
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
@@ -58,8 +59,8 @@ type Worker struct {
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
-	// heads is how snapshot heads are read (see headReader).
-	heads headReader
+	// reads reads the stored snapshots and events (package read).
+	reads *read.Reader
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
 
@@ -98,7 +99,6 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		cpSlots: make(chan struct{}, checkpointsInFlight),
 		cpQueue: make(chan func(), cfg.checkpointsWaiting),
 		loads:   newLoadGate(cfg.loads),
-		heads:   headReader{from: cfg.headsFrom},
 	}
 	w.progress = newInProgress(nc)
 	if err := w.observeCache(cfg.meterProvider); err != nil {
@@ -151,8 +151,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err := w.storeCap.readBucket(ctx, kv); err != nil {
 		log.WarnContext(ctx, "snapshot bucket status not read: its maximum message size is not counted", "err", err)
 	}
-	w.heads.start(ctx, kv)
-	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
+	w.reads = read.New(ctx, readConfig(w.nc, w.cfg, stream, kv))
+	log.DebugContext(ctx, "snapshot heads", "read", w.reads.Mode(), "mean", w.reads.MeanSize())
 	if w.cfg.checkpoints {
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {
 			w.checkpoints, err = provisionCheckpoints(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
