@@ -20,6 +20,11 @@ import (
 // against 4.5 ms with a direct get. But a replica may not have applied
 // what the leader acknowledged a moment ago, and a worker taking over a
 // partition must see what its predecessor stored.
+//
+// The modes are ordered from the leader's own answer to a replica's as
+// it is: a read whose answer must be the leader's even from a bucket of
+// one replica, whose mirrors may answer its direct gets, asks for
+// min(Pick(), Confirmed).
 type Mode uint8
 
 const (
@@ -44,11 +49,11 @@ func (m Mode) String() string {
 	return [...]string{Leader: "leader", Confirmed: "confirmed", Direct: "direct"}[m]
 }
 
-// ModeOf returns how a Reader reads the heads of a bucket of cfg.
+// modeOf returns how a Reader reads the heads of a bucket of cfg.
 // Replicas raised while the worker runs are seen at its next start; until
 // then a replica that lags may answer its direct gets, with the effects of
 // a lagging mirror (see Reader.Snapshot).
-func ModeOf(cfg jetstream.StreamConfig) Mode {
+func modeOf(cfg jetstream.StreamConfig) Mode {
 	switch {
 	case !cfg.AllowDirect:
 		return Leader
@@ -88,7 +93,7 @@ func (h *heads) start(ctx context.Context, kv jetstream.KeyValue) {
 	if !ok {
 		return
 	}
-	h.how = ModeOf(info.StreamInfo().Config)
+	h.how = modeOf(info.StreamInfo().Config)
 	if n := status.Values(); n > 0 {
 		h.mean.Store(int64(status.Bytes() / n))
 	}
