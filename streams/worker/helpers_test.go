@@ -23,6 +23,7 @@ import (
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // testLogger logs to the test when -v is given, and discards otherwise.
@@ -160,7 +161,7 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 	if w.stream, w.snapshots.kv, err = Provision(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil); err != nil {
 		t.Fatal(err)
 	}
-	w.heads.start(context.Background(), w.snapshots.kv)
+	w.reads = read.New(context.Background(), readConfig(w.nc, w.cfg, w.stream, w.snapshots.kv))
 	if w.cfg.checkpoints {
 		bucket, err := provisionCheckpoints(context.Background(), w.js, w.cfg.subjects, w.cfg.storage, nil)
 		if err != nil {

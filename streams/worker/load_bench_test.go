@@ -3,12 +3,14 @@ package worker
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/natstest"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // BenchmarkLoad times what a worker taking over conversations from another
@@ -18,7 +20,7 @@ import (
 // The worker's connection is to a server that does not lead the bucket.
 // An iteration loads convs conversations of msgs messages; heads read
 // from the leader, or as a worker picks (confirmed reads once the
-// snapshots read are large, see headReader).
+// snapshots read are large, see read.Mode).
 func BenchmarkLoad(b *testing.B) {
 	servers := natstest.StartCluster(b, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
@@ -44,18 +46,21 @@ func BenchmarkLoad(b *testing.B) {
 		}
 		r.stop(b)
 		w := provisionedWorker(b, connect(b, r.w.notBucketLeader(b, servers)), WithStorage(storage), WithLogger(failureLogger(b, 10)))
-		value, _, err := w.readStored(ctx, prefix+"0", headFromLeader)
+		value, _, err := w.reads.Snapshot(ctx, prefix+"0", read.Leader)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for _, picked := range []bool{false, true} {
 			name := map[bool]string{false: "leader", true: "picked"}[picked]
 			b.Run(fmt.Sprintf("convs=%d/msgs=%d/snapshot=%dKiB/heads=%s", tc.convs, tc.msgs, len(value)>>10, name), func(b *testing.B) {
-				w.heads.how = headFromLeader
+				// Heads from the leader: none is large enough to be read
+				// confirmed.
+				cfg := w.cfg
+				cfg.headsFrom = math.MaxInt64
 				if picked {
-					w.heads.how = headConfirmed
+					cfg.headsFrom = DefaultHeadsConfirmedFrom
 				}
-				w.heads.mean.Store(0)
+				w.reads = read.New(ctx, readConfig(w.nc, cfg, w.stream, w.snapshots.kv))
 				loadAll := func() {
 					for k := range tc.convs {
 						st, skip, err := w.load(ctx, fmt.Sprint(prefix, k), last[k]+1)

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // replayTimeout bounds one rebuild.
@@ -78,17 +79,6 @@ func behindBatch(stored, first, last, before uint64) int {
 		needed += ((stored-2)*(before-1-first) + span - 1) / span
 	}
 	return int(min(needed+2, replayBatch))
-}
-
-// storedEvents returns how many events of conversation id the events
-// stream holds, as its leader counts them.
-func (w *Worker) storedEvents(ctx context.Context, id string) (uint64, error) {
-	subject := w.eventSubject(id)
-	info, err := w.stream.Info(ctx, jetstream.WithSubjectFilter(subject))
-	if err != nil {
-		return 0, err
-	}
-	return info.State.Subjects[subject], nil
 }
 
 // replay is one rebuild in progress.
@@ -162,10 +152,10 @@ func (r *replay) run(ctx context.Context) error {
 	var first *jetstream.RawStreamMsg
 	var err error
 	if r.unstored {
-		first, err = r.w.directFirstEvent(ctx, r.id)
+		first, err = r.w.reads.DirectFirstEvent(ctx, r.id)
 	}
 	if err != nil || first == nil {
-		first, err = r.w.nextEvent(ctx, r.id, 1)
+		first, err = r.w.reads.NextEvent(ctx, r.id, 1)
 	}
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil
@@ -173,14 +163,14 @@ func (r *replay) run(ctx context.Context) error {
 	if err != nil || first.Sequence >= r.before {
 		return err
 	}
-	last, err := r.w.lastEvent(ctx, r.id)
+	last, err := r.w.reads.LastEvent(ctx, r.id)
 	if err != nil {
 		return err
 	}
 	r.end = min(last.Sequence, r.before-1)
 	r.size = replayBatch
 	if last.Sequence > r.before {
-		stored, err := r.w.storedEvents(ctx, r.id)
+		stored, err := r.w.reads.StoredEvents(ctx, r.id)
 		if err != nil {
 			return err
 		}
@@ -200,7 +190,7 @@ func (r *replay) run(ctx context.Context) error {
 // what follows it, a second scan). Otherwise batched reads follow as in
 // run.
 func (r *replay) afterCheckpoint(ctx context.Context) error {
-	last, err := r.w.lastEvent(ctx, r.id)
+	last, err := r.w.reads.LastEvent(ctx, r.id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil // dropped by the stream's limits: the checkpoint has them
 	}
@@ -216,7 +206,7 @@ func (r *replay) afterCheckpoint(ctx context.Context) error {
 	}
 	r.size = replayBatch
 	if last.Sequence > r.before {
-		stored, err := r.w.storedEvents(ctx, r.id)
+		stored, err := r.w.reads.StoredEvents(ctx, r.id)
 		if err != nil {
 			return err
 		}
@@ -248,7 +238,7 @@ func (r *replay) batches(ctx context.Context) error {
 // stream's leader and applies it when it was stored before r.before. It
 // returns true when the rebuild is complete.
 func (r *replay) fromLeader(ctx context.Context) (bool, error) {
-	m, err := r.w.nextEvent(ctx, r.id, r.seen+1)
+	m, err := r.w.reads.NextEvent(ctx, r.id, r.seen+1)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return true, nil
 	}
@@ -274,7 +264,7 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 	var pending uint64
 	size := r.size
 	r.size = min(2*r.size, replayBatch)
-	err = r.w.directBatch(ctx, r.w.cfg.subjects.EventsStream(), r.w.eventSubject(r.id), r.seen+1, size, replayBatchBytes,
+	err = r.w.reads.EventBatch(ctx, r.id, r.seen+1, size, replayBatchBytes,
 		func(m *jetstream.RawStreamMsg, left uint64) bool {
 			if m.Sequence < r.before {
 				r.apply(ctx, r.w.decodeStored(m), m.Sequence)
@@ -283,7 +273,7 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 			done = m.Sequence >= r.end
 			return !done
 		})
-	if errors.Is(err, errBatchUnsupported) {
+	if errors.Is(err, read.ErrBatchUnsupported) {
 		r.oneByOne = true
 		return false, false, nil
 	}

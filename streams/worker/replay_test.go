@@ -46,7 +46,7 @@ func TestRebuildReadsEveryEventBefore(t *testing.T) {
 		}
 	}
 	// The limit is the largest event's size as stored, headers included.
-	stored, err := w.nextEvent(ctx, "long", seqs[big])
+	stored, err := w.reads.NextEvent(ctx, "long", seqs[big])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDirectFirstEvent(t *testing.T) {
 	ctx := context.Background()
 	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
 
-	if m, err := w.directFirstEvent(ctx, "none"); err != nil || m != nil {
+	if m, err := w.reads.DirectFirstEvent(ctx, "none"); err != nil || m != nil {
 		t.Fatalf("a conversation with no event: %v, %v; want nil, nil", m, err)
 	}
 	var first uint64
@@ -167,11 +167,11 @@ func TestDirectFirstEvent(t *testing.T) {
 			first = sent.Sequence
 		}
 	}
-	m, err := w.directFirstEvent(ctx, "some")
+	m, err := w.reads.DirectFirstEvent(ctx, "some")
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader, err := w.nextEvent(ctx, "some", 1)
+	leader, err := w.reads.NextEvent(ctx, "some", 1)
 	if err != nil {
 		t.Fatal(err)
 	}

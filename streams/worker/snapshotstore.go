@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // snapshotStore writes each conversation's full snapshot to the snapshot
@@ -100,7 +101,7 @@ func (w *Worker) storeHooks() storeHooks {
 		nak:       w.nakAll,
 		terminate: w.terminateAll,
 		readHead: func(ctx context.Context, id string) (snapshotHead, uint64, error) {
-			return w.readHead(ctx, id, min(w.heads.pick(), headConfirmed))
+			return w.readHead(ctx, id, min(w.reads.Pick(), read.Confirmed))
 		},
 		// w.cp is set by Run, after New made the store: read it at the call.
 		checkpointDue:    func(st *convState) bool { return w.cp.busyDue(st) },

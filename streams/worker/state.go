@@ -7,6 +7,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // convState is a conversation held in memory by its lane.
@@ -100,8 +101,8 @@ type convState struct {
 
 // readHead returns the version and sequence of the stored snapshot of id
 // and its revision; all zero when there is none, read as how says.
-func (w *Worker) readHead(ctx context.Context, id string, how headRead) (snapshotHead, uint64, error) {
-	value, rev, err := w.readStored(ctx, id, how)
+func (w *Worker) readHead(ctx context.Context, id string, how read.Mode) (snapshotHead, uint64, error) {
+	value, rev, err := w.reads.Snapshot(ctx, id, how)
 	if err != nil || rev == 0 {
 		return snapshotHead{}, 0, err
 	}
@@ -125,7 +126,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		if !st.unverified {
 			return st, false, nil
 		}
-		next, err := w.nextEvent(ctx, id, st.seq+1)
+		next, err := w.reads.NextEvent(ctx, id, st.seq+1)
 		if err != nil {
 			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
 		}
@@ -156,7 +157,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 // is then skipped. It does not touch the lane's cache, so it may run off
 // the lane.
 func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState, skip bool, err error) {
-	head, rev, err := w.readHead(ctx, id, w.heads.pick())
+	head, rev, err := w.readHead(ctx, id, w.reads.Pick())
 	if err != nil {
 		return nil, false, err
 	}
@@ -199,7 +200,7 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *
 // stored. It does not touch a lane: a read loads off the lane, whose other
 // conversations go on meanwhile.
 func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error) {
-	head, rev, err := w.readHead(ctx, id, w.heads.pick())
+	head, rev, err := w.readHead(ctx, id, w.reads.Pick())
 	if err != nil {
 		return nil, err
 	}

@@ -561,7 +561,7 @@ func tooLarge(err error) bool {
 // its compare-and-set is at or before the batch's sequence (versions are
 // event sequences, so the state in memory includes it), and takes its
 // revision for the next write. The head is the leader's (storeHooks'
-// readHead): read from it, or confirmed by it (headConfirmed), even from a
+// readHead): read from it, or confirmed by it (read.Confirmed), even from a
 // bucket of one replica, whose mirrors may answer its direct gets.
 func (s *snapshotStore) storedBehind(ctx context.Context, st *convState, b *storeBatch) bool {
 	head, rev, err := s.hooks.readHead(ctx, st.id)

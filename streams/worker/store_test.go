@@ -452,7 +452,7 @@ func TestSnapshotBytesCounted(t *testing.T) {
 		}
 		snapshots += int64(len(e.Value()))
 		// From the leader: a direct get adds headers of its own.
-		stored, err := r.w.leaderGet(ctx, r.w.cfg.subjects.EventsStream(), msgGetRequest{Seq: sent.Sequence})
+		stored, err := r.w.reads.EventAt(ctx, sent.Sequence)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/trace"
@@ -45,8 +46,8 @@ type Worker struct {
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
 	loads *loadGate
-	// heads is how snapshot heads are read (see headReader).
-	heads headReader
+	// reads reads the stored snapshots and events (package read).
+	reads *read.Reader
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
 
@@ -85,7 +86,6 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		metrics: ins,
 		writers: newWriters(),
 		loads:   newLoadGate(cfg.loads),
-		heads:   headReader{from: cfg.headsFrom},
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
@@ -149,8 +149,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer func() { _ = deadLetters.Unsubscribe() }()
 	w.snapshots.open(ctx, kv)
-	w.heads.start(ctx, kv)
-	log.DebugContext(ctx, "snapshot heads", "read", w.heads.how, "mean", w.heads.mean.Load())
+	w.reads = read.New(ctx, readConfig(w.nc, w.cfg, stream, kv))
+	log.DebugContext(ctx, "snapshot heads", "read", w.reads.Mode(), "mean", w.reads.MeanSize())
 	if w.cfg.checkpoints {
 		var bucket jetstream.KeyValue
 		err := w.untilAvailable(ctx, "checkpoint bucket", func() (err error) {

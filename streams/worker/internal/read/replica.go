@@ -1,4 +1,4 @@
-package worker
+package read
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// errBatchUnsupported is returned by directBatch when the server answered
-// a batched read with a single message: a server older than 2.11.
-var errBatchUnsupported = errors.New("streams: batched direct get not supported by the server")
+// ErrBatchUnsupported is returned by a batched read (EventBatch) when the
+// server answered it with a single message: a server older than 2.11.
+var ErrBatchUnsupported = errors.New("streams: batched direct get not supported by the server")
 
 // Headers a batched direct get adds to every stored message it returns;
 // they are taken off again, so that an event read back weighs what it
@@ -29,6 +29,35 @@ var directGetHeaders = []string{
 // one it carries.
 const headerNumPending = "Nats-Num-Pending"
 
+// directGet reads one message of stream with a direct get, answered by any
+// replica of it or by a mirror of it that answers direct gets for it
+// (MirrorDirect); from is the name of the stream that answered.
+// jetstream.ErrMsgNotFound when it holds none.
+func (r *Reader) directGet(ctx context.Context, stream string, req msgGetRequest) (m *jetstream.RawStreamMsg, from string, err error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
+	defer cancel()
+	answer, err := r.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, body)
+	if err != nil {
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+	}
+	none, err := directStatus(answer)
+	if err != nil {
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+	}
+	if none {
+		return nil, "", jetstream.ErrMsgNotFound
+	}
+	from = answer.Header.Get(jetstream.StreamHeader)
+	if m, err = storedFromDirect(answer); err != nil {
+		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+	}
+	return m, from, nil
+}
+
 // directBatch reads up to batch messages of stream on subject, from
 // sequence from on, in one batched direct get (answered by any one replica
 // of the stream, which may lag behind its leader). It calls fn with each
@@ -41,7 +70,7 @@ const headerNumPending = "Nats-Num-Pending"
 // allocates the connection's default channel of 65,536 messages (512 KiB)
 // for every read, which a burst of rebuilds turned into most of the
 // garbage it made.
-func (w *Worker) directBatch(ctx context.Context, stream, subject string, from uint64, batch, maxBytes int,
+func (r *Reader) directBatch(ctx context.Context, stream, subject string, from uint64, batch, maxBytes int,
 	fn func(m *jetstream.RawStreamMsg, pending uint64) bool) error {
 	req, err := json.Marshal(msgGetRequest{Seq: max(from, 1), NextFor: subject, Batch: batch, MaxBytes: maxBytes})
 	if err != nil {
@@ -50,13 +79,13 @@ func (w *Worker) directBatch(ctx context.Context, stream, subject string, from u
 	// Every answer and the end-of-batch marker fit: a full channel would
 	// drop messages (a slow consumer) instead of waiting.
 	answers := make(chan *nats.Msg, batch+1)
-	inbox := w.nc.NewInbox()
-	sub, err := w.nc.ChanSubscribe(inbox, answers)
+	inbox := r.nc.NewInbox()
+	sub, err := r.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
 		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if err := w.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+	if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
 		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
 	}
 	// As for a leader get: a replica that goes quiet fails the read, and the
@@ -79,7 +108,7 @@ func (w *Worker) directBatch(ctx context.Context, stream, subject string, from u
 		}
 		pending, err := strconv.ParseUint(m.Header.Get(headerNumPending), 10, 64)
 		if err != nil {
-			return errBatchUnsupported
+			return ErrBatchUnsupported
 		}
 		raw, err := storedFromDirect(m)
 		if err != nil {

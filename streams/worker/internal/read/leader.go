@@ -1,4 +1,4 @@
-package worker
+package read
 
 import (
 	"context"
@@ -47,10 +47,10 @@ const errCodeNoMessage = 10037
 // A worker taking over a partition must see what its predecessor stored
 // and every event before the one it applies, so the reads that decide what
 // a conversation holds go to the leader, unless a replica's answer can
-// only come from one that is up to date (directFirstEvent, a rebuild's
-// batches) or the leader confirms it (headConfirmed); they are a few per
-// conversation loaded, not per event.
-func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
+// only come from one that is up to date (DirectFirstEvent, EventBatch) or
+// the leader confirms it (Confirmed); they are a few per conversation
+// loaded, not per event.
+func (r *Reader) leaderGet(ctx context.Context, stream string, req msgGetRequest) (*jetstream.RawStreamMsg, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return nil, err
@@ -60,7 +60,7 @@ func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest
 	// lane (and, past the pinned TTL, its partitions).
 	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
 	defer cancel()
-	reply, err := w.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
+	reply, err := r.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
 			return nil, fmt.Errorf("streams: get from %s: %w", stream, jetstream.ErrStreamNotFound)
@@ -88,16 +88,4 @@ func (w *Worker) leaderGet(ctx context.Context, stream string, req msgGetRequest
 		}
 	}
 	return m, nil
-}
-
-// nextEvent returns the first stored event of conversation id at or after
-// sequence from, read from the leader.
-func (w *Worker) nextEvent(ctx context.Context, id string, from uint64) (*jetstream.RawStreamMsg, error) {
-	return w.leaderGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{Seq: max(from, 1), NextFor: w.eventSubject(id)})
-}
-
-// lastEvent returns the last stored event of conversation id, read from
-// the leader.
-func (w *Worker) lastEvent(ctx context.Context, id string) (*jetstream.RawStreamMsg, error) {
-	return w.leaderGet(ctx, w.cfg.subjects.EventsStream(), msgGetRequest{LastFor: w.eventSubject(id)})
 }
