@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/micro"
@@ -68,26 +67,32 @@ func doctorRequest(conv string, convOK bool, ev *event.Event, decErr error) *str
 // once the events stored before the request are applied (up to the
 // inference wait).
 func (s *inferenceServer) doctorInput(ctx context.Context, id string) ([]*conversation.Message, []*conversation.MessageGroup, uint64, *streams.RejectError) {
-	target := s.lastStored(ctx, id)
-	deadline := time.Now().Add(s.wait)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		msgs, groups, seq, version, err := s.readMessages(ctx, id)
-		var rej *streams.RejectError
+	var msgs []*conversation.Message
+	var groups []*conversation.MessageGroup
+	var version uint64
+	var rej *streams.RejectError
+	var readErr error
+	_, err := s.awaitCaughtUp(ctx, id, func() (uint64, bool) {
+		var seq uint64
+		var err error
+		msgs, groups, seq, version, err = s.readMessages(ctx, id)
+		rej, readErr = nil, nil
 		switch {
 		case errors.Is(err, streams.ErrUnknownConversation):
 			rej = streams.RejectErr(streams.CodeNotFound, err)
 		case err != nil:
-			return nil, nil, 0, streams.Reject(streams.CodeInternal, "reading the conversation: %v", err)
+			readErr = err
+			return 0, true
 		}
-		if seq >= target || time.Now().After(deadline) {
-			return msgs, groups, version, rej
-		}
-		select {
-		case <-ctx.Done():
-			return nil, nil, 0, streams.Reject(streams.CodeInternal, "%v", ctx.Err())
-		case <-time.After(pause):
-		}
+		return seq, false
+	})
+	switch {
+	case err != nil:
+		return nil, nil, 0, streams.Reject(streams.CodeInternal, "%v", err)
+	case readErr != nil:
+		return nil, nil, 0, streams.Reject(streams.CodeInternal, "reading the conversation: %v", readErr)
 	}
+	return msgs, groups, version, rej
 }
 
 // readMessages copies, on the lane of conversation id, its messages and

@@ -338,37 +338,31 @@ func inferenceRequest(conv string, convOK bool, ev *event.Event, decErr error) (
 // stored before the request has been handled, so that a client that
 // publishes and then asks sees its own events.
 func (s *inferenceServer) inferenceInput(ctx context.Context, req streams.InferenceRequest) (inferenceView, *streams.RejectError) {
-	target := s.lastStored(ctx, req.ConversationID)
-	deadline := time.Now().Add(s.wait)
-	for pause := time.Millisecond; ; pause = min(2*pause, 50*time.Millisecond) {
-		view, err := s.readView(ctx, req)
-		var rej *streams.RejectError
+	var view inferenceView
+	var rej *streams.RejectError
+	caught, err := s.awaitCaughtUp(ctx, req.ConversationID, func() (uint64, bool) {
+		v, err := s.readView(ctx, req)
+		view, rej = v, nil
 		switch {
 		case errors.As(err, &rej):
 		case errors.Is(err, streams.ErrUnknownConversation):
 			rej = streams.RejectErr(streams.CodeNotFound, err)
 		case err != nil:
 			rej = streams.Reject(streams.CodeInternal, "reading the conversation: %v", err)
+			return view.seq, true
 		}
 		// A missing conversation or leaf may be an event not applied yet:
 		// only a caught-up state settles it.
-		if view.seq >= target || (err != nil && rej.Code == streams.CodeInternal) {
-			return view, rej
-		}
-		if time.Now().After(deadline) {
-			if rej != nil {
-				return view, rej
-			}
-			s.log.WarnContext(ctx, "inference on a conversation not caught up", "conversation", req.ConversationID,
-				"applied", view.seq, "stored", target)
-			return view, nil
-		}
-		select {
-		case <-ctx.Done():
-			return view, streams.Reject(streams.CodeInternal, "%v", ctx.Err())
-		case <-time.After(pause):
-		}
+		return view.seq, false
+	})
+	if err != nil {
+		return view, streams.Reject(streams.CodeInternal, "%v", err)
 	}
+	if !caught && rej == nil {
+		s.log.WarnContext(ctx, "inference on a conversation not caught up", "conversation", req.ConversationID,
+			"applied", view.seq)
+	}
+	return view, rej
 }
 
 // readView reads the flat list ending at the requested leaf (the active
