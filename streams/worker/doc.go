@@ -16,3 +16,28 @@
 // effect was stored, and a conversation not in memory is rebuilt from its
 // checkpoint and the events after it. docs/events.md gives the reasoning.
 package worker
+
+// Where a change goes (for maintainers; not part of the package doc):
+//
+//   - Stages, one file each: decode.go, validate.go (the contract's
+//     streams.CheckEvent), apply.go, publish.go (snapshot deltas,
+//     envelope.go). The handler and its chain: handler.go; New in worker.go
+//     assembles the middleware, each its own constructor with its
+//     dependencies: tracing.go, measuring.go, reject.go, recoverer.go.
+//   - Lanes and the conversations they hold: lanes.go, lanequeue.go,
+//     intake.go, cache.go and cacheshare.go (the LRU and its share of the
+//     budget), state.go (convState, loading and rebuilding: loadahead.go,
+//     replay.go).
+//   - Snapshots: snapshotStore (snapshotstore.go; writes and acks in
+//     store.go, storeclock.go, storestate.go, storehealth.go; limits and
+//     refusals in snapshotlimits.go, storerefusal.go, degraded.go).
+//   - Checkpoints: checkpointer (checkpointer.go), their stored form
+//     (checkpoint.go).
+//   - Reads of what is stored: the internal/read package (reads.go
+//     configures it).
+//   - Inference and diagnosis: inferenceServer (inference.go,
+//     inference_format.go, inference_reply.go, doctor.go, caughtup.go,
+//     requestreads.go for its reads on the lanes).
+//   - Reports on the errors stream: reports.go, errorstream.go,
+//     deadletter.go. Partitions and their owners: ownership.go, puller.go,
+//     members.go, partition.go. Provisioning: provision.go, consumer.go.
