@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -24,35 +26,9 @@ import (
 // metrics and the Go runtime's are there, with the event counted. With
 // --metrics=false there is no /metrics.
 func TestPrometheusMetrics(t *testing.T) {
-	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	logs := &syncBuffer{}
-	env := map[string]string{"CONVSTREAM_DATA_DIR": filepath.Join(dir, "data")}
-	type addrs struct{ nats, http string }
-	ready := make(chan addrs, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0"},
-			func(k string) string { return env[k] }, logs,
-			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- addrs{natsURL, httpAddr} })
-	}()
-	var a addrs
-	select {
-	case a = <-ready:
-	case err := <-done:
-		t.Fatalf("run: %v\n%s", err, logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("not ready\n%s", logs)
-	}
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("did not stop")
-		}
-	}()
+	a := runForMetrics(t, ctx)
 
 	nc, err := nats.Connect(a.nats)
 	if err != nil {
@@ -106,6 +82,98 @@ func TestPrometheusMetrics(t *testing.T) {
 		}
 	}
 	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), n)
+}
+
+// scrapeAddrs are where a worker run by runForMetrics listens.
+type scrapeAddrs struct{ nats, http string }
+
+// runForMetrics runs the worker command with its defaults, an embedded
+// server and /metrics on a free port, until ctx ends (and waits for it
+// then, at the test's end).
+func runForMetrics(t testing.TB, ctx context.Context) scrapeAddrs {
+	t.Helper()
+	ctx, cancel := context.WithCancel(ctx)
+	logs := &syncBuffer{}
+	env := map[string]string{"CONVSTREAM_DATA_DIR": filepath.Join(t.TempDir(), "data")}
+	ready := make(chan scrapeAddrs, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--log-level", "warn"},
+			func(k string) string { return env[k] }, logs,
+			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- scrapeAddrs{natsURL, httpAddr} })
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(60 * time.Second):
+			t.Error("did not stop")
+		}
+	})
+	select {
+	case a := <-ready:
+		return a
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("not ready\n%s", logs)
+	}
+	return scrapeAddrs{}
+}
+
+// BenchmarkMetricsScrape measures a Prometheus scrape of /metrics (served
+// and read in this process) from a worker that has applied events of every
+// type to 200 conversations, so that every instrument has its series.
+// Divide by the scrape interval for the share of a core it costs.
+func BenchmarkMetricsScrape(b *testing.B) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := runForMetrics(b, ctx)
+	nc, err := nats.Connect(a.nats)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer nc.Close()
+	c, err := client.New(nc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 200 {
+		conv := fmt.Sprintf("scraped-%d", i)
+		for _, e := range []struct {
+			typ  string
+			data map[string]any
+		}{
+			{streams.TypeMessageAppended, map[string]any{"id": "u1", "role": "user", "content": "Hello"}},
+			{streams.TypeMessageAppended, map[string]any{"id": "a1", "parentId": "u1", "role": "assistant", "content": "Hi"}},
+			{streams.TypeMessageUpdated, map[string]any{"id": "a1", "content": "Hi!"}},
+			{streams.TypeMessageDeleted, map[string]any{"id": "a1"}},
+			{streams.TypeMessageAppended, map[string]any{"role": "user"}}, // rejected: no id
+		} {
+			if _, err = c.Send(ctx, conv, e.typ, e.data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: conv}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	url := "http://" + a.http + "/metrics"
+	size := 0
+	b.ResetTimer()
+	for b.Loop() {
+		resp, err := http.Get(url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET /metrics: %v, %v", resp.Status, err)
+		}
+		size = int(n)
+	}
+	b.ReportMetric(float64(size), "bytes/scrape")
 }
 
 // TestMetricsOff: --metrics=false serves no /metrics.
