@@ -176,7 +176,7 @@ func WithLoads(n int) Option { return func(c *config) { c.loads = n } }
 // The lanes share the bound (and the byte budget of WithCacheBytes): a lane
 // over it drops its own least recently used conversation when that is the
 // oldest of all, and otherwise asks the lane holding the oldest to drop
-// it; until that lane has, the caches may hold a thirty-second more.
+// it; until that lane has, the caches may hold up to 1/32 more.
 func WithCacheConversations(n int) Option { return func(c *config) { c.cacheSize = n } }
 
 // DefaultCacheBytes is the memory the cached conversations may take
