@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker/internal/convcache"
 )
 
 // TestCacheBytes drives conversations whose messages weigh about 5 times
@@ -82,15 +82,15 @@ func TestCacheBytes(t *testing.T) {
 	<-sampled
 	// The lanes share the budget: until a lane holding older conversations
 	// has trimmed, the caches may hold a thirty-second more, and a lane
-	// holding only the conversation in use keeps it (see cacheShare).
+	// holding only the conversation in use keeps it (see convcache.Share).
 	var (
 		mu      sync.Mutex // the lanes run at once
 		largest int64
 	)
 	if err := r.w.lanes.callAll(ctx, func(l *lane) {
-		l.cache.each(func(st *convState) {
+		l.cache.EachHeld(func(_ *convState, h convcache.Held) {
 			mu.Lock()
-			largest = max(largest, st.size)
+			largest = max(largest, h.Weight)
 			mu.Unlock()
 		})
 	}); err != nil {
@@ -102,117 +102,6 @@ func TestCacheBytes(t *testing.T) {
 	}
 	t.Logf("%d conversations, %d bytes of messages' JSON; cache budget %d (bound %d), peak %d, now %d",
 		convs, jsonBytes, budget, bound, peak.Load(), r.w.CacheBytes())
-}
-
-// TestLRUSweep checks which states a sweep compacts: those unused for the
-// given number of sweeps, from the least recently used on, stopping at the
-// first one used since or not settled; and that a compacted state used
-// again leaves the compacted ones without breaking where the next sweep
-// starts.
-func TestLRUSweep(t *testing.T) {
-	c := newLRU(10, 0, nil, nil)
-	conv := func() *conversation.Conversation {
-		conv := conversation.NewConversation()
-		if err := conv.Append(conversation.MustMessage(map[string]any{"id": "m", "role": "user"})); err != nil {
-			t.Fatal(err)
-		}
-		return conv
-	}
-	for _, id := range []string{"a", "b", "c", "d"} {
-		c.put(&convState{id: id, conv: conv()})
-	}
-	cold := func() string {
-		var s []string
-		c.each(func(st *convState) {
-			if st.cold {
-				s = append(s, st.id)
-			}
-		})
-		return strings.Join(s, "")
-	}
-	if n, _ := c.sweep(2, 0); n != 0 {
-		t.Fatalf("first sweep compacted %d states, used in the epoch before", n)
-	}
-	c.get("b") // order now b d c a; b used in epoch 1
-	if n, _ := c.sweep(2, 0); n != 3 || cold() != "dca" {
-		t.Fatalf("second sweep: %d compacted, cold %q; want d, c and a", n, cold())
-	}
-	c.get("c") // c b d a, with d and a compacted
-	if cold() != "da" || c.cold.Value.(*convState).id != "d" {
-		t.Fatalf("after c is used: cold %q", cold())
-	}
-	b := c.peek("b")
-	b.storing = true // a store queued: b is not settled
-	if n, _ := c.sweep(2, 0); n != 0 || cold() != "da" {
-		t.Fatalf("third sweep: %d compacted, cold %q; want none (b is not settled)", n, cold())
-	}
-	b.storing = false
-	if n, _ := c.sweep(2, 0); n != 2 || cold() != "cbda" {
-		t.Fatalf("fourth sweep: %d compacted, cold %q; want b and c", n, cold())
-	}
-	c.drop("c") // the most recent compacted state goes
-	if c.cold.Value.(*convState).id != "b" {
-		t.Fatal("dropping the most recent compacted state lost the others")
-	}
-	c.put(&convState{id: "b", conv: conv()}) // replaced by a fresh state: b d a
-	if cold() != "da" || c.cold.Value.(*convState).id != "d" {
-		t.Fatalf("after b is replaced: cold %q", cold())
-	}
-	c.drop("d")
-	c.drop("a")
-	if c.cold != nil {
-		t.Fatal("no compacted state left, yet the next sweep would start inside the list")
-	}
-	if n, _ := c.sweep(2, 0); n != 0 {
-		t.Fatalf("fifth sweep compacted %d states; b was put in the epoch before", n)
-	}
-	if n, _ := c.sweep(2, 0); n != 1 || cold() != "b" {
-		t.Fatalf("sixth sweep: %d compacted, cold %q; want b", n, cold())
-	}
-}
-
-// TestLRUExpire checks which states a sweep lets go for going unused:
-// those unused for the given number of sweeps, from the least recently
-// used on, released as unused; it stops at the first one used since or
-// not settled, and the next sweep goes on from there.
-func TestLRUExpire(t *testing.T) {
-	var total atomic.Int64
-	var released []string
-	c := newLRU(10, 0, &total, func(st *convState, why letReason) {
-		if why != letUnused {
-			t.Errorf("%s let go for reason %d, want unused", st.id, why)
-		}
-		released = append(released, st.id)
-	})
-	for _, id := range []string{"a", "b", "c", "d", "e"} {
-		c.put(&convState{id: id, flatBytes: 10})
-	}
-	ids := func() string {
-		var s []string
-		c.each(func(st *convState) { s = append(s, st.id) })
-		return strings.Join(s, "")
-	}
-	if _, n := c.sweep(0, 2); n != 0 {
-		t.Fatalf("first sweep let %d go, all used in the epoch before", n)
-	}
-	c.peek("b").storing = true // a store queued: b is not settled
-	if _, n := c.sweep(0, 2); n != 1 || ids() != "edcb" || !slices.Equal(released, []string{"a"}) {
-		t.Fatalf("second sweep let %d go (%v), holds %q: want a, then a stop at b", n, released, ids())
-	}
-	c.peek("b").storing = false
-	c.get("d") // order d e c b; d used in epoch 2
-	if _, n := c.sweep(0, 2); n != 3 || ids() != "d" {
-		t.Fatalf("third sweep let %d go, holds %q: want b, c and e", n, ids())
-	}
-	if _, n := c.sweep(0, 2); n != 1 || ids() != "" {
-		t.Fatalf("fourth sweep let %d go, holds %q: want d", n, ids())
-	}
-	if !slices.Equal(released, []string{"a", "b", "c", "e", "d"}) {
-		t.Errorf("released %v, want a, b, c, e, d in that order", released)
-	}
-	if c.len() != 0 || c.share.convs.Load() != 0 || total.Load() != 0 || c.share.bytes.Load() != 0 {
-		t.Errorf("after every state went: %d held, share counts %d and %d bytes, total %d", c.len(), c.share.convs.Load(), c.share.bytes.Load(), total.Load())
-	}
 }
 
 // TestSweepPlan checks how often the caches are swept and after how many
@@ -250,8 +139,8 @@ func TestStoredStatesAtRest(t *testing.T) {
 	const convs = 6
 	atRest := func() bool {
 		rest := 0
-		eachCached(t, r.w, func(st *convState) {
-			if st.store == nil && st.size == st.weight() {
+		eachCached(t, r.w, func(st *convState, h convcache.Held) {
+			if st.store == nil && h.Weight == st.weight() {
 				rest++
 			}
 		})
@@ -281,9 +170,9 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts. The store
 	// state is let go too; the next events (check, below) make new ones.
-	eachCached(t, r.w, func(st *convState) {
-		if st.size != st.weight() {
-			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), st.size)
+	eachCached(t, r.w, func(st *convState, h convcache.Held) {
+		if h.Weight != st.weight() {
+			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), h.Weight)
 		}
 		if st.store != nil {
 			t.Errorf("%s compacted keeps its store state", st.id)
@@ -292,37 +181,6 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	sendRounds(send, "idle", convs, 3, 5)
 	check()
 	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
-}
-
-// TestLRUSweepHeldBack checks that a state quiet holds back ends the
-// compacting pass there, and that the next sweep goes on from it.
-func TestLRUSweepHeldBack(t *testing.T) {
-	c := newLRU(10, 0, nil, nil)
-	for _, id := range []string{"a", "b", "c", "d"} { // d c b a
-		c.put(&convState{id: id, conv: conversation.NewConversation()})
-	}
-	var asked []string
-	hold := "c"
-	c.quiet = func(st *convState) bool {
-		asked = append(asked, st.id)
-		return st.id != hold
-	}
-	cold := func() string {
-		var s []string
-		c.each(func(st *convState) {
-			if st.cold {
-				s = append(s, st.id)
-			}
-		})
-		return strings.Join(s, "")
-	}
-	if n, _ := c.sweep(1, 0); n != 2 || cold() != "ba" || strings.Join(asked, "") != "abc" {
-		t.Fatalf("sweep holding c back: %d compacted, cold %q, asked of %q; want a and b compacted, a, b and c asked of", n, cold(), asked)
-	}
-	hold, asked = "", nil
-	if n, _ := c.sweep(1, 0); n != 2 || cold() != "dcba" || strings.Join(asked, "") != "cd" {
-		t.Fatalf("next sweep: %d compacted, cold %q, asked of %q; want c and d, from where the last stopped", n, cold(), asked)
-	}
 }
 
 // TestQuietCheckpointsWait runs a worker whose checkpoint slots are all
@@ -432,11 +290,12 @@ func sendRounds(send func(conv string, k int), prefix string, convs, from, to in
 	}
 }
 
-// eachCached runs fn with every state w's lanes hold, on its lane.
-func eachCached(t testing.TB, w *Worker, fn func(st *convState)) {
+// eachCached runs fn with every state w's lanes hold and what its cache
+// knows of it, on its lane.
+func eachCached(t testing.TB, w *Worker, fn func(st *convState, h convcache.Held)) {
 	t.Helper()
 	for _, l := range w.lanes.all {
-		if err := w.lanes.call(context.Background(), l, func() { l.cache.each(fn) }); err != nil {
+		if err := w.lanes.call(context.Background(), l, func() { l.cache.EachHeld(fn) }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -446,8 +305,8 @@ func eachCached(t testing.TB, w *Worker, fn func(st *convState)) {
 func coldStates(t testing.TB, w *Worker) int {
 	t.Helper()
 	n := 0 // the lanes are called one after another
-	eachCached(t, w, func(st *convState) {
-		if st.cold {
+	eachCached(t, w, func(_ *convState, h convcache.Held) {
+		if h.Compacted {
 			n++
 		}
 	})

@@ -90,7 +90,7 @@ const checkpointsInFlight = 64
 // every slot is busy (see checkpointer.queueWrite). Each holds what it
 // captured: a pointer a message, and the groups. Past it, a compacting sweep leaves
 // the rest uncompacted for the next one, and a conversation gone unused
-// goes without (a sweep lets go of at most expireMax a lane).
+// goes without (a sweep lets go of at most convcache.ExpireMax a lane).
 const checkpointsWaiting = 16384
 
 // checkpointStopBudget bounds how long a graceful stop spends writing
@@ -350,7 +350,7 @@ func (c *checkpointer) writeAll(ctx context.Context, ls *lanes) {
 	start := time.Now()
 	var written, due atomic.Int64 // the lanes run at once
 	err := ls.callAll(ctx, func(l *lane) {
-		l.cache.each(func(st *convState) {
+		l.cache.Each(func(st *convState) {
 			if ctx.Err() == nil && c.due(st) {
 				due.Add(1)
 				if c.write(ctx, st, true) {

@@ -25,9 +25,10 @@ package worker
 //     assembles the middleware, each its own constructor with its
 //     dependencies: tracing.go, measuring.go, reject.go, recoverer.go.
 //   - Lanes and the conversations they hold: lanes.go, lanequeue.go,
-//     intake.go, cache.go and cacheshare.go (the LRU and its share of the
-//     budget), state.go (convState, loading and rebuilding: loadahead.go,
-//     replay.go).
+//     intake.go, state.go (convState, loading and rebuilding: loadahead.go,
+//     replay.go). The lanes' caches (LRU order, the budget they share,
+//     idle sweeps): the internal/convcache package, which holds any Value;
+//     cachevalue.go is what it asks of a convState, lanes.go configures it.
 //   - Snapshots: snapshotStore (snapshotstore.go; writes and acks in
 //     store.go, storeclock.go, storestate.go, storehealth.go; limits and
 //     refusals in snapshotlimits.go, storerefusal.go, degraded.go).

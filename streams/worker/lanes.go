@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/convcache"
 )
 
 // lane applies the work of its conversations one task at a time. A
@@ -17,7 +18,7 @@ import (
 // lane takes the events of its conversations in turns (see laneQueue).
 type lane struct {
 	queue *laneQueue
-	cache *lru
+	cache *convcache.Cache[*convState]
 	delta deltaScratch // the message of the lane's deltas (see publish)
 	clock storeClock   // the stores queued on the lane (see scheduleStore)
 	// loads holds the conversations being loaded off the lane, by id,
@@ -58,19 +59,19 @@ func eventWeight(size int) int64 { return int64(size) + 512 }
 // cacheConfig bounds what the lanes keep: conversations and bytes shared
 // among them (0 bytes: no byte limit), after how long unused a
 // conversation is compacted (idle) and let go (ttl; 0: never; see
-// lru.sweep). total receives the caches' weight and held how many
-// conversations they hold; release is called with every state a cache
-// lets go of.
+// convcache.Cache.Sweep). total receives the caches' weight and held how
+// many conversations they hold; release is called with every state a
+// cache lets go of.
 type cacheConfig struct {
 	conversations int
 	bytes         int64
 	idle, ttl     time.Duration
 	total         *atomic.Int64
 	held          *atomic.Int64
-	release       func(st *convState, why letReason)
+	release       func(st *convState, why convcache.Reason)
 	// quiet is called on the lane with each state a sweep is about to
-	// compact, and may hold it back for a later sweep (see lru.sweep);
-	// nil: nothing.
+	// compact, and may hold it back for a later sweep (see
+	// convcache.Cache.Sweep); nil: nothing.
 	quiet func(st *convState) bool
 }
 
@@ -106,14 +107,9 @@ func newLanes(n, depth int, cfg cacheConfig) *lanes {
 	ls := &lanes{seed: maphash.MakeSeed(), all: make([]*lane, n), stop: make(chan struct{}), room: make(chan struct{}, 1)}
 	// Lane i holds the share's cache i: a cache asks another to trim by
 	// queuing on that lane.
-	share := newCacheShare(cfg.conversations, cfg.bytes)
-	share.post = ls.try
-	if cfg.held != nil {
-		share.convs = cfg.held
-	}
+	share := convcache.NewShare[*convState](convcache.ShareConfig{Values: cfg.conversations, Bytes: cfg.bytes, Held: cfg.held, Post: ls.try})
 	for i := range ls.all {
-		l := &lane{queue: newLaneQueue(depth), cache: share.add(cfg.total, cfg.release)}
-		l.cache.quiet = cfg.quiet
+		l := &lane{queue: newLaneQueue(depth), cache: share.Add(convcache.Config[*convState]{Total: cfg.total, Release: cfg.release, Quiet: cfg.quiet})}
 		ls.all[i] = l
 		ls.wg.Add(1)
 		go func() {
@@ -154,8 +150,8 @@ func (ls *lanes) run(l *lane) {
 }
 
 // sweeping queues a sweep on every lane each period until shutdown (see
-// lru.sweep for compact and expire). A lane whose queue is full skips the
-// sweep: its epoch then lasts longer, which only delays compaction and
+// convcache.Cache.Sweep for compact and expire). A lane whose queue is
+// full skips the sweep: its epoch then lasts longer, which only delays compaction and
 // letting go.
 func (ls *lanes) sweeping(period time.Duration, compact, expire uint32) {
 	t := time.NewTicker(max(period, time.Millisecond))
@@ -167,7 +163,7 @@ func (ls *lanes) sweeping(period time.Duration, compact, expire uint32) {
 		case <-t.C:
 		}
 		for i, l := range ls.all {
-			ls.try(i, func() { l.cache.sweep(compact, expire) })
+			ls.try(i, func() { l.cache.Sweep(compact, expire) })
 		}
 	}
 }

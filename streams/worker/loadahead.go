@@ -102,7 +102,7 @@ func (w *Worker) park(ctx context.Context, l *lane, d *delivery) bool {
 		w.loads.parked.Add(1)
 		return true
 	}
-	if d.decodeErr != nil || d.preload != nil || l.cache.peek(id) != nil || !w.loads.enter() {
+	if d.decodeErr != nil || d.preload != nil || l.cache.Peek(id) != nil || !w.loads.enter() {
 		return false
 	}
 	p := &parkedLoad{parked: []*delivery{d}}

@@ -214,7 +214,7 @@ func TestInferenceLoadsForRead(t *testing.T) {
 			t.Errorf("%s: messages differ: %s", conv, d)
 		}
 		var held bool
-		if err := r.w.lanes.callAll(ctx, func(l *lane) { held = l.cache.peek(conv) != nil }); err != nil {
+		if err := r.w.lanes.callAll(ctx, func(l *lane) { held = l.cache.Peek(conv) != nil }); err != nil {
 			t.Fatal(err)
 		}
 		if !held {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/convcache"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -159,9 +160,9 @@ func (ins *instruments) rebuilt(ctx context.Context, d time.Duration, fromCheckp
 }
 
 // evicted counts a conversation let go of for room or for going unused.
-func (ins *instruments) evicted(ctx context.Context, why letReason) {
+func (ins *instruments) evicted(ctx context.Context, why convcache.Reason) {
 	reason := ins.forRoom
-	if why == letUnused {
+	if why == convcache.Unused {
 		reason = ins.unused
 	}
 	ins.evictions.Add(ctx, 1, reason)

@@ -264,7 +264,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 				continue
 			}
 			o.w.cp.write(storeCtx, st, true)
-			l.cache.drop(st.id)
+			l.cache.Drop(st.id)
 		}
 	})
 	cancel()
@@ -424,7 +424,7 @@ func (o *ownership) release(ctx context.Context) {
 func (w *Worker) partitionStates(l *lane, p int) []*convState {
 	n := w.partitions()
 	var in []*convState
-	l.cache.each(func(st *convState) {
+	l.cache.Each(func(st *convState) {
 		if streams.PartitionOf(st.id, n) == p {
 			in = append(in, st)
 		}
@@ -447,7 +447,7 @@ func (w *Worker) onPartition(ctx context.Context, p int, fn func(l *lane, st *co
 // forgetPartition drops the cached conversations of partition p from
 // every lane, ahead of anything queued after it.
 func (w *Worker) forgetPartition(ctx context.Context, p int) {
-	w.onPartition(ctx, p, func(l *lane, st *convState) { l.cache.drop(st.id) })
+	w.onPartition(ctx, p, func(l *lane, st *convState) { l.cache.Drop(st.id) })
 }
 
 // leavePartition lets go of the cached conversations of partition p, on

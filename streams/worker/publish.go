@@ -66,7 +66,7 @@ func (w *Worker) publish(ctx context.Context, d *delivery) error {
 	st.events++
 	st.sinceEvents++
 	st.sinceBytes += d.size
-	d.lane.cache.resize(st)
+	d.lane.cache.Resize(st)
 	d.dirty = false
 	d.version = version
 	d.outcome = applied

@@ -45,7 +45,7 @@ func rejection(report reportRejection, remove deleteEvent, degraded limitMarker,
 				// Refused after the state changed (the snapshot was too
 				// large): forget it; the rebuild will not see the deleted
 				// event.
-				d.lane.cache.drop(d.conversationID)
+				d.lane.cache.Drop(d.conversationID)
 				d.dirty = false
 			}
 			rej := streams.EventRejected{

@@ -46,12 +46,12 @@ func (w *Worker) readOnLane(ctx context.Context, id string, fn func(st *convStat
 		callErr := w.lanes.call(ctx, l, func() {
 			st := w.stateForRead(l, id, pre, lets)
 			if st == nil {
-				lets = l.cache.lets
+				lets = l.cache.Lets()
 				return
 			}
 			held = true
 			if fn(st) {
-				l.cache.resize(st)
+				l.cache.Resize(st)
 			}
 		})
 		if callErr != nil {

@@ -94,9 +94,9 @@ type storeHooks struct {
 func (w *Worker) storeHooks() storeHooks {
 	return storeHooks{
 		onLane:    func(ctx context.Context, l *lane, fn func()) error { return w.lanes.do(ctx, l, fn) },
-		holds:     func(l *lane, st *convState) bool { return l != nil && l.cache.peek(st.id) == st },
-		drop:      func(l *lane, st *convState) { l.cache.drop(st.id) },
-		resize:    func(l *lane, st *convState) { l.cache.resize(st) },
+		holds:     func(l *lane, st *convState) bool { return l != nil && l.cache.Peek(st.id) == st },
+		drop:      func(l *lane, st *convState) { l.cache.Drop(st.id) },
+		resize:    func(l *lane, st *convState) { l.cache.Resize(st) },
 		ack:       w.ackAll,
 		nak:       w.nakAll,
 		terminate: w.terminateAll,

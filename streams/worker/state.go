@@ -52,10 +52,9 @@ type convState struct {
 	// nanoseconds, and they belong with store: they sit here, in a struct
 	// that has the room, rather than in storeState (see there).
 	storeAt, retryAt int64
-	// size is the state's weight in its cache when last measured (weight).
-	size int64
-	// The small fields sit together, so that the state takes 224 bytes
-	// (TestShortConversations).
+	// The small fields sit together, so that the state takes at most 224
+	// bytes (TestShortConversations); 208 since what its cache records of
+	// it (weight, last use, compacted) moved to the cache's node.
 	//
 	// snapshotBytes is the size of the last snapshot encoded (0: none
 	// yet); unstoredBytes that of the events in store.unstored. Both are
@@ -63,10 +62,6 @@ type convState struct {
 	// the server's limit of 64 MiB, and the events' size only weighs the
 	// next store against the snapshot.
 	snapshotBytes, unstoredBytes int32
-	// used is the cache's epoch when the state was last used; cold is set
-	// while its conversation is compacted (see lru.sweep).
-	used uint32
-	cold bool
 	// failures counts writes in a row that failed transiently (the server
 	// away, a timeout); the next try waits longer each time. It stops
 	// counting at its maximum, past every bound it is compared with.
@@ -89,8 +84,6 @@ type convState struct {
 	// events are stored (and acknowledged) before it is let go, so that the
 	// partition's new owner does not apply them a second time.
 	leaving bool
-	// lastUse is when the cache last used the state (cacheShare.now).
-	lastUse int64
 	// events counts the conversation's events taken into account (read by
 	// its rebuild, checkpoint included, and applied since); sinceEvents and
 	// sinceBytes those since its last checkpoint, and their size (see
@@ -118,7 +111,7 @@ func (w *Worker) readHead(ctx context.Context, id string, how read.Mode) (snapsh
 // for this event (see park), else now, on the lane. skip is true when the
 // event has been taken into account already (a redelivery).
 func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64, pre *loadResult) (st *convState, skip bool, err error) {
-	if st := l.cache.get(id); st != nil {
+	if st := l.cache.Get(id); st != nil {
 		if seq <= st.seq {
 			// A redelivery, maybe of an event not stored yet.
 			return st, true, nil
@@ -135,7 +128,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 			return st, false, nil
 		}
 		// An earlier event is pending elsewhere: rebuild past it.
-		l.cache.drop(id)
+		l.cache.Drop(id)
 	}
 	if pre != nil {
 		st, skip, err = pre.st, pre.skip, pre.err
@@ -143,7 +136,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		st, skip, err = w.load(ctx, id, seq)
 	}
 	if st != nil {
-		l.cache.put(st)
+		l.cache.Put(st)
 	}
 	return st, skip, err
 }
@@ -181,16 +174,16 @@ func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *
 	// A conversation of a partition another worker owns changes behind
 	// this worker's back: it is read from the store every time.
 	if !w.ownsConversation(id) {
-		if st := l.cache.peek(id); st != nil && !st.leaving { // a leaving one goes once stored
-			l.cache.drop(id)
+		if st := l.cache.Peek(id); st != nil && !st.leaving { // a leaving one goes once stored
+			l.cache.Drop(id)
 		}
 		return pre
 	}
-	if st := l.cache.get(id); st != nil {
+	if st := l.cache.Get(id); st != nil {
 		return st
 	}
-	if pre != nil && l.cache.lets == lets {
-		l.cache.put(pre)
+	if pre != nil && l.cache.Lets() == lets {
+		l.cache.Put(pre)
 	}
 	return pre
 }
@@ -253,8 +246,9 @@ func (st *convState) weight() int64 {
 	return int64(n)
 }
 
-// What weight allows for a state (the struct, 224 bytes, its element in
-// the cache's list and its id), for its store state while it has one (the
+// What weight allows for a state (the struct, 208 bytes, its node in the
+// cache, 48, and its id; the allowance was set when the struct took 224
+// and is kept, so that caches evict as they did), for its store state while it has one (the
 // struct, 32 bytes, and its place in the lane's store clock while queued),
 // and for an entry of the flat list (its slot in the list, and in flatJSON
 // for a derived one).

@@ -44,7 +44,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 		t.Fatalf("read: %v", err)
 	}
 	var read *convState
-	if err := w.lanes.call(ctx, l, func() { read = w.stateForRead(l, "gap", loaded, l.cache.lets) }); err != nil || read != loaded {
+	if err := w.lanes.call(ctx, l, func() { read = w.stateForRead(l, "gap", loaded, l.cache.Lets()) }); err != nil || read != loaded {
 		t.Fatalf("read: %v; the lane did not take the state loaded", err)
 	}
 	if read.conv.Len() != 1 || !read.unverified {
@@ -89,15 +89,15 @@ func TestStateForReadKeepsOnlyCurrent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run(func() { lets = l.cache.lets })
+	run(func() { lets = l.cache.Lets() })
 	a := loaded("a")
-	run(func() { got = w.stateForRead(l, "a", a, lets); held = l.cache.peek("a") == a })
+	run(func() { got = w.stateForRead(l, "a", a, lets); held = l.cache.Peek("a") == a })
 	if got != a || !held {
 		t.Fatalf("nothing let go: read %p (want %p), held %v", got, a, held)
 	}
-	run(func() { lets = l.cache.lets; l.cache.drop("a") })
+	run(func() { lets = l.cache.Lets(); l.cache.Drop("a") })
 	b := loaded("b")
-	run(func() { got = w.stateForRead(l, "b", b, lets); held = l.cache.peek("b") != nil })
+	run(func() { got = w.stateForRead(l, "b", b, lets); held = l.cache.Peek("b") != nil })
 	if got != b || held {
 		t.Fatalf("a state let go meanwhile: read %p (want %p), held %v (want false)", got, b, held)
 	}

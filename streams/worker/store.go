@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/convcache"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -512,14 +513,14 @@ func (s *snapshotStore) storeMany(ctx context.Context, l *lane, states []*convSt
 // its next rebuild starts there. One dropped as invalid asks for its
 // events again, soon, so that a rebuild applies and stores them (a write
 // in flight completes on its own).
-func (w *Worker) release(st *convState, why letReason) {
-	if why != letInvalid {
+func (w *Worker) release(st *convState, why convcache.Reason) {
+	if why != convcache.Invalid {
 		ctx := context.Background()
 		w.metrics.evicted(ctx, why)
 		if st.unsaved() {
 			w.snapshots.storeMany(ctx, nil, []*convState{st})
 		}
-		if why == letUnused {
+		if why == convcache.Unused {
 			w.cp.leaving(ctx, st)
 		} else {
 			w.cp.write(ctx, st, false)
@@ -538,7 +539,7 @@ func (w *Worker) release(st *convState, why letReason) {
 func (w *Worker) storeAll(ctx context.Context) {
 	err := w.lanes.callAll(ctx, func(l *lane) {
 		var due []*convState
-		l.cache.each(func(st *convState) {
+		l.cache.Each(func(st *convState) {
 			if st.unsaved() {
 				due = append(due, st)
 			}

@@ -337,7 +337,7 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 	}
 	l := r.w.lanes.all[0]
 	held := func() (n int) {
-		if err := r.w.lanes.call(ctx, l, func() { l.cache.each(func(*convState) { n++ }) }); err != nil {
+		if err := r.w.lanes.call(ctx, l, func() { l.cache.Each(func(*convState) { n++ }) }); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -353,7 +353,7 @@ func TestStoreManyStopsWhileBucketAway(t *testing.T) {
 	if err := r.w.lanes.call(ctx, l, func() {
 		var states []*convState
 		failures := map[*convState]int{}
-		l.cache.each(func(st *convState) {
+		l.cache.Each(func(st *convState) {
 			if len(st.store.events()) > 0 {
 				states = append(states, st)
 				failures[st] = int(st.failures)

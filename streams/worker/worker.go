@@ -342,7 +342,7 @@ func (w *Worker) settle(ctx context.Context, d *delivery, err error) {
 		ackErr = d.msg.Term()
 	default:
 		if d.conversationID != "" && d.state != nil {
-			d.lane.cache.drop(d.conversationID)
+			d.lane.cache.Drop(d.conversationID)
 		}
 		if w.lastDelivery(d) {
 			// Not redelivered again: kept as a dead letter with its reason.
