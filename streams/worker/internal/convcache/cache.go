@@ -204,6 +204,11 @@ func (c *Cache[V]) Put(v V) {
 			c.weigh(-n.size)
 			c.weigh(size)
 			c.let(old, Invalid)
+		} else {
+			// The same value again, weighing what it weighs now: count
+			// the change, or the bytes drift from what is held
+			// (TestPutAgainCountsItsWeight).
+			c.weigh(size - n.size)
 		}
 		n.size = size
 		if n.cold {

@@ -190,3 +190,22 @@ func TestByteBudget(t *testing.T) {
 		t.Fatalf("resizing a value not held changed the cache: total %d, %d held", total.Load(), c.Len())
 	}
 }
+
+// TestPutAgainCountsItsWeight: putting a value the cache holds again, after
+// it grew without a Resize, counts its new weight, so that the bytes held
+// come back to zero when it goes.
+func TestPutAgainCountsItsWeight(t *testing.T) {
+	var total atomic.Int64
+	c := newCache(10, 1000, Config[*item]{Total: &total})
+	it := &item{id: "a", weight: 100}
+	c.Put(it)
+	it.weight = 300
+	c.Put(it)
+	if c.bytes != 300 || c.share.bytes.Load() != 300 {
+		t.Fatalf("after a grew to 300 and was put again: %d bytes, share %d; want 300", c.bytes, c.share.bytes.Load())
+	}
+	c.Drop("a")
+	if c.bytes != 0 || c.share.bytes.Load() != 0 || total.Load() != 0 {
+		t.Errorf("after a went: %d bytes, share %d, total %d; want 0", c.bytes, c.share.bytes.Load(), total.Load())
+	}
+}
