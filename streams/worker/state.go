@@ -10,8 +10,13 @@ import (
 	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
-// convState is a conversation held in memory by its lane.
+// convState is a conversation held in memory by its lane. Its fields are
+// grouped by what uses them; TestShortConversations guards its size (a
+// field added may take it to the next allocation size class, and the
+// memory of a short conversation with it).
 type convState struct {
+	// The conversation and how far the events stream has been applied to
+	// it.
 	id   string
 	conv *conversation.Conversation
 	// seq: every event of the conversation with a stream sequence up to
@@ -20,27 +25,42 @@ type convState struct {
 	// version is the stream sequence of the last event that changed the
 	// conversation: the same events make the same conversation, so a
 	// version names one flat list whichever worker computed it, before or
-	// after a crash or a failover. flat is the flat list of the last delta
-	// published (nil when none was published since the state was loaded:
-	// the next delta then carries the whole list).
+	// after a crash or a failover.
 	version uint64
-	flat    []*conversation.Message
-	// flatJSON has the JSON of flat's entries, so that a store does not
-	// encode the flatList again; flatBytes is their total size (with
-	// commas), at most the snapshot limit (see publish).
+	// events counts the conversation's events taken into account (read by
+	// its rebuild, checkpoint included, and applied since).
+	events uint64
+
+	// The flat list of the last delta published (nil when none was
+	// published since the state was loaded: the next delta then carries
+	// the whole list). flatJSON has the JSON of its entries, so that a
+	// store does not encode the flatList again; flatBytes is their total
+	// size (with commas), at most the snapshot limit (see publish).
+	flat      []*conversation.Message
 	flatJSON  flatJSON
 	flatBytes int32
-	// treeBound bounds what the snapshot holds besides its flatList (the
-	// context tree, its frame): measured by the last check, grown by an
-	// allowance for each event since (see snapshotlimits.go); 0 when not
-	// known since the state was loaded.
+
+	// What the next event applied is checked for. treeBound bounds what
+	// the snapshot holds besides its flatList (the context tree, its
+	// frame): measured by the last check, grown by an allowance for each
+	// event since; 0 when not known since the state was loaded. depthLeft
+	// is how many events may be applied before the context tree's branch
+	// depth is measured again; 0: at the next one (both snapshotlimits.go).
 	treeBound int32
-	// The stored snapshot: its version, sequence and KV revision (0: none).
+	depthLeft int16
+	// unverified marks a state loaded for reading, up to the stored
+	// snapshot: events after it may exist that this worker was never
+	// given (a crashed worker's, awaiting redelivery), so the first event
+	// applied to it checks that it is the next one.
+	unverified bool
+
+	// The snapshot store's (snapshotStore). The stored snapshot: its
+	// version, sequence and KV revision (0: none).
 	storedVersion, storedSeq, rev uint64
 	// store holds the events waiting for a store and the write in flight,
 	// from an event until a write leaves nothing pending (nil otherwise:
-	// see storeState); storing (below) is true while a store is queued on
-	// the lane.
+	// see storeState); storing is true while a store is queued on the
+	// lane.
 	store *storeState
 	// lastStore is when the last snapshot was written, in Unix nanoseconds
 	// as the lane's store clock counts (0: none since the state was
@@ -49,46 +69,30 @@ type convState struct {
 	// storeAt is when the queued store runs, on the lane's clock (moved
 	// forward when a store falls due earlier); retryAt, when not 0, is when
 	// a failed or outdated write is to be retried. Both are Unix
-	// nanoseconds, and they belong with store: they sit here, in a struct
-	// that has the room, rather than in storeState (see there).
+	// nanoseconds, and they belong with store: they sit here rather than
+	// in storeState, which a conversation at rest does not have.
 	storeAt, retryAt int64
-	// The small fields sit together, so that the state takes at most 224
-	// bytes (TestShortConversations); 208 since what its cache records of
-	// it (weight, last use, compacted) moved to the cache's node.
-	//
 	// snapshotBytes is the size of the last snapshot encoded (0: none
 	// yet); unstoredBytes that of the events in store.unstored. Both are
 	// clamped to 32 bits (see clamp32): a snapshot is one message, under
 	// the server's limit of 64 MiB, and the events' size only weighs the
 	// next store against the snapshot.
 	snapshotBytes, unstoredBytes int32
+	// phase places the state's stores within a stretched interval (see
+	// storeDue), drawn at random when the state is made.
+	phase uint32
 	// failures counts writes in a row that failed transiently (the server
 	// away, a timeout); the next try waits longer each time. It stops
 	// counting at its maximum, past every bound it is compared with.
 	failures uint8
-	// depthLeft is how many events may be applied before the context
-	// tree's branch depth is measured again (see snapshotlimits.go); 0:
-	// at the next one.
-	depthLeft int16
-	// phase places the state's stores within a stretched interval (see
-	// storeDue), drawn at random when the state is made.
-	phase uint32
-	// storing: see store.
-	storing bool
-	// unverified marks a state loaded for reading, up to the stored
-	// snapshot: events after it may exist that this worker was never
-	// given (a crashed worker's, awaiting redelivery), so the first event
-	// applied to it checks that it is the next one.
-	unverified bool
+	storing  bool
 	// leaving marks a state of a partition this worker lost: its unstored
 	// events are stored (and acknowledged) before it is let go, so that the
 	// partition's new owner does not apply them a second time.
 	leaving bool
-	// events counts the conversation's events taken into account (read by
-	// its rebuild, checkpoint included, and applied since); sinceEvents and
-	// sinceBytes those since its last checkpoint, and their size (see
-	// checkpointer.due).
-	events                  uint64
+
+	// The checkpointer's: the events since the conversation's last
+	// checkpoint, and their size (see checkpointer.due).
 	sinceEvents, sinceBytes int
 }
 
