@@ -5,19 +5,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
 	"github.com/convstream/convstream/streams"
-	"github.com/convstream/convstream/streams/client"
-	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestPrometheusMetrics runs the worker with its defaults (no OTLP
@@ -26,19 +22,9 @@ import (
 // metrics and the Go runtime's are there, with the event counted. With
 // --metrics=false there is no /metrics.
 func TestPrometheusMetrics(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := runForMetrics(t, ctx)
-
-	nc, err := nats.Connect(a.nats)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx := context.Background()
+	rw := startRun(t)
+	c := rw.client
 	msg := map[string]any{"id": "u1", "role": "user", "content": "Hello", "parentId": nil, "createdAt": 1.0}
 	if _, err := c.Send(ctx, "scraped", streams.TypeMessageAppended, msg); err != nil {
 		t.Fatal(err)
@@ -52,7 +38,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		}
 	}
 
-	resp, err := http.Get("http://" + a.http + "/metrics")
+	resp, err := http.Get("http://" + rw.http + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,60 +70,14 @@ func TestPrometheusMetrics(t *testing.T) {
 	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), n)
 }
 
-// scrapeAddrs are where a worker run by runForMetrics listens.
-type scrapeAddrs struct{ nats, http string }
-
-// runForMetrics runs the worker command with its defaults, an embedded
-// server and /metrics on a free port, until ctx ends (and waits for it
-// then, at the test's end).
-func runForMetrics(t testing.TB, ctx context.Context) scrapeAddrs {
-	t.Helper()
-	ctx, cancel := context.WithCancel(ctx)
-	logs := &syncBuffer{}
-	env := map[string]string{"CONVSTREAM_DATA_DIR": filepath.Join(t.TempDir(), "data")}
-	ready := make(chan scrapeAddrs, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"--listen", "127.0.0.1:-1", "--http", "127.0.0.1:0", "--log-level", "warn"},
-			func(k string) string { return env[k] }, logs,
-			func(_ *worker.Worker, natsURL, httpAddr string) { ready <- scrapeAddrs{natsURL, httpAddr} })
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(60 * time.Second):
-			t.Error("did not stop")
-		}
-	})
-	select {
-	case a := <-ready:
-		return a
-	case err := <-done:
-		t.Fatalf("run: %v\n%s", err, logs)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("not ready\n%s", logs)
-	}
-	return scrapeAddrs{}
-}
-
 // BenchmarkMetricsScrape measures a Prometheus scrape of /metrics (served
 // and read in this process) from a worker that has applied events of every
 // type to 200 conversations, so that every instrument has its series.
 // Divide by the scrape interval for the share of a core it costs.
 func BenchmarkMetricsScrape(b *testing.B) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a := runForMetrics(b, ctx)
-	nc, err := nats.Connect(a.nats)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer nc.Close()
-	c, err := client.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
+	ctx := context.Background()
+	rw := startRun(b, "--log-level", "warn")
+	c := rw.client
 	for i := range 200 {
 		conv := fmt.Sprintf("scraped-%d", i)
 		for _, e := range []struct {
@@ -150,7 +90,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 			{streams.TypeMessageDeleted, map[string]any{"id": "a1"}},
 			{streams.TypeMessageAppended, map[string]any{"role": "user"}}, // rejected: no id
 		} {
-			if _, err = c.Send(ctx, conv, e.typ, e.data); err != nil {
+			if _, err := c.Send(ctx, conv, e.typ, e.data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -158,7 +98,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	url := "http://" + a.http + "/metrics"
+	url := "http://" + rw.http + "/metrics"
 	size := 0
 	b.ResetTimer()
 	for b.Loop() {
