@@ -43,10 +43,31 @@ type ConnConfig struct {
 	// starts it and its NATS servers in any order; a command-line tool
 	// does not, so that a wrong URL fails at once.
 	Wait bool
+	// PingInterval is how often the client asks the server whether it is
+	// still there, and MaxPingsOut how many unanswered asks make it drop
+	// the connection as stale and reconnect to another server of URL;
+	// zero: DefaultPingInterval, DefaultMaxPingsOut.
+	PingInterval time.Duration
+	MaxPingsOut  int
 }
 
+// DefaultPingInterval and DefaultMaxPingsOut detect a server that stopped
+// answering (frozen, or cut off by the network without the connection
+// closing) within 3 to 4 seconds: the client pings every second and gives
+// up on the fourth ping when three are unanswered. NATS's own defaults (2
+// minutes, 2) leave a client on a frozen server for minutes, its partitions
+// stalled and its readiness unchanged (see docs/operations.md, "Failover").
+// What it costs: one ping and pong a second on each connection, and a
+// server that does not answer for 3 s under load is left as if it were gone.
+const (
+	DefaultPingInterval = time.Second
+	DefaultMaxPingsOut  = 3
+)
+
 // Connect opens a NATS connection that reconnects forever (every 250 ms,
-// with the client's jitter). extra options come last and may override.
+// with the client's jitter), to another server of the list when one stops
+// answering pings (see DefaultPingInterval). extra options come last and
+// may override.
 func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	log := cfg.Logger
 	if log == nil {
@@ -56,8 +77,17 @@ func Connect(cfg ConnConfig, extra ...nats.Option) (*nats.Conn, error) {
 	if url == "" {
 		url = nats.DefaultURL
 	}
+	ping, pings := cfg.PingInterval, cfg.MaxPingsOut
+	if ping <= 0 {
+		ping = DefaultPingInterval
+	}
+	if pings <= 0 {
+		pings = DefaultMaxPingsOut
+	}
 	opts := []nats.Option{
 		nats.Name(cfg.Name),
+		nats.PingInterval(ping),
+		nats.MaxPingsOutstanding(pings),
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {

@@ -133,6 +133,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		cliflags.WithUsage("nats-inbox-prefix", "prefix of the worker's reply subjects (default _INBOX; with --embedded-tenants, its tenant's); where tenants share a NATS account, the tenant's own"),
 		cliflags.WithUsage("subject-prefix", "prefix of every subject; names the stream and bucket too"))
 	o.embedded.register(fs, ef)
+	var pingInterval time.Duration
+	var maxPingsOut int
+	dur(&pingInterval, "ping-interval", "CONVSTREAM_PING_INTERVAL", streams.DefaultPingInterval, "how often the worker pings its NATS server; with --max-pings-out unanswered, it reconnects to another server and reports not ready meanwhile")
+	num(&maxPingsOut, "max-pings-out", "CONVSTREAM_MAX_PINGS_OUT", streams.DefaultMaxPingsOut, "unanswered pings after which the NATS server is taken for gone (frozen or cut off) and another is tried")
 	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", "convstream-worker", "durable consumer name; workers sharing it share the events")
 	num(&o.storage.StreamReplicas, "stream-replicas", "CONVSTREAM_STREAM_REPLICAS", 1, "replicas of the events stream")
 	num(&o.storage.BucketReplicas, "bucket-replicas", "CONVSTREAM_BUCKET_REPLICAS", 1, "replicas of the snapshot bucket")
@@ -202,6 +206,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, err
 	}
 	o.conn, o.prefix = nf.Conn, nf.Prefix
+	if pingInterval <= 0 || maxPingsOut <= 0 {
+		return nil, fmt.Errorf("--ping-interval %v, --max-pings-out %d: want positive values", pingInterval, maxPingsOut)
+	}
+	o.conn.PingInterval, o.conn.MaxPingsOut = pingInterval, maxPingsOut
 	if *version {
 		return nil, errVersion
 	}

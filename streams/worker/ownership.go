@@ -13,8 +13,14 @@ import (
 )
 
 // DefaultPinnedTTL is how long a partition stays with a worker that stopped
-// asking for its events, unless WithPinnedTTL says otherwise.
-const DefaultPinnedTTL = 10 * time.Second
+// asking for its events, unless WithPinnedTTL says otherwise: a killed or
+// cut-off worker's partitions are taken over this long after it went
+// silent, so it bounds failover with partitions (with DefaultAckWait, see
+// docs/operations.md, "Failover"). A worker that stalls for longer (a
+// stop-the-world pause, a starved process) loses its partitions and its
+// successor applies its unstored events again; its pulls, which renew the
+// pin, go on while its lanes are busy.
+const DefaultPinnedTTL = 3 * time.Second
 
 // ownerGroup is the priority group every worker pulls partitions in.
 const ownerGroup = "owners"

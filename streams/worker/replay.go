@@ -15,6 +15,10 @@ import (
 // replayTimeout bounds one rebuild.
 const replayTimeout = time.Minute
 
+// replayReadTries is how many times a rebuild asks for a batch of events
+// that timed out before it fails.
+const replayReadTries = 3
+
 // rebuild replays the events of conversation id stored before sequence
 // before, through the same decode, validate and apply steps as live events,
 // and returns the replay done: its conversation, and the sequence of the
@@ -264,15 +268,25 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 	var pending uint64
 	size := r.size
 	r.size = min(2*r.size, replayBatch)
-	err = r.w.reads.EventBatch(ctx, r.id, r.seen+1, size, replayBatchBytes,
-		func(m *jetstream.RawStreamMsg, left uint64) bool {
-			if m.Sequence < r.before {
-				r.apply(ctx, r.w.decodeStored(m), m.Sequence)
-			}
-			pending = left
-			done = m.Sequence >= r.end
-			return !done
-		})
+	// A replica that went quiet (a frozen server) fails the read after the
+	// reader's timeout; the read is asked again, from what was applied, and
+	// goes to whichever replica answers first, rather than failing the
+	// event that needed the rebuild.
+	for try := 1; ; try++ {
+		err = r.w.reads.EventBatch(ctx, r.id, r.seen+1, size, replayBatchBytes,
+			func(m *jetstream.RawStreamMsg, left uint64) bool {
+				if m.Sequence < r.before {
+					r.apply(ctx, r.w.decodeStored(m), m.Sequence)
+				}
+				pending = left
+				done = m.Sequence >= r.end
+				return !done
+			})
+		if try == replayReadTries || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+			break
+		}
+		r.w.cfg.logger.WarnContext(ctx, "rebuild read timed out; asking again", "conversation", r.id, "try", try, "err", err)
+	}
 	if errors.Is(err, read.ErrBatchUnsupported) {
 		r.oneByOne = true
 		return false, false, nil
