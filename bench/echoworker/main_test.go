@@ -48,6 +48,9 @@ func TestEchoAnswersEachEvent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := nc.Flush(); err != nil { // subscribed before the first event
+				t.Fatal(err)
+			}
 			js, err := jetstream.New(nc)
 			if err != nil {
 				t.Fatal(err)
@@ -59,7 +62,7 @@ func TestEchoAnswersEachEvent(t *testing.T) {
 				if _, err := js.Publish(ctx, "convstream.events.c-1", []byte(`{}`)); err != nil {
 					t.Fatal(err)
 				}
-				m, err := sub.NextMsg(5 * time.Second)
+				m, err := sub.NextMsg(30 * time.Second)
 				if err != nil {
 					t.Fatalf("delta %d: %v", k, err)
 				}

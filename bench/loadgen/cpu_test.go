@@ -31,25 +31,33 @@ func TestParseCPUTimes(t *testing.T) {
 }
 
 // TestCPUSampler samples the machine where it can: a share between 0 and
-// 1, one per period and the last part.
+// 1, one per period and the last part. On a busy machine the sampler's
+// ticks come late, so the test keeps a core busy until two periods have
+// been sampled, trying longer each time, rather than for a fixed time.
 func TestCPUSampler(t *testing.T) {
-	s := startCPUSampler(20 * time.Millisecond)
-	if s == nil {
-		t.Skip("no " + procStat + " here")
-	}
-	deadline := time.Now().Add(70 * time.Millisecond)
-	for time.Now().Before(deadline) { // keep a core busy
-	}
-	total, byPeriod := s.stop()
-	if total <= 0 || total > 1 {
-		t.Errorf("busy share %v, want in (0, 1]", total)
-	}
-	if len(byPeriod) < 2 {
-		t.Errorf("%d periods in 70ms of 20ms periods", len(byPeriod))
-	}
-	for i, b := range byPeriod {
-		if b < 0 || b > 1 {
-			t.Errorf("period %d: busy share %v", i, b)
+	const period = 20 * time.Millisecond
+	busy := 4 * period
+	for deadline := time.Now().Add(60 * time.Second); ; busy *= 2 {
+		s := startCPUSampler(period)
+		if s == nil {
+			t.Skip("no " + procStat + " here")
+		}
+		for end := time.Now().Add(busy); time.Now().Before(end); { // keep a core busy
+		}
+		total, byPeriod := s.stop()
+		if total < 0 || total > 1 {
+			t.Errorf("busy share %v, want in [0, 1]", total)
+		}
+		for i, b := range byPeriod {
+			if b < 0 || b > 1 {
+				t.Errorf("period %d: busy share %v", i, b)
+			}
+		}
+		if len(byPeriod) >= 2 && total > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d periods, busy share %v, after %v of %v periods", len(byPeriod), total, busy, period)
 		}
 	}
 	var none *cpuSampler

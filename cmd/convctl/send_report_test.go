@@ -42,7 +42,7 @@ func TestSendWaitIsBrief(t *testing.T) {
 	if code != 0 || !strings.Contains(errOut, "not applied within 300ms") || !strings.Contains(errOut, "convctl errors demo") {
 		t.Fatalf("no worker: %d\n%s", code, errOut)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // no hang; generous for a loaded machine
 		t.Errorf("took %s", d)
 	}
 }

@@ -48,6 +48,10 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The server has the subscription before the first event is sent.
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
 
 	run(demo, "send", "--all", "--wait", "demo")
 	spans := exp.GetSpans()
@@ -80,7 +84,7 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 		t.Errorf("%d send spans and %d process spans, want 4 and 4", sends, processed)
 	}
 	for i := 0; i < 4; i++ {
-		m, err := deltas.NextMsg(10 * time.Second)
+		m, err := deltas.NextMsg(60 * time.Second)
 		if err != nil {
 			t.Fatalf("delta %d: %v", i+1, err)
 		}

@@ -27,7 +27,7 @@ func TestSecondWorkerFailsFast(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "--listen "+ln.Addr().String()) {
 		t.Errorf("port taken: %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
+	if d := time.Since(start); d > 30*time.Second { // no hang; generous for a loaded machine
 		t.Errorf("port taken: failed after %v", d)
 	}
 

@@ -140,6 +140,9 @@ func TestCrashLoopSoak(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	if err := nc.Flush(); err != nil { // counting from the first event
+		t.Fatal(err)
+	}
 
 	logDir := t.TempDir()
 	round := 0

@@ -55,6 +55,9 @@ func TestFollowResyncWatches(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = counter.Unsubscribe() }()
+	if err := nc.Flush(); err != nil { // counting from the first read
+		t.Fatal(err)
+	}
 	// A delta the follower cannot apply, of the version the next event
 	// will have (the stream holds only this conversation's events).
 	ev, err := streams.NewEvent("gap", streams.TypeSnapshotDelta, "urn:test", conv,

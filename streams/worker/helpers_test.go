@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -91,7 +92,18 @@ func startServer(t testing.TB, dir string) *server.Server {
 
 func connect(t testing.TB, ns *server.Server) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1))
+	// A dropped message names the test and its subscription (nats.go's
+	// own line names neither); stderr, as the callback may come after
+	// the test ended.
+	name := t.Name()
+	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subject := ""
+			if sub != nil {
+				subject = sub.Subject
+			}
+			fmt.Fprintf(os.Stderr, "%s: NATS async error on %q: %v\n", name, subject, err)
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -413,6 +425,13 @@ func record(t testing.TB, nc *nats.Conn, subject string) *recorder {
 		r.mu.Unlock()
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// A recorder holds whatever arrives: on a loaded machine the default
+	// limits (65,536 messages, 64 MiB) dropped deltas of a corpus-sized
+	// run (a slow consumer) that TestEmittedMatchesSchemas then waited
+	// for in vain.
+	if err := sub.SetPendingLimits(-1, -1); err != nil {
 		t.Fatal(err)
 	}
 	if err := nc.Flush(); err != nil {

@@ -58,7 +58,7 @@ func TestUntilAvailable(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	err = w.untilAvailable(short, "test", func() error { return nats.ErrTimeout })
-	if !errors.Is(err, nats.ErrTimeout) || time.Since(start) > 2*time.Second {
-		t.Errorf("context ended: err %v after %v, want the last error soon after 300ms", err, time.Since(start))
+	if !errors.Is(err, nats.ErrTimeout) || time.Since(start) > 10*time.Second {
+		t.Errorf("context ended: err %v after %v, want the last error once the 300ms context ended, not after more retries", err, time.Since(start))
 	}
 }
