@@ -13,7 +13,7 @@ import (
 // event before changing anything, so a rejection leaves the state as it
 // was.
 func (w *Worker) apply(ctx context.Context, d *delivery) error {
-	st, skip, err := w.stateForEvent(ctx, d.lane, d.conversationID, d.seq, d.preload)
+	st, skip, err := w.stateForEvent(ctx, d.lane, d.conversationID, d.seq, d.gaps, d.preload)
 	if err != nil {
 		return err
 	}

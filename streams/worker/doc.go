@@ -26,7 +26,8 @@ package worker
 //     dependencies: tracing.go, measuring.go, reject.go, recoverer.go.
 //   - Lanes and the conversations they hold: lanes.go, lanequeue.go,
 //     intake.go, state.go (convState, loading and rebuilding: loadahead.go,
-//     replay.go). The lanes' caches (LRU order, the budget they share,
+//     replay.go). Deliveries lost on the way, and the check that an event
+//     is its conversation's next one: gaps.go. The lanes' caches (LRU order, the budget they share,
 //     idle sweeps): the internal/convcache package, which holds any Value;
 //     cachevalue.go is what it asks of a convState, lanes.go configures it.
 //   - Snapshots: snapshotStore (snapshotstore.go; writes and acks in

@@ -49,6 +49,9 @@ type delivery struct {
 	// events of its conversation: the conversation's own backlog, which
 	// says nothing of how far behind the worker is (see observeLag).
 	behind time.Duration
+	// gaps is the count of breaks in its consumer's deliveries as of its
+	// arrival (see gapWatch).
+	gaps uint32
 
 	conversationID string       // from the subject; "" when unusable
 	event          *event.Event // nil when the message is not a CloudEvent

@@ -37,6 +37,7 @@ func newIntake(limit int) *intake {
 type fetched struct {
 	msg    jetstream.Msg
 	tenure tenureStart
+	gaps   uint32 // its consumer's count of breaks as of its arrival (gapWatch)
 }
 
 // tenureStart tells what the first event under a new pin id begins; zero

@@ -43,6 +43,16 @@ type instruments struct {
 	// CPU at peak.
 	byType    map[string]metric.MeasurementOption
 	byOutcome [rejected + 1]metric.MeasurementOption
+	// gaps counts breaks in a consumer's deliveries, byGap holding the
+	// attribute option of each cause (see gaps.go); healed counts events
+	// that waited for their conversation to be rebuilt past missing ones.
+	gaps   metric.Int64Counter
+	byGap  [gapCauses]metric.MeasurementOption
+	healed metric.Int64Counter
+	// asyncErrors counts the NATS connection's async errors; slow and
+	// otherAsync are the attribute options of their kinds.
+	asyncErrors      metric.Int64Counter
+	slow, otherAsync metric.MeasurementOption
 }
 
 // typeOption returns the attribute option of event type typ.
@@ -75,6 +85,9 @@ const (
 	MetricCacheEvictions     = "convstream.cache.evictions"
 	MetricLoads              = "convstream.loads"
 	MetricEventsParked       = "convstream.events.parked"
+	MetricDeliveryGaps       = "convstream.delivery.gaps"
+	MetricEventsHealed       = "convstream.events.healed"
+	MetricNATSAsyncErrors    = "convstream.nats.async_errors"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -142,7 +155,49 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	for o := range ins.byOutcome {
 		ins.byOutcome[o] = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", outcome(o).String())))
 	}
+	count := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		errs = append(errs, err)
+		return c
+	}
+	ins.gaps = count(MetricDeliveryGaps, "{gap}", "Breaks in a consumer's deliveries, by cause: sequence (deliveries lost by a client buffer, the network or a server, or taken by another worker pulling from the same consumer) or async_error (a NATS error on a subscription, such as a slow consumer). After each, every conversation of the consumer is checked against the stream before its next event.")
+	for c := range ins.byGap {
+		ins.byGap[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("cause", gapCause(c).String())))
+	}
+	ins.healed = count(MetricEventsHealed, "{event}", "Events that arrived before an earlier event of their conversation (lost on the way, or held by another worker): the conversation was rebuilt from the stream, the missing events included, before the event applied.")
+	ins.asyncErrors = count(MetricNATSAsyncErrors, "{error}", "NATS async errors on the worker's connection, by kind: slow_consumer (messages dropped by a full client buffer) or other.")
+	ins.slow = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "slow_consumer")))
+	ins.otherAsync = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "other")))
 	return &ins, errors.Join(errs...)
+}
+
+// gapCause is why a consumer's deliveries count a break.
+type gapCause int
+
+const (
+	gapInSequence      gapCause = iota // the next delivery is not the one expected
+	gapAfterAsyncError                 // a NATS async error on a subscription
+	gapCauses                          // the number of causes
+)
+
+func (c gapCause) String() string { return [...]string{"sequence", "async_error"}[c] }
+
+// deliveryGap counts a break in a consumer's deliveries.
+func (ins *instruments) deliveryGap(ctx context.Context, c gapCause) {
+	ins.gaps.Add(ctx, 1, ins.byGap[c])
+}
+
+// healedEvent counts an event applied after its conversation was rebuilt
+// past events missing from it.
+func (ins *instruments) healedEvent(ctx context.Context) { ins.healed.Add(ctx, 1) }
+
+// asyncError counts a NATS async error, a slow consumer's or another.
+func (ins *instruments) asyncError(ctx context.Context, slow bool) {
+	kind := ins.otherAsync
+	if slow {
+		kind = ins.slow
+	}
+	ins.asyncErrors.Add(ctx, 1, kind)
 }
 
 func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {

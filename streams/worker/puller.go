@@ -91,7 +91,7 @@ func (o *ownership) pull(p int, pl *puller) {
 			o.w.cfg.logger.DebugContext(o.work, "pulling a partition", "partition", p, "err", err)
 			continue
 		}
-		f := fetched{msg: m}
+		f := fetched{msg: m, gaps: o.w.delivered(o.work, p, m)}
 		if pin := m.Headers().Get(headerPinID); pin != "" {
 			o.mu.Lock()
 			_, old := o.retired[pin]
@@ -153,7 +153,7 @@ func (o *ownership) forward(p int, pl *puller) {
 		case acquiredTenure:
 			o.w.forgetPartition(o.work, p)
 		}
-		o.w.route(o.work, f.msg)
+		o.w.route(o.work, f.msg, f.gaps)
 		pl.mu.Unlock()
 	}
 }

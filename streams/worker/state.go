@@ -53,6 +53,10 @@ type convState struct {
 	// given (a crashed worker's, awaiting redelivery), so the first event
 	// applied to it checks that it is the next one.
 	unverified bool
+	// gaps is the count of breaks in its consumer's deliveries the state
+	// was last checked at: an event that arrived after a later break
+	// checks that it is the next one (see gapWatch).
+	gaps uint32
 
 	// The snapshot store's (snapshotStore). The stored snapshot: its
 	// version, sequence and KV revision (0: none).
@@ -113,14 +117,20 @@ func (w *Worker) readHead(ctx context.Context, id string, how read.Mode) (snapsh
 // stateForEvent returns the state an event at sequence seq applies to,
 // loading it when the lane does not hold it: pre when it was loaded ahead
 // for this event (see park), else now, on the lane. skip is true when the
-// event has been taken into account already (a redelivery).
-func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64, pre *loadResult) (st *convState, skip bool, err error) {
+// event has been taken into account already (a redelivery). gaps is the
+// event's count of breaks in its consumer's deliveries: a cached state
+// checked at an earlier count, or unverified, is checked against the
+// stream first, and rebuilt up to seq when the event is not its next one
+// (see gapWatch). A state is only ever built from the stream or checked
+// this way, so every event up to its seq is in it, and skipping one is
+// right.
+func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint64, gaps uint32, pre *loadResult) (st *convState, skip bool, err error) {
 	if st := l.cache.Get(id); st != nil {
 		if seq <= st.seq {
 			// A redelivery, maybe of an event not stored yet.
 			return st, true, nil
 		}
-		if !st.unverified {
+		if !st.unverified && st.gaps == gaps {
 			return st, false, nil
 		}
 		next, err := w.reads.NextEvent(ctx, id, st.seq+1)
@@ -128,10 +138,14 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
 		}
 		if next.Sequence == seq {
-			st.unverified = false
+			st.unverified, st.gaps = false, gaps
 			return st, false, nil
 		}
-		// An earlier event is pending elsewhere: rebuild past it.
+		// An earlier event was lost on the way or is pending elsewhere:
+		// rebuild past it.
+		w.metrics.healedEvent(ctx)
+		w.cfg.logger.DebugContext(ctx, "conversation rebuilt past events missing from it", "conversation", id,
+			"applied", st.seq, "missing", next.Sequence, "event", seq)
 		l.cache.Drop(id)
 	}
 	if pre != nil {
@@ -140,6 +154,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		st, skip, err = w.load(ctx, id, seq)
 	}
 	if st != nil {
+		st.gaps = gaps
 		l.cache.Put(st)
 	}
 	return st, skip, err

@@ -52,7 +52,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	}
 	var st *convState
 	var skip bool
-	if err := w.lanes.call(ctx, l, func() { st, skip, err = w.stateForEvent(ctx, l, "gap", e2.Sequence, nil) }); err != nil {
+	if err := w.lanes.call(ctx, l, func() { st, skip, err = w.stateForEvent(ctx, l, "gap", e2.Sequence, 0, nil) }); err != nil {
 		t.Fatal(err)
 	}
 	if skip || st.conv.Len() != 2 || st.seq != e2.Sequence-1 {
@@ -61,7 +61,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 	if _, ok := st.conv.Get("m2"); !ok {
 		t.Fatal("the pending event was jumped over")
 	}
-	if err := w.lanes.call(ctx, l, func() { _, skip, err = w.stateForEvent(ctx, l, "gap", e1.Sequence, nil) }); err != nil || !skip {
+	if err := w.lanes.call(ctx, l, func() { _, skip, err = w.stateForEvent(ctx, l, "gap", e1.Sequence, 0, nil) }); err != nil || !skip {
 		t.Fatalf("the pending event, redelivered: skip %v, %v", skip, err)
 	}
 }

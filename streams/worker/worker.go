@@ -50,6 +50,8 @@ type Worker struct {
 	reads *read.Reader
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
+	// gaps watches each consumer's deliveries for breaks (gaps.go).
+	gaps []gapWatch
 
 	// infer answers inference and doctor requests; Run starts it when
 	// WithPipelines gave pipelines.
@@ -86,6 +88,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		metrics: ins,
 		writers: newWriters(),
 		loads:   newLoadGate(cfg.loads),
+		gaps:    newGapWatches(cfg.storage.Partitions),
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
@@ -115,7 +118,8 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 }
 
 // Run provisions the stream and buckets, consumes events and serves
-// inference until ctx ends. Then it stops fetching, lets in-flight and
+// inference until ctx ends. While it runs, the connection's async errors
+// are counted (and still handed to its error handler). Then it stops fetching, lets in-flight and
 // already fetched events finish (each is acknowledged or redelivered
 // later), stops the inference endpoint, flushes and returns nil. It returns
 // an error only when it cannot start.
@@ -148,6 +152,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = deadLetters.Unsubscribe() }()
+	// An async error on a subscription may have dropped events: every
+	// consumer is checked again (gaps.go).
+	defer w.watchAsyncErrors(context.WithoutCancel(ctx))()
 	w.snapshots.open(ctx, kv)
 	w.reads = read.New(ctx, readConfig(w.nc, w.cfg, stream, kv))
 	log.DebugContext(ctx, "snapshot heads", "read", w.reads.Mode(), "mean", w.reads.MeanSize())
@@ -274,22 +281,24 @@ func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
 			w.cfg.logger.WarnContext(ctx, "fetching events", "err", err)
 			continue
 		}
+		gaps := w.delivered(ctx, 0, m)
 		w.progress.hold(pendingAckOf(m))
-		w.route(ctx, m)
+		w.route(ctx, m, gaps)
 	}
 }
 
 // route hands a fetched message to the lane of its conversation, behind
 // the conversation's earlier events, without waiting for the lane (see
-// laneQueue).
-func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
+// laneQueue); gaps is its consumer's count of breaks as of its arrival
+// (see gapWatch).
+func (w *Worker) route(ctx context.Context, m jetstream.Msg, gaps uint32) {
 	key := m.Subject()
 	if id, ok := w.cfg.subjects.StoredConversationOf(key, w.partitions()); ok {
 		key = id
 	}
 	l := w.lanes.pick(key)
 	if err := w.lanes.enqueue(ctx, l, key, len(m.Data()), func(behind time.Duration) {
-		w.handle(ctx, l, m, behind)
+		w.handle(ctx, l, m, behind, gaps)
 	}); err != nil {
 		w.settled(m)
 		_ = m.Nak()
@@ -298,14 +307,15 @@ func (w *Worker) route(ctx context.Context, m jetstream.Msg) {
 
 // handle runs one message through the handler and settles it; behind is
 // how long it waited on the lane behind earlier events of its
-// conversation.
-func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind time.Duration) {
+// conversation, gaps its consumer's count of breaks as of its arrival.
+func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind time.Duration, gaps uint32) {
 	if w.handBackStale(m) {
 		return
 	}
 	d := w.decode(m)
 	d.lane = l
 	d.behind = behind
+	d.gaps = gaps
 	w.process(ctx, l, d)
 }
 
