@@ -79,6 +79,12 @@ func RejectErr(code string, err error) *RejectError {
 	return &RejectError{Code: code, Reason: err.Error(), Err: err}
 }
 
+// CodeBusy is the code of an inference or doctor request refused because
+// the worker serves as many as it may and as many more wait: the reply
+// carries a retry hint (EventRejected.RetryAfterMs). It is replied only,
+// not kept in the errors stream: the request was not at fault.
+const CodeBusy = "busy"
+
 // CodeTooDeep is the code of an event that would nest the conversation's
 // branch points deeper than Limits.MaxBranchDepth.
 const CodeTooDeep = "too_deep"

@@ -197,6 +197,9 @@ type EventRejected struct {
 	// Sequence is the events-stream sequence of the refused event (0 for
 	// inference requests, which are not stored).
 	Sequence uint64 `json:"sequence,omitempty"`
+	// RetryAfterMs is, for code busy, how many milliseconds to wait
+	// before asking again.
+	RetryAfterMs int64 `json:"retryAfterMs,omitempty"`
 }
 
 // DoctorRequest is the data of TypeDoctorRequested: a request for the

@@ -81,6 +81,9 @@ type options struct {
 	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
 	inferenceWait             time.Duration
+	inferenceWorkers          int
+	inferenceQueue            int
+	inferenceQueueWait        time.Duration
 	inferenceLimits           enginecore.Limits
 	shutdownTimeout           time.Duration
 	pinnedTTL                 time.Duration
@@ -168,6 +171,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
+	num(&o.inferenceWorkers, "inference-workers", "CONVSTREAM_INFERENCE_WORKERS", worker.DefaultInferenceWorkers(), "inference and doctor requests served at once, off the lanes that apply events (default: the CPUs the process may use)")
+	num(&o.inferenceQueue, "inference-queue", "CONVSTREAM_INFERENCE_QUEUE", worker.DefaultInferenceQueue, "inference and doctor requests that may wait for a free --inference-workers slot; one more is refused at once with code busy and retryAfterMs (0: none waits)")
+	dur(&o.inferenceQueueWait, "inference-queue-wait", "CONVSTREAM_INFERENCE_QUEUE_WAIT", worker.DefaultInferenceQueueWait, "how long a request waits for a free --inference-workers slot before it is refused with code busy and retryAfterMs")
 	o.inferenceLimits.MaxExpansionBytes = enginecore.DefaultMaxExpansionBytes
 	fs.Var((*byteSize)(&o.inferenceLimits.MaxExpansionBytes), "inference-max-expansion-bytes", "most bytes a pipeline run's expansions (placeholder variables, templates) may add to its messages, e.g. 8MiB; a run that would add more fails with code limit_exceeded (default 4MiB; a pipeline spec's limits may lower it)")
 	ef.Bind("inference-max-expansion-bytes", "CONVSTREAM_INFERENCE_MAX_EXPANSION_BYTES")
@@ -308,6 +314,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		worker.WithMaxDeliver(o.maxDeliver),
 		worker.WithInferenceTimeout(o.inferenceTimeout),
 		worker.WithInferenceWait(o.inferenceWait),
+		worker.WithInferenceWorkers(o.inferenceWorkers),
+		worker.WithInferenceQueue(o.inferenceQueue),
+		worker.WithInferenceQueueWait(o.inferenceQueueWait),
 		worker.WithInferenceLimits(o.inferenceLimits),
 		worker.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
 		worker.WithLogger(log),

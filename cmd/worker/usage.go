@@ -26,7 +26,7 @@ var flagTopics = []topic{
 		"snapshot-interval", "snapshot-max-interval", "heads-confirmed-from", "store-stall-limit", "checkpoints",
 		"errors-max-age", "errors-max-bytes", "errors-max-per-conversation"}},
 	{"Conversation limits", []string{"max-event-bytes", "max-messages", "max-snapshot-bytes", "max-branch-depth"}},
-	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
+	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-workers", "inference-queue", "inference-queue-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
 	{"Caching", []string{"cache-conversations", "cache-bytes", "cache-idle", "cache-ttl", "loads"}},
 	{"Processing", []string{"lanes", "shutdown-timeout"}},
 	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "pprof", "log-level", "log-format"}},

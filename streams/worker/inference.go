@@ -31,7 +31,8 @@ const InferenceService = "convstream-inference"
 // worker (lastStored, read), runs it through a pipeline, writes the model
 // request, replies and publishes the result or a rejection. It owns its
 // service, its limits and its token counters. Requests are handled
-// concurrently, at most workers at a time.
+// concurrently, as admission allows (admission.go); those it refuses are
+// answered busy (inference_reply.go).
 type inferenceServer struct {
 	nc        *nats.Conn
 	subjects  streams.Subjects
@@ -42,10 +43,11 @@ type inferenceServer struct {
 	reports   *reports // rejections and failures, kept in the errors stream
 	pipelines Pipelines
 	// timeout bounds a pipeline run (WithInferenceTimeout); wait, how long
-	// a request waits for the events stored before it (WithInferenceWait);
-	// workers, the requests served at once (WithInferenceWorkers).
+	// a request waits for the events stored before it (WithInferenceWait).
 	timeout, wait time.Duration
-	workers       int
+	// admission bounds the requests served at once and waiting
+	// (WithInferenceWorkers, WithInferenceQueue, WithInferenceQueueWait).
+	admission *admission
 	// runLimits bound a pipeline run (WithInferenceLimits); maxMessages, a
 	// walk of the conversation (Limits.MaxMessages).
 	runLimits   enginecore.Limits
@@ -62,7 +64,6 @@ type inferenceServer struct {
 	tokens tokenCounters
 
 	svc micro.Service
-	sem chan struct{}
 	wg  sync.WaitGroup
 
 	mu     sync.Mutex // orders wg.Add before stop's wg.Wait
@@ -80,8 +81,7 @@ func (s *inferenceServer) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streams: inference service: %w", err)
 	}
-	s.sem = make(chan struct{}, s.workers)
-	handler := func(serve func(context.Context, micro.Request)) micro.Handler {
+	handler := func(kind string, serve func(context.Context, micro.Request)) micro.Handler {
 		return micro.HandlerFunc(func(r micro.Request) {
 			s.mu.Lock()
 			if s.closed {
@@ -91,20 +91,17 @@ func (s *inferenceServer) start(ctx context.Context) error {
 			}
 			s.wg.Add(1)
 			s.mu.Unlock()
-			// Blocking here when all workers are busy holds further requests
-			// in the subscription: backpressure rather than unbounded goroutines.
-			s.sem <- struct{}{}
-			go func() {
-				defer func() { <-s.sem; s.wg.Done() }()
-				serve(ctx, r)
-			}()
+			s.admission.admit(ctx,
+				func() { serve(ctx, r) },
+				func(why string) { s.refuseBusy(ctx, r, kind, why) },
+				s.wg.Done)
 		})
 	}
-	if err := svc.AddEndpoint("inference", handler(s.serveInference), micro.WithEndpointSubject(s.subjects.AllInference())); err != nil {
+	if err := svc.AddEndpoint("inference", handler("inference", s.serveInference), micro.WithEndpointSubject(s.subjects.AllInference())); err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("streams: inference endpoint: %w", err)
 	}
-	if err := svc.AddEndpoint("doctor", handler(s.serveDoctor), micro.WithEndpointSubject(s.subjects.AllDoctor())); err != nil {
+	if err := svc.AddEndpoint("doctor", handler("doctor", s.serveDoctor), micro.WithEndpointSubject(s.subjects.AllDoctor())); err != nil {
 		_ = svc.Stop()
 		return fmt.Errorf("streams: doctor endpoint: %w", err)
 	}

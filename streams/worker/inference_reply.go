@@ -6,8 +6,11 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 	"github.com/nats-io/nuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/convstream/convstream/streams"
 )
@@ -105,4 +108,29 @@ func (s *inferenceServer) send(ctx context.Context, r micro.Request, msg *nats.M
 		s.log.WarnContext(ctx, "inference reply not sent", "err", err)
 	}
 	return true
+}
+
+// refuseBusy answers a request admission refused (admission.go) with a
+// rejection of code busy and a retry hint; kind names its subjects
+// (inference, doctor). The request is not decoded, so that a refusal
+// costs little whatever it carries, and the refusal is not kept in the
+// errors stream: nothing was wrong with the request, and a flood of them
+// would push the conversations' records out.
+func (s *inferenceServer) refuseBusy(ctx context.Context, r micro.Request, kind, why string) {
+	conv, _ := s.subjects.ConversationOf(kind, r.Subject())
+	h := nats.Header(r.Headers())
+	data := streams.EventRejected{Subject: r.Subject(), Code: streams.CodeBusy, ConversationID: conv,
+		Reason:       "busy: " + why,
+		RetryAfterMs: max(1, s.admission.retryAfter().Milliseconds())}
+	id := h.Get(jetstream.MsgIDHeader)
+	if id == "" {
+		id = h.Get("Ce-Id") // binary mode
+	}
+	if id != "" {
+		data.EventID = &id
+	} else {
+		id = nuid.Next()
+	}
+	s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "busy")))
+	s.reply(ctx, r, conv, "rejected:"+id, streams.TypeEventRejected, data, "503", data.Reason)
 }

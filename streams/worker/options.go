@@ -19,33 +19,35 @@ import (
 type Option func(*config)
 
 type config struct {
-	subjects         streams.Subjects
-	limits           Limits
-	lanes            int
-	laneDepth        int
-	loads            int
-	cacheSize        int
-	cacheBytes       int64
-	cacheIdle        time.Duration
-	cacheTTL         time.Duration
-	consumer         string
-	storage          Storage
-	ackWait          time.Duration
-	source           string
-	logger           *slog.Logger
-	tracerProvider   trace.TracerProvider
-	meterProvider    metric.MeterProvider
-	pipelines        Pipelines
-	inferenceTimeout time.Duration
-	inferenceWait    time.Duration
-	inferenceWorkers int
-	inferenceLimits  enginecore.Limits
-	pinnedTTL        time.Duration
-	snapshotInterval time.Duration
-	snapshotMax      time.Duration
-	headsFrom        int64
-	storeStall       time.Duration
-	checkpoints      bool
+	subjects           streams.Subjects
+	limits             Limits
+	lanes              int
+	laneDepth          int
+	loads              int
+	cacheSize          int
+	cacheBytes         int64
+	cacheIdle          time.Duration
+	cacheTTL           time.Duration
+	consumer           string
+	storage            Storage
+	ackWait            time.Duration
+	source             string
+	logger             *slog.Logger
+	tracerProvider     trace.TracerProvider
+	meterProvider      metric.MeterProvider
+	pipelines          Pipelines
+	inferenceTimeout   time.Duration
+	inferenceWait      time.Duration
+	inferenceWorkers   int
+	inferenceQueue     int
+	inferenceQueueWait time.Duration
+	inferenceLimits    enginecore.Limits
+	pinnedTTL          time.Duration
+	snapshotInterval   time.Duration
+	snapshotMax        time.Duration
+	headsFrom          int64
+	storeStall         time.Duration
+	checkpoints        bool
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
 	// the constant checkpointsWaiting, lower in tests.
 	checkpointsWaiting int
@@ -76,7 +78,9 @@ func defaultConfig() config {
 		meterProvider:      metricnoop.NewMeterProvider(),
 		inferenceTimeout:   30 * time.Second,
 		inferenceWait:      2 * time.Second,
-		inferenceWorkers:   2 * runtime.GOMAXPROCS(0),
+		inferenceWorkers:   DefaultInferenceWorkers(),
+		inferenceQueue:     DefaultInferenceQueue,
+		inferenceQueueWait: DefaultInferenceQueueWait,
 		pinnedTTL:          DefaultPinnedTTL,
 		snapshotInterval:   DefaultSnapshotInterval,
 		snapshotMax:        DefaultSnapshotMaxInterval,
@@ -115,6 +119,9 @@ func (c *config) validate() error {
 	}
 	if c.lanes <= 0 || c.laneDepth <= 0 || c.loads <= 0 || c.cacheSize <= 0 || c.cacheBytes < 0 || c.cacheIdle < 0 || c.cacheTTL < 0 || c.inferenceWorkers <= 0 || c.ackWait <= 0 || c.pinnedTTL < time.Second {
 		return fmt.Errorf("%w: lanes, loads, cache size, inference workers and ack wait must be positive, the cache idle time, TTL and bytes not negative, the pinned TTL at least 1s", streams.ErrInvalidConfig)
+	}
+	if c.inferenceQueue < 0 || c.inferenceQueueWait < 0 {
+		return fmt.Errorf("%w: inference queue %d, queue wait %v: want neither negative", streams.ErrInvalidConfig, c.inferenceQueue, c.inferenceQueueWait)
 	}
 	if err := c.inferenceLimits.Validate(); err != nil {
 		return fmt.Errorf("%w: inference limits: %w", streams.ErrInvalidConfig, err)
@@ -278,8 +285,22 @@ func WithInferenceTimeout(d time.Duration) Option { return func(c *config) { c.i
 // the state at hand.
 func WithInferenceWait(d time.Duration) Option { return func(c *config) { c.inferenceWait = d } }
 
-// WithInferenceWorkers bounds how many inference requests run at once.
+// WithInferenceWorkers bounds how many inference and doctor requests run
+// at once, each on a goroutine of its own (default
+// DefaultInferenceWorkers()). Events are applied on the lanes whatever
+// the requests do.
 func WithInferenceWorkers(n int) Option { return func(c *config) { c.inferenceWorkers = n } }
+
+// WithInferenceQueue bounds how many requests may wait for a free worker
+// (default DefaultInferenceQueue; 0: none waits). A request past it is
+// refused at once with code busy and a retry hint.
+func WithInferenceQueue(n int) Option { return func(c *config) { c.inferenceQueue = n } }
+
+// WithInferenceQueueWait bounds how long a request waits for a free
+// worker (default DefaultInferenceQueueWait); it is refused busy then.
+func WithInferenceQueueWait(d time.Duration) Option {
+	return func(c *config) { c.inferenceQueueWait = d }
+}
 
 // WithInferenceLimits bounds every pipeline run (see enginecore.Limits):
 // they are given to the engines the Pipelines build, and a spec may only

@@ -95,7 +95,8 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	w.progress = newInProgress(nc)
 	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, source: cfg.source, log: cfg.logger,
 		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
-		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait, workers: cfg.inferenceWorkers,
+		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait,
+		admission: newAdmission(cfg.inferenceWorkers, cfg.inferenceQueue, cfg.inferenceQueueWait),
 		runLimits: cfg.inferenceLimits, maxMessages: cfg.limits.MaxMessages,
 		lastStored: w.lastStoredSeq, read: w.readOnLane}
 	if err := w.observeCache(cfg.meterProvider); err != nil {

@@ -29,7 +29,12 @@ export interface EventRejectedV1 {
     | "snapshot_too_large"
     | "unknown_pipeline"
     | "internal"
-    | "too_deep";
+    | "too_deep"
+    | "busy";
+  /**
+   * For code busy: milliseconds to wait before asking again.
+   */
+  retryAfterMs?: number;
   /**
    * The envelope attribute (specversion, source) or data field (data.parentId, data.metadata.tools[2]) at fault, when one is.
    */
