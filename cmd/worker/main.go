@@ -99,9 +99,10 @@ type options struct {
 	heapHugePages             int64 // bytes; autoHeapHugePages: by the memory limit
 
 	// The errors stream and dead letters.
-	errorRetention worker.ErrorRetention
-	maxDeliver     int
-	metrics        bool // Prometheus exposition at /metrics on --http
+	errorRetention     worker.ErrorRetention
+	maxDeliver         int
+	metrics            bool // Prometheus exposition at /metrics on --http
+	metricsScopeLabels bool // keep the otel_scope_* labels at /metrics
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -206,6 +207,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
 	fs.BoolVar(&o.metrics, "metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
 	ef.Bind("metrics", "CONVSTREAM_METRICS")
+	fs.BoolVar(&o.metricsScopeLabels, "metrics-scope-labels", false, "keep the otel_scope_name, otel_scope_version and otel_scope_schema_url labels on every series of /metrics (the same on all of the worker's)")
+	ef.Bind("metrics-scope-labels", "CONVSTREAM_METRICS_SCOPE_LABELS")
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() { printUsage(stderr, fs) }
 	if err := ef.Parse(args, getenv); err != nil {
@@ -280,7 +283,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	tuneMemory(o.gcPercent, o.memoryLimitRatio, o.heapHugePages, getenv, log)
 	var telOpts []telemetryOption
 	if o.metrics && o.httpAddr != "" && o.httpAddr != "off" {
-		telOpts = append(telOpts, withPrometheus())
+		telOpts = append(telOpts, withPrometheus(o.metricsScopeLabels))
 	}
 	tel, err := setupTelemetry(ctx, getenv, log, telOpts...)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -17,19 +19,68 @@ import (
 )
 
 // TestPrometheusMetrics runs the worker with its defaults (no OTLP
-// endpoint), applies an event, scrapes /metrics on the --http listener
-// and parses the page with the Prometheus text parser: the worker's own
-// metrics and the Go runtime's are there, with the event counted. With
-// --metrics=false there is no /metrics.
+// endpoint) and scrapes /metrics on the --http listener, before any event
+// and after one. Each page passes promtool check metrics (the same lint,
+// in process) and parses with the Prometheus text parser. Before any
+// event, every counter of known series is there at zero (a rate() alert
+// has data from the start), with the Go runtime's and the process's
+// metrics under Prometheus's usual names, the consumer's lag, the NATS
+// connection's state, and no otel_scope_* labels. After the event, it is
+// counted. With --metrics=false there is no /metrics.
 func TestPrometheusMetrics(t *testing.T) {
 	ctx := context.Background()
 	rw := startRun(t)
 	c := rw.client
+
+	families := scrapeLinted(t, rw.http)
+	zero := map[string]string{
+		"convstream_events_applied_total":      `type="` + streams.TypeMessageAppended + `"`,
+		"convstream_events_failed_total":       `type="` + streams.TypeMessageUpdated + `"`,
+		"convstream_events_skipped_total":      `type="` + streams.TypeMessageDeleted + `"`,
+		"convstream_cache_evictions_total":     `reason="unused"`,
+		"convstream_events_deadlettered_total": ``,
+		"convstream_inference_requests_total":  `outcome="failed"`,
+		"convstream_snapshot_writes_total":     `outcome="conflict"`,
+		"convstream_checkpoints_total":         `outcome="busy"`,
+		"convstream_rebuilds_total":            `from="checkpoint"`,
+	}
+	for name, labels := range zero {
+		f := families[name]
+		if f == nil || f.GetType() != dto.MetricType_COUNTER {
+			t.Errorf("no counter %s before any event", name)
+			continue
+		}
+		if v, ok := seriesValue(f, labels); !ok || v != 0 {
+			t.Errorf("%s{%s} = %v (there: %v), want 0 from the start", name, labels, v, ok)
+		}
+	}
+	for _, name := range []string{
+		"go_goroutines", "go_memstats_heap_inuse_bytes", "go_gc_duration_seconds", "go_sched_latencies_seconds",
+		"process_resident_memory_bytes", "process_cpu_seconds_total", "process_open_fds", "process_start_time_seconds",
+		"convstream_nats_connected", "convstream_nats_reconnects_total", "target_info",
+	} {
+		if families[name] == nil {
+			t.Errorf("no %s in /metrics", name)
+		}
+	}
+	if v, ok := seriesValue(families["convstream_nats_connected"], ""); !ok || v != 1 {
+		t.Errorf("convstream_nats_connected = %v, want 1", v)
+	}
+	for name, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if strings.HasPrefix(l.GetName(), "otel_scope_") {
+					t.Fatalf("%s has label %s: scope labels are off by default", name, l.GetName())
+				}
+			}
+		}
+	}
+
 	msg := map[string]any{"id": "u1", "role": "user", "content": "Hello", "parentId": nil, "createdAt": 1.0}
 	if _, err := c.Send(ctx, "scraped", streams.TypeMessageAppended, msg); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if s, err := c.Snapshot(ctx, "scraped"); err == nil && s.Version == 1 {
 			break
 		}
@@ -37,37 +88,88 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Fatal("the event was not applied")
 		}
 	}
+	if _, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "scraped"}); err != nil {
+		t.Fatal(err)
+	}
+	families = scrapeLinted(t, rw.http)
+	applied, _ := seriesValue(families["convstream_events_applied_total"], `type="`+streams.TypeMessageAppended+`"`)
+	if applied != 1 {
+		t.Errorf("convstream_events_applied_total = %v, want 1", applied)
+	}
+	for _, name := range []string{"convstream_event_duration_seconds", "convstream_inference_duration_seconds"} {
+		if f := families[name]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
+			t.Errorf("no histogram %s", name)
+		}
+	}
+	if f := families["convstream_consumer_pending"]; f == nil || f.GetType() != dto.MetricType_GAUGE {
+		t.Errorf("no gauge convstream_consumer_pending")
+	} else if _, ok := seriesValue(f, `consumer="convstream-worker"`); !ok {
+		t.Errorf("convstream_consumer_pending has no series of consumer convstream-worker: %v", f.GetMetric())
+	}
+	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), applied)
+}
 
-	resp, err := http.Get("http://" + rw.http + "/metrics")
+// scrapeLinted gets /metrics from addr, requires it to pass the lint of
+// promtool check metrics, and returns its families.
+func scrapeLinted(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
 		t.Fatalf("GET /metrics: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
 	}
+	problems, err := promlint.New(bytes.NewReader(body)).Lint()
+	if err != nil {
+		t.Fatalf("promtool check metrics: %v", err)
+	}
+	for _, p := range problems {
+		t.Errorf("promtool check metrics: %s: %s", p.Metric, p.Text)
+	}
 	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("parse /metrics: %v", err)
 	}
-	applied := families["convstream_events_applied_total"]
-	if applied == nil || applied.GetType() != dto.MetricType_COUNTER {
-		t.Fatalf("no counter convstream_events_applied_total among %d families", len(families))
+	return families
+}
+
+// seriesValue returns the value of f's series that has every label of
+// labels (`name="value",...`; empty: the first series) and whether there
+// is one.
+func seriesValue(f *dto.MetricFamily, labels string) (float64, bool) {
+	if f == nil {
+		return 0, false
 	}
-	var n float64
-	for _, m := range applied.GetMetric() {
-		n += m.GetCounter().GetValue()
-	}
-	if n < 1 {
-		t.Errorf("convstream_events_applied_total = %v, want at least 1", n)
-	}
-	for _, name := range []string{"convstream_event_duration_seconds", "go_memory_used_bytes", "go_goroutine_count", "go_schedule_duration_seconds", "target_info"} {
-		if families[name] == nil {
-			t.Errorf("no %s in /metrics", name)
+	for _, m := range f.GetMetric() {
+		have := map[string]bool{}
+		for _, l := range m.GetLabel() {
+			have[fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())] = true
 		}
+		match := true
+		for _, want := range strings.Split(labels, ",") {
+			if want != "" && !have[want] {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		}
+		return 0, true
 	}
-	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), n)
+	return 0, false
 }
 
 // BenchmarkMetricsScrape measures a Prometheus scrape of /metrics (served

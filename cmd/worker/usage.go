@@ -29,7 +29,7 @@ var flagTopics = []topic{
 	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-workers", "inference-queue", "inference-queue-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
 	{"Caching", []string{"cache-conversations", "cache-bytes", "cache-idle", "cache-ttl", "loads"}},
 	{"Processing", []string{"lanes", "shutdown-timeout"}},
-	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "pprof", "log-level", "log-format"}},
+	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "metrics-scope-labels", "pprof", "log-level", "log-format"}},
 }
 
 // tuningTopic is listed last, after "Other": the Go runtime's settings,

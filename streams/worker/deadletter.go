@@ -212,9 +212,14 @@ func (w *Worker) storeDeadLetter(ctx context.Context, dl EventDeadLettered) erro
 	if err != nil {
 		return err
 	}
-	if err := w.reports.store(ctx, msg); err != nil {
+	dup, err := w.reports.storeOnce(ctx, msg)
+	if err != nil {
 		return err
 	}
+	if dup { // recorded already, by the worker that failed it or by the advisory
+		return nil
+	}
+	w.metrics.deadLetters.Add(ctx, 1)
 	w.cfg.logger.ErrorContext(ctx, "event dead-lettered: delivered the most times allowed without being applied",
 		"subject", dl.Subject, "conversation", dl.ConversationID, "seq", dl.Sequence, "deliveries", dl.Deliveries,
 		"consumer", dl.Consumer, "reason", dl.Reason)

@@ -145,7 +145,9 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		if outcome != "context" {
 			span.SetAttributes(attribute.String("error.type", errType))
 		}
-		s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+		byOutcome := metric.WithAttributes(attribute.String("outcome", outcome))
+		s.metrics.inferences.Add(ctx, 1, byOutcome)
+		s.metrics.inferenceDuration.Record(ctx, time.Since(start).Seconds(), byOutcome)
 	}()
 
 	req, rej := inferenceRequest(conv, convOK, ev, decErr)

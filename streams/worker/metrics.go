@@ -32,6 +32,11 @@ type instruments struct {
 	pipelineDuration           metric.Float64Histogram
 	processorDuration          metric.Float64Histogram
 	inferences                 metric.Int64Counter
+	// inferenceDuration is an inference request's time from its handler
+	// to its answer, by outcome.
+	inferenceDuration metric.Float64Histogram
+	// deadLetters counts the events dead-lettered.
+	deadLetters metric.Int64Counter
 	// evictions counts conversations the caches let go of; forRoom and
 	// unused are the attribute options of its reasons.
 	evictions       metric.Int64Counter
@@ -88,6 +93,12 @@ const (
 	MetricDeliveryGaps       = "convstream.delivery.gaps"
 	MetricEventsHealed       = "convstream.events.healed"
 	MetricNATSAsyncErrors    = "convstream.nats.async_errors"
+	MetricInferenceDuration  = "convstream.inference.duration"
+	MetricDeadLetters        = "convstream.events.deadlettered"
+	MetricConsumerPending    = "convstream.consumer.pending"
+	MetricConsumerAckPending = "convstream.consumer.ack_pending"
+	MetricNATSConnected      = "convstream.nats.connected"
+	MetricNATSReconnects     = "convstream.nats.reconnects"
 )
 
 func newInstruments(mp metric.MeterProvider) (*instruments, error) {
@@ -140,6 +151,8 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.pipelineDuration = seconds(MetricPipelineDuration, "Time to run one context pipeline, by pipeline and outcome.")
 	ins.processorDuration = seconds(MetricProcessorDuration, "Time one processor took, by processor.")
 	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
+	ins.inferenceDuration = seconds(MetricInferenceDuration, "Time from an inference request's handling to its answer: the wait for the conversation to catch up, the pipeline, the model request and the reply, by outcome.")
+	ins.deadLetters = counter(MetricDeadLetters, "Events dead-lettered: delivered the most times allowed (--max-deliver) without being applied, and recorded on the errors stream.")
 	if c, err := m.Int64Counter(MetricCacheEvictions, metric.WithUnit("{conversation}"),
 		metric.WithDescription("Conversations the caches let go of, by reason: room (for other conversations) or unused (for --cache-ttl).")); err != nil {
 		errs = append(errs, err)
@@ -168,7 +181,11 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.asyncErrors = count(MetricNATSAsyncErrors, "{error}", "NATS async errors on the worker's connection, by kind: slow_consumer (messages dropped by a full client buffer) or other.")
 	ins.slow = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "slow_consumer")))
 	ins.otherAsync = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "other")))
-	return &ins, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	ins.zero(context.Background())
+	return &ins, nil
 }
 
 // gapCause is why a consumer's deliveries count a break.
@@ -199,6 +216,45 @@ func (ins *instruments) asyncError(ctx context.Context, slow bool) {
 	}
 	ins.asyncErrors.Add(ctx, 1, kind)
 }
+
+// zero adds 0 to every series of the counters whose attributes are known
+// in advance, so that each is exported from the start: a rate() over a
+// series that appears with its first increment sees no data until then
+// (TestPrometheusMetrics). Rejections by code appear with their first.
+func (ins *instruments) zero(ctx context.Context) {
+	for _, o := range ins.byType {
+		ins.applied.Add(ctx, 0, o)
+		ins.skipped.Add(ctx, 0, o)
+		ins.failed.Add(ctx, 0, o)
+	}
+	ins.evictions.Add(ctx, 0, ins.forRoom)
+	ins.evictions.Add(ctx, 0, ins.unused)
+	ins.rebuilds.Add(ctx, 0, ins.fromCheckpoint)
+	ins.rebuilds.Add(ctx, 0, ins.fromEvents)
+	for _, o := range ins.byWrite {
+		ins.snapshotWrites.Add(ctx, 0, o)
+	}
+	for _, o := range []string{"written", "failed", "skipped", "busy"} {
+		ins.checkpoints.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", o)))
+	}
+	for _, o := range inferenceOutcomes {
+		ins.inferences.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", o)))
+	}
+	ins.snapshotBytes.Add(ctx, 0)
+	ins.snapshotEventBytes.Add(ctx, 0)
+	ins.deadLetters.Add(ctx, 0)
+	for _, o := range ins.byGap {
+		ins.gaps.Add(ctx, 0, o)
+	}
+	ins.healed.Add(ctx, 0)
+	ins.asyncErrors.Add(ctx, 0, ins.slow)
+	ins.asyncErrors.Add(ctx, 0, ins.otherAsync)
+}
+
+// inferenceOutcomes are the outcomes of an inference request, as
+// convstream.inference.requests and convstream.inference.duration count
+// them: a context, a rejection, a pipeline failure.
+var inferenceOutcomes = []string{"context", "rejected", "failed"}
 
 func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
 	ins.snapshotLat.Record(ctx, d.Seconds())

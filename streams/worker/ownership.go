@@ -96,6 +96,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 		}
 		cons[p] = c
 	}
+	w.setConsumers(cons)
 	var mem *members
 	err := w.untilAvailable(ctx, "members bucket", func() (err error) {
 		mem, err = joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)

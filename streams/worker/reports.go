@@ -27,12 +27,20 @@ type reports struct {
 // errors stream has stored it. Subscribers of the subject get it as any
 // other message.
 func (r *reports) store(ctx context.Context, msg *nats.Msg) error {
+	_, err := r.storeOnce(ctx, msg)
+	return err
+}
+
+// storeOnce is store, and says whether the errors stream had the record
+// already (the same id, within its duplicate window).
+func (r *reports) storeOnce(ctx context.Context, msg *nats.Msg) (duplicate bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
-	if _, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(r.subjects.ErrorsStream())); err != nil {
-		return fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
+	ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(r.subjects.ErrorsStream()))
+	if err != nil {
+		return false, fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
 	}
-	return nil
+	return ack.Duplicate, nil
 }
 
 // rejection publishes rej on the errors subject of its conversation (or of

@@ -52,6 +52,9 @@ type Worker struct {
 	progress *inProgress
 	// gaps watches each consumer's deliveries for breaks (gaps.go).
 	gaps []gapWatch
+	// consumers are the consumers Run made, by partition, for their
+	// gauges (consumermetrics.go).
+	consumers atomic.Pointer[[]jetstream.Consumer]
 
 	// infer answers inference and doctor requests; Run starts it when
 	// WithPipelines gave pipelines.
@@ -103,6 +106,12 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	if err := w.observeDegraded(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	if err := w.observeConsumers(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	if err := w.observeConnection(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
@@ -182,6 +191,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
 	}
+	w.setConsumers([]jetstream.Consumer{cons})
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
