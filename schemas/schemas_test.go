@@ -13,7 +13,8 @@ func TestCompileAll(t *testing.T) {
 		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
 		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.snapshot.delta.v1", "convstream.inference.requested.v1",
 		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1",
-		"convstream.event.deadlettered.v1", "convstream.doctor.requested.v1", "convstream.doctor.diagnosis.v1"}
+		"convstream.event.deadlettered.v1", "convstream.doctor.requested.v1", "convstream.doctor.diagnosis.v1",
+		"convstream.message.chunk.v1", "convstream.message.completed.v1", "convstream.reply.requested.v1", "convstream.reply.stop.v1"}
 	for _, n := range want {
 		if _, ok := s.byName[n]; !ok {
 			t.Errorf("no schema %s", n)
@@ -36,6 +37,17 @@ func TestValidateExamples(t *testing.T) {
 	}{
 		{"convstream.message.appended.v1", `{"id":"m1","role":"user","content":"hi","parentId":null}`, true},
 		{"convstream.message.appended.v1", `{"role":"user"}`, false},
+		{"convstream.message.appended.v1", `{"id":"a1","role":"assistant","content":"","streamStatus":"streaming"}`, true},
+		{"convstream.message.appended.v1", `{"id":"a1","streamStatus":"writing"}`, false},
+		{"convstream.message.chunk.v1", `{"id":"a1","seq":1,"text":"Hel"}`, true},
+		{"convstream.message.chunk.v1", `{"id":"a1","seq":0,"text":"Hel"}`, false},
+		{"convstream.message.chunk.v1", `{"id":"a1","seq":2,"toolCalls":[{"index":0,"id":"c1","apiName":"get","arguments":"{\"ci"}]}`, true},
+		{"convstream.message.completed.v1", `{"id":"a1","status":"done","content":"Hello","usage":{"totalTokens":3},"finishReason":"stop"}`, true},
+		{"convstream.message.completed.v1", `{"id":"a1","status":"error","content":"","error":{"type":"ProviderBizError","message":"429"}}`, true},
+		{"convstream.message.completed.v1", `{"id":"a1","status":"streaming","content":""}`, false},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c","version":5,"baseVersion":4,"sequence":5,"from":2,"length":2,"flatList":[],"append":[{"i":1,"id":"a1","f":"content","t":"lo"}]}`, true},
+		{"convstream.snapshot.delta.v1", `{"conversationId":"c","version":5,"baseVersion":4,"sequence":5,"from":2,"length":2,"flatList":[],"append":[{"i":1,"id":"a1","f":"tools","t":"lo"}]}`, false},
+		{"convstream.event.rejected.v1", `{"eventId":"e","subject":"s","reason":"r","code":"chunk_out_of_order"}`, true},
 		{"convstream.message.appended.v1", `{"id":7}`, false},
 		{"convstream.message.updated.v1", `{"id":"m1","metadata":{"activeBranchIndex":1},"error":null}`, true},
 		{"convstream.message.deleted.v1", `{"id":""}`, false},

@@ -40,6 +40,12 @@ const (
 	CodeSnapshotTooLarge = "snapshot_too_large"
 	CodeUnknownPipeline  = "unknown_pipeline"
 	CodeInternal         = "internal" // a bug: the stage panicked
+	// CodeChunkOutOfOrder: a chunk whose seq is not the next of its
+	// message's.
+	CodeChunkOutOfOrder = "chunk_out_of_order"
+	// CodeNotStreaming: a chunk or completion for a message that is not
+	// streaming (finished, or never a reply).
+	CodeNotStreaming = "not_streaming"
 )
 
 // RejectError says why an event cannot be applied. It is permanent: the

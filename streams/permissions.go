@@ -195,6 +195,8 @@ func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			p + ".events.>",
 			p + ".inference.*",
 			p + ".doctor.*",
+			p + ".replies.*", // ask for a reply
+			p + ".stop.*",    // stop one
 			"$JS.API.CONSUMER.CREATE." + kvStream,
 			"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
 			"$JS.FC." + kvStream + ".>", // the watch's flow control
@@ -217,14 +219,17 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	return Permissions{
 		Publish: append([]string{
 			p + ".events.>",
+			p + ".chunks.*", // a reply's chunks
 			p + ".inference.*",
 			p + ".doctor.*",
+			p + ".replies.*",
 		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",
 			p + ".snapshots.>",
 			p + ".errors.>",
 			p + ".results.>",
+			p + ".stop.*", // stops of the replies it writes
 		},
 	}
 }

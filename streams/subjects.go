@@ -66,6 +66,36 @@ func (s Subjects) Events(conversationID string) string { return s.prefix + ".eve
 // AllEvents returns the wildcard subject of the events stream.
 func (s Subjects) AllEvents() string { return s.prefix + ".events.>" }
 
+// Chunks returns the subject a conversation's reply chunks
+// (TypeMessageChunk) are published on. The events stream holds it too, in
+// the conversation's partition, so that chunks keep their order with the
+// conversation's events.
+func (s Subjects) Chunks(conversationID string) string { return s.prefix + ".chunks." + conversationID }
+
+// AllChunks returns the wildcard subject of the chunks in the events
+// stream.
+func (s Subjects) AllChunks() string { return s.prefix + ".chunks.>" }
+
+// Replies returns the subject a conversation's reply requests
+// (TypeReplyRequested) are published on, in the replies stream.
+func (s Subjects) Replies(conversationID string) string {
+	return s.prefix + ".replies." + conversationID
+}
+
+// AllReplies returns the wildcard subject of the replies stream.
+func (s Subjects) AllReplies() string { return s.prefix + ".replies.>" }
+
+// RepliesStream returns the name of the work-queue stream of reply
+// requests: CONVSTREAM_REPLIES for the default prefix.
+func (s Subjects) RepliesStream() string { return s.StreamName() + "_REPLIES" }
+
+// Stop returns the request-reply subject that stops a conversation's
+// streaming reply (TypeReplyStop).
+func (s Subjects) Stop(conversationID string) string { return s.prefix + ".stop." + conversationID }
+
+// AllStop returns the wildcard subject orchestrators listen on for stops.
+func (s Subjects) AllStop() string { return s.prefix + ".stop.*" }
+
 // Snapshots returns the subject snapshots of a conversation are published on.
 func (s Subjects) Snapshots(conversationID string) string {
 	return s.prefix + ".snapshots." + conversationID

@@ -41,13 +41,17 @@ const (
 	TypeDoctorDiagnosis = "convstream.doctor.diagnosis.v1"
 )
 
-// EventTypes lists the types accepted on the events stream.
-var EventTypes = []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted}
+// EventTypes lists the types accepted on the events stream: on a
+// conversation's events subject, and TypeMessageChunk on its chunks
+// subject.
+var EventTypes = []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted,
+	TypeMessageCompleted, TypeMessageChunk}
 
 // isEventType reports whether t is accepted on the events stream.
 func isEventType(t string) bool {
 	switch t {
-	case TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted:
+	case TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted,
+		TypeMessageCompleted, TypeMessageChunk:
 		return true
 	}
 	return false
@@ -98,6 +102,11 @@ type SnapshotDelta struct {
 	// the entries carried (0: none, the carried entries end the list).
 	Keep     int               `json:"keep,omitempty"`
 	FlatList []json.RawMessage `json:"flatList"`
+	// Append, on the delta of a chunk, adds text to entries of the flatList
+	// instead (From and Length are then the list's length, FlatList empty,
+	// so that a reader that knows no appends keeps its list): a UI
+	// receives the new characters only.
+	Append []TextAppend `json:"append,omitempty"`
 }
 
 // InferenceRequest is the data of TypeInferenceRequested.

@@ -1,6 +1,9 @@
 package streams
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+)
 
 // View is a conversation's flatList as a follower of its snapshot deltas
 // holds it.
@@ -39,6 +42,9 @@ func (v *View) Apply(d *SnapshotDelta) bool {
 // Apply applies a delta to the flatList of its base version and returns
 // the flatList of its version. list is not modified.
 func (d *SnapshotDelta) Apply(list []json.RawMessage) ([]json.RawMessage, bool) {
+	if len(d.Append) > 0 {
+		return d.applyAppend(list)
+	}
 	if d.From < 0 || d.Keep < 0 || d.From+d.Keep > len(list) || d.From+len(d.FlatList)+d.Keep != d.Length {
 		return nil, false
 	}
@@ -46,4 +52,54 @@ func (d *SnapshotDelta) Apply(list []json.RawMessage) ([]json.RawMessage, bool) 
 	out = append(out, list[:d.From]...)
 	out = append(out, d.FlatList...)
 	return append(out, list[len(list)-d.Keep:]...), true
+}
+
+// applyAppend applies an append delta: its texts added to the entries they
+// name. Each entry changed is decoded and encoded again (a follower's
+// cost, not the worker's).
+func (d *SnapshotDelta) applyAppend(list []json.RawMessage) ([]json.RawMessage, bool) {
+	if d.Length != len(list) {
+		return nil, false
+	}
+	out := make([]json.RawMessage, len(list))
+	copy(out, list)
+	for _, a := range d.Append {
+		if a.Index < 0 || a.Index >= len(out) {
+			return nil, false
+		}
+		raw, ok := AppendToEntry(out[a.Index], a)
+		if !ok {
+			return nil, false
+		}
+		out[a.Index] = raw
+	}
+	return out, true
+}
+
+// AppendToEntry returns the flatList entry raw with a's text appended to
+// its field; false when raw is not the message a names.
+func AppendToEntry(raw json.RawMessage, a TextAppend) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil || m["id"] != a.ID {
+		return nil, false
+	}
+	switch a.Field {
+	case AppendContent:
+		s, _ := m["content"].(string)
+		m["content"] = s + a.Text
+	case AppendReasoning:
+		r, _ := m["reasoning"].(map[string]any)
+		if r == nil {
+			r = map[string]any{}
+		}
+		s, _ := r["content"].(string)
+		r["content"] = s + a.Text
+		m["reasoning"] = r
+	default:
+		return nil, false
+	}
+	b, err := json.Marshal(m)
+	return b, err == nil
 }

@@ -103,11 +103,16 @@ type Sent struct {
 // Send publishes an event of type typ (one of EventTypes) about a
 // conversation and waits until JetStream has stored it.
 func (c *Client) Send(ctx context.Context, conversationID, typ string, data any, opts ...SendOption) (*Sent, error) {
+	return c.sendTo(ctx, c.subjects.Events(conversationID), conversationID, typ, data, opts)
+}
+
+// sendTo publishes an event about a conversation on subject, a subject of
+// a stream, and waits until JetStream has stored it.
+func (c *Client) sendTo(ctx context.Context, subject, conversationID, typ string, data any, opts []SendOption) (*Sent, error) {
 	if !streams.ValidConversationID(conversationID) {
 		return nil, fmt.Errorf("%w: conversation id %q", streams.ErrInvalidConfig, conversationID)
 	}
 	o := sendOpts(opts)
-	subject := c.subjects.Events(conversationID)
 	ctx, span := c.tracer.Start(ctx, "send "+typ, trace.WithSpanKind(trace.SpanKindProducer),
 		trace.WithAttributes(
 			attribute.String("messaging.system", "nats"),

@@ -64,13 +64,13 @@ func (w *Worker) partitionConsumer(p int) string {
 // worker at a time, the pinned client of its priority group.
 func (w *Worker) partitionConsumerConfig(p int) jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       w.partitionConsumer(p),
-		Description:   fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, w.partitions()),
-		FilterSubject: w.cfg.subjects.PartitionEvents(p),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       w.cfg.ackWait,
-		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
+		Durable:        w.partitionConsumer(p),
+		Description:    fmt.Sprintf("convstream worker: partition %d of %d, one worker at a time", p, w.partitions()),
+		FilterSubjects: []string{w.cfg.subjects.PartitionEvents(p), w.cfg.subjects.PartitionChunks(p)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        w.cfg.ackWait,
+		MaxDeliver:     w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
 		// As in Run: a dead owner's pending acks must not stall its
 		// successor.
 		MaxAckPending:  w.maxAckPending(partitionWindow),

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/convstream/convstream/streams"
@@ -66,7 +67,7 @@ func (st Storage) streamConfig(s streams.Subjects) jetstream.StreamConfig {
 	return jetstream.StreamConfig{
 		Name:        s.EventsStream(),
 		Description: "convstream message events: the source of truth of every conversation",
-		Subjects:    []string{s.AllEvents()},
+		Subjects:    []string{s.AllEvents(), s.AllChunks()},
 		Retention:   jetstream.LimitsPolicy,
 		Storage:     jetstream.FileStorage,
 		Replicas:    max(1, st.StreamReplicas),
@@ -104,6 +105,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 		}
 	case err == nil:
 		have := stream.CachedInfo().Config
+		if stream, have, err = addChunks(ctx, js, stream, have, want, s, st.Partitions, log); err != nil {
+			return nil, nil, err
+		}
 		if !sameTransform(have.SubjectTransform, want.SubjectTransform) {
 			return nil, nil, fmt.Errorf("%w: events stream %s: partitions %d do not match the stream's subject transform %+v; "+
 				"the partition count of a stream cannot change", streams.ErrInvalidConfig, want.Name, st.Partitions, have.SubjectTransform)
@@ -141,6 +145,30 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
 	}
 	return stream, kv, nil
+}
+
+// addChunks brings an events stream made before chunks in line: the
+// chunks subjects added, and a partitioned stream's transform replaced by
+// one that covers them (events keep their stored subjects).
+func addChunks(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream, have, want jetstream.StreamConfig,
+	s streams.Subjects, partitions int, log *slog.Logger) (jetstream.Stream, jetstream.StreamConfig, error) {
+	legacy := partitions > 0 && sameTransform(have.SubjectTransform, s.LegacyPartitionTransform(partitions))
+	if slices.Contains(have.Subjects, s.AllChunks()) && !legacy {
+		return stream, have, nil
+	}
+	next := have
+	if !slices.Contains(next.Subjects, s.AllChunks()) {
+		next.Subjects = append(slices.Clip(next.Subjects), s.AllChunks())
+	}
+	if legacy {
+		next.SubjectTransform = want.SubjectTransform
+	}
+	updated, err := js.UpdateStream(ctx, next)
+	if err != nil {
+		return nil, have, fmt.Errorf("streams: events stream %s: add the chunks subjects: %w", want.Name, err)
+	}
+	log.InfoContext(ctx, "events stream takes reply chunks", "stream", want.Name, "subjects", next.Subjects)
+	return updated, updated.CachedInfo().Config, nil
 }
 
 // sameTransform reports whether two stream subject transforms are equal

@@ -231,13 +231,14 @@ func (w *Worker) Run(ctx context.Context) error {
 // consumerConfig is the durable consumer of an unpartitioned stream.
 func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 	return jetstream.ConsumerConfig{
-		Durable:       w.cfg.consumer,
-		Description:   "convstream worker: applies message events in order",
-		FilterSubject: w.cfg.subjects.AllEvents(),
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       w.cfg.ackWait,
-		MaxDeliver:    w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
+		Durable:     w.cfg.consumer,
+		Description: "convstream worker: applies message events in order",
+		// Chunks share the events stream and its order (streams.Subjects.Chunks).
+		FilterSubjects: []string{w.cfg.subjects.AllEvents(), w.cfg.subjects.AllChunks()},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        w.cfg.ackWait,
+		MaxDeliver:     w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
 		// Far above what one worker holds (the fetch window, the lane
 		// queues and the events awaiting a store): events a crashed worker
 		// left unacknowledged keep their slots until AckWait, and must not

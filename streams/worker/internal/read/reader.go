@@ -55,9 +55,11 @@ func New(ctx context.Context, c Config) *Reader {
 	return r
 }
 
-// eventSubject is the stored subject of conversation id's events.
+// eventSubject is the filter subject of what the events stream holds of
+// conversation id: its events and its reply chunks, which the worker
+// applies in stream order like events.
 func (r *Reader) eventSubject(id string) string {
-	return r.subjects.StoredEvents(id, r.partitions)
+	return r.subjects.StoredConversation(id, r.partitions)
 }
 
 // NextEvent returns the first stored event of conversation id at or after
@@ -87,7 +89,11 @@ func (r *Reader) StoredEvents(ctx context.Context, id string) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return info.State.Subjects[subject], nil
+	var n uint64
+	for _, c := range info.State.Subjects {
+		n += c
+	}
+	return n, nil
 }
 
 // DirectFirstEvent returns the first event of conversation id that one
