@@ -3,6 +3,8 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"sync"
 
 	"github.com/convstream/convstream/enginecore"
@@ -45,9 +47,9 @@ func decodeFormat(data map[string]any, req *streams.InferenceRequest) *streams.R
 		if !present || x == nil {
 			continue
 		}
-		n, ok := toInt(x)
-		if !ok {
-			return streams.Reject(streams.CodeBadData, "data.budget.%s must be an integer", name)
+		n, rej := requestInt("data.budget."+name, x)
+		if rej != nil {
+			return rej
 		}
 		*dst = n
 	}
@@ -87,8 +89,9 @@ func decodeCache(data map[string]any, req *streams.InferenceRequest) *streams.Re
 		}
 	}
 	if x, present := obj["lastUserTurns"]; present && x != nil {
-		if c.LastUserTurns, ok = toInt(x); !ok {
-			return streams.Reject(streams.CodeBadData, "data.cache.lastUserTurns must be an integer")
+		var rej *streams.RejectError
+		if c.LastUserTurns, rej = requestInt("data.cache.lastUserTurns", x); rej != nil {
+			return rej
 		}
 	}
 	if x, present := obj["ttl"]; present && x != nil {
@@ -103,22 +106,36 @@ func decodeCache(data map[string]any, req *streams.InferenceRequest) *streams.Re
 	return nil
 }
 
-// toInt reads a JSON number that holds an integer.
-func toInt(v any) (int, bool) {
+// maxRequestInt is the largest integer an inference request's budget or
+// cache fields take: 2^31, more than any model's context window.
+const maxRequestInt = 1 << 31
+
+// requestInt reads the integer field path of a request (a JSON number
+// holding an integer, within ±maxRequestInt), or says what is wrong with
+// it: an integer too large for the field is told so, naming the limit.
+func requestInt(path string, v any) (int, *streams.RejectError) {
+	var f float64
 	switch n := v.(type) {
 	case float64:
-		if n != float64(int(n)) || n > 1<<31 || n < -(1<<31) {
-			return 0, false
-		}
-		return int(n), true
+		f = n
 	case int64:
-		return int(n), true
+		f = float64(n)
 	case uint64:
-		return int(n), n <= 1<<31
+		f = float64(n)
 	case int:
-		return n, true
+		f = float64(n)
+	default:
+		return 0, streams.RejectAt(streams.CodeBadData, path, "must be an integer")
 	}
-	return 0, false
+	switch {
+	case f != math.Trunc(f) || math.IsInf(f, 0) || math.IsNaN(f):
+		return 0, streams.RejectAt(streams.CodeBadData, path, "must be an integer")
+	case f > maxRequestInt:
+		return 0, streams.RejectAt(streams.CodeBadData, path, "%s is too large: at most %d", strconv.FormatFloat(f, 'f', -1, 64), maxRequestInt)
+	case f < -maxRequestInt:
+		return 0, streams.RejectAt(streams.CodeBadData, path, "%s is too small: at least %d", strconv.FormatFloat(f, 'f', -1, 64), -maxRequestInt)
+	}
+	return int(f), nil
 }
 
 func checkEncoding(name string) error {

@@ -55,6 +55,9 @@ func TestInferenceFormatOptions(t *testing.T) {
 		{"reserve past the window", map[string]any{"budget": map[string]any{"maxTokens": 10.0, "reserve": 10.0}}, "data.budget.reserve"},
 		{"unknown encoding", map[string]any{"budget": map[string]any{"maxTokens": 10.0, "encoding": "gpt2"}}, "data.budget.encoding"},
 		{"bad ttl", map[string]any{"cache": map[string]any{"ttl": "2h"}}, "data.cache.ttl"},
+		{"window not an integer", map[string]any{"budget": map[string]any{"maxTokens": 10.5}}, "data.budget.maxTokens: must be an integer"},
+		{"window too large", map[string]any{"budget": map[string]any{"maxTokens": 99999999999.0}}, "data.budget.maxTokens: 99999999999 is too large: at most 2147483648"},
+		{"turns too large", map[string]any{"cache": map[string]any{"lastUserTurns": 1e300}}, "data.cache.lastUserTurns: 1" /* the number in full */},
 	} {
 		data := map[string]any{"conversationId": "fmt"}
 		for k, v := range tc.data {
