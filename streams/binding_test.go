@@ -139,8 +139,8 @@ func TestSubjects(t *testing.T) {
 		t.Error("bad prefix accepted")
 	}
 	p, _ := NewSubjects("acme.chat")
-	if p.EventsStream() != "ACME_CHAT_EVENTS" || p.Errors("_") != "acme.chat.errors._" {
-		t.Errorf("prefixed names: %s %s", p.EventsStream(), p.Errors("_"))
+	if p.EventsStream() != "ACME_CHAT_EVENTS" || p.Errors("@") != "acme.chat.errors.@" {
+		t.Errorf("prefixed names: %s %s", p.EventsStream(), p.Errors("@"))
 	}
 	long := make([]byte, 129)
 	for i := range long {
@@ -163,5 +163,21 @@ func TestValidConversationIDBytes(t *testing.T) {
 		if got, want := ValidConversationID(id), pattern.MatchString(id); got != want {
 			t.Errorf("ValidConversationID(%q) = %v, the pattern says %v", id, got, want)
 		}
+	}
+}
+
+// TestUnknownConversationReserved: the errors subject of events naming no
+// usable conversation was P.errors._, which conversation "_" shared. Its
+// token is one no conversation id can be.
+func TestUnknownConversationReserved(t *testing.T) {
+	if ValidConversationID(UnknownConversation) {
+		t.Fatalf("%q is a valid conversation id", UnknownConversation)
+	}
+	s, _ := NewSubjects(DefaultPrefix)
+	if s.Errors(UnknownConversation) == s.Errors("_") {
+		t.Fatal("conversation _ shares the unknown conversation's errors subject")
+	}
+	if conv, ok := s.ConversationOf("errors", s.Errors(UnknownConversation)); ok {
+		t.Fatalf("the unknown conversation's errors subject names conversation %q", conv)
 	}
 }

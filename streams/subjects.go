@@ -10,8 +10,10 @@ import (
 const DefaultPrefix = "convstream"
 
 // UnknownConversation is the subject token used for errors about events
-// whose conversation id is missing or unusable.
-const UnknownConversation = "_"
+// whose conversation id is missing or unusable. It is not a valid
+// conversation id, so that no conversation shares its errors subject
+// (TestUnknownConversationReserved).
+const UnknownConversation = "@"
 
 // maxConversationID is the longest conversation id, in bytes.
 const maxConversationID = 128

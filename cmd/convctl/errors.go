@@ -29,7 +29,7 @@ func runErrors(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl errors [flags] CONV")
 		fmt.Fprintln(stderr, "Prints the rejections, pipeline failures and dead letters the errors stream keeps")
-		fmt.Fprintln(stderr, `for conversation CONV ("_": events naming no usable conversation), oldest first,`)
+		fmt.Fprintln(stderr, `for conversation CONV ("@": events naming no usable conversation), oldest first,`)
 		fmt.Fprintln(stderr, `one JSON line each: {"sequence","stored","type","id","data"}.`)
 		fs.PrintDefaults()
 	}

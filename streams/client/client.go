@@ -109,8 +109,8 @@ func (c *Client) Send(ctx context.Context, conversationID, typ string, data any,
 // sendTo publishes an event about a conversation on subject, a subject of
 // a stream, and waits until JetStream has stored it.
 func (c *Client) sendTo(ctx context.Context, subject, conversationID, typ string, data any, opts []SendOption) (*Sent, error) {
-	if !streams.ValidConversationID(conversationID) {
-		return nil, fmt.Errorf("%w: conversation id %q", streams.ErrInvalidConfig, conversationID)
+	if err := checkConversationID(conversationID); err != nil {
+		return nil, err
 	}
 	o := sendOpts(opts)
 	ctx, span := c.tracer.Start(ctx, "send "+typ, trace.WithSpanKind(trace.SpanKindProducer),
@@ -174,8 +174,8 @@ func (c *Client) Infer(ctx context.Context, req streams.InferenceRequest, opts .
 // subject and returns the reply, a CloudEvent, in a client span named
 // name; what names the request in errors.
 func (c *Client) request(ctx context.Context, name, what, subject, typ, conv string, data any, opts []SendOption) (*event.Event, error) {
-	if !streams.ValidConversationID(conv) {
-		return nil, fmt.Errorf("%w: conversation id %q", streams.ErrInvalidConfig, conv)
+	if err := checkConversationID(conv); err != nil {
+		return nil, err
 	}
 	o := sendOpts(opts)
 	ctx, span := c.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient),
@@ -208,6 +208,9 @@ func (c *Client) request(ctx context.Context, name, what, subject, typ, conv str
 // Snapshot returns the stored snapshot of a conversation, or an error
 // wrapping ErrUnknownConversation.
 func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.Snapshot, error) {
+	if err := checkConversationID(conversationID); err != nil {
+		return nil, err
+	}
 	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
 	if err != nil {
 		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
@@ -232,6 +235,9 @@ func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.
 // reading the current state and following changes, though a fast run of
 // versions may arrive as its latest.
 func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *streams.Snapshot, error) {
+	if err := checkConversationID(conversationID); err != nil {
+		return nil, err
+	}
 	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
 	if err != nil {
 		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
@@ -271,6 +277,17 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *stre
 		}
 	}()
 	return out, nil
+}
+
+// checkConversationID refuses an id that cannot name a conversation
+// (streams.ValidConversationID): "*" or ">" would become a wildcard in a
+// subject or a key and read or follow every conversation's data
+// (TestClientRefusesWildcards).
+func checkConversationID(id string) error {
+	if !streams.ValidConversationID(id) {
+		return fmt.Errorf("%w: conversation id %q: want 1 to 128 characters from [A-Za-z0-9_-]", streams.ErrInvalidConfig, id)
+	}
+	return nil
 }
 
 func fail(span trace.Span, err error) error {

@@ -91,3 +91,34 @@ func TestClientRoundTrip(t *testing.T) {
 		return false
 	})
 }
+
+// TestClientRefusesWildcards: Watch, Deltas and Follow took "*" and ">"
+// as ids and returned every conversation's data. Every verb refuses an id
+// that cannot name a conversation, before it touches the server.
+func TestClientRefusesWildcards(t *testing.T) {
+	r := workertest.Start(t)
+	c, err := client.New(r.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, id := range []string{"*", ">", "a.b", "", "a*", "chat >"} {
+		var errs []error
+		_, err := c.Watch(ctx, id)
+		errs = append(errs, err)
+		_, err = c.Deltas(ctx, id)
+		errs = append(errs, err)
+		_, err = c.Follow(ctx, id, time.Second)
+		errs = append(errs, err)
+		_, err = c.Snapshot(ctx, id)
+		errs = append(errs, err)
+		_, err = c.Send(ctx, id, streams.TypeMessageAppended, map[string]any{"id": "m"})
+		errs = append(errs, err)
+		for i, err := range errs {
+			if !errors.Is(err, streams.ErrInvalidConfig) {
+				t.Errorf("%q, verb %d: %v, want ErrInvalidConfig", id, i, err)
+			}
+		}
+	}
+}

@@ -15,6 +15,9 @@ import (
 // deltas (or not readable) are skipped. Core NATS: a slow reader misses
 // deltas, which a follower notices as a version gap.
 func (c *Client) Deltas(ctx context.Context, conversationID string) (<-chan *streams.SnapshotDelta, error) {
+	if err := checkConversationID(conversationID); err != nil {
+		return nil, err
+	}
 	msgs := make(chan *nats.Msg, 1024)
 	sub, err := c.nc.ChanSubscribe(c.subjects.Snapshots(conversationID), msgs)
 	if err != nil {

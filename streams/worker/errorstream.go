@@ -26,7 +26,7 @@ const (
 
 // ErrorRetention bounds the errors stream: records older than MaxAge go,
 // then the oldest beyond MaxBytes, and each conversation's errors subject
-// keeps its last MaxPerConversation records (P.errors._, which gathers
+// keeps its last MaxPerConversation records (P.errors.@, which gathers
 // those of events naming no usable conversation, counts as one). Zero
 // values take the defaults; a negative one means no limit.
 type ErrorRetention struct {

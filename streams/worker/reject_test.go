@@ -18,7 +18,7 @@ import (
 
 // TestRejections sends each kind of bad input and requires exactly one
 // convstream.event.rejected.v1 for it, on the conversation's errors subject
-// (errors._ when the subject names no valid conversation), with nothing
+// (errors.@ when the subject names no valid conversation), with nothing
 // else published, the stored snapshot untouched and the event removed from
 // the stream; the worker then goes on applying valid events.
 func TestRejections(t *testing.T) {

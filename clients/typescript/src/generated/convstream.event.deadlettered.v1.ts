@@ -3,7 +3,7 @@
 export type ConversationId = string;
 
 /**
- * An event JetStream stopped delivering to the workers after their consumer's MaxDeliver deliveries (--max-deliver) that all failed for reasons that might have passed, published on P.errors.<conversationId> (P.errors._ when the conversation is not known) and kept in the errors stream. The event stays in the events stream.
+ * An event JetStream stopped delivering to the workers after their consumer's MaxDeliver deliveries (--max-deliver) that all failed for reasons that might have passed, published on P.errors.<conversationId> (P.errors.@ when the conversation is not known) and kept in the errors stream. The event stays in the events stream.
  */
 export interface EventDeadletteredV1 {
   /**

@@ -3,7 +3,7 @@
 export type ConversationId = string;
 
 /**
- * An event or inference request that cannot be applied, published on P.errors.<conversationId> (P.errors._ when the id is unusable) and kept in the errors stream. The event is terminated and the conversation keeps its state.
+ * An event or inference request that cannot be applied, published on P.errors.<conversationId> (P.errors.@ when the id is unusable) and kept in the errors stream. The event is terminated and the conversation keeps its state.
  */
 export interface EventRejectedV1 {
   /**
