@@ -11,10 +11,12 @@ var ErrOverBudget = errors.New("providers: context over its token budget")
 
 // A Budget bounds a request by tokens. The system and developer messages
 // and the last KeepTurns turns are always kept; older turns are dropped,
-// oldest first, until the request fits in MaxTokens less Reserve. A turn is
-// a user message and every message up to the next one, so a tool call is
-// never parted from its result. Build applies it after normalising, before
-// writing the format.
+// oldest first, until the request's body counts at most MaxTokens less
+// Reserve (BodyTokens: every field the provider reads, ids and tool
+// declarations included). A turn is a user message and every message up
+// to the next one, so a tool call is never parted from its result. An
+// anthropic.messages body's max_tokens is then at most what the window
+// leaves: MaxTokens less the body's tokens.
 type Budget struct {
 	// MaxTokens is the model's context window, in tokens.
 	MaxTokens int
@@ -42,7 +44,8 @@ func (b Budget) Check() error {
 
 // Usage says what a budget did.
 type Usage struct {
-	// Tokens is what the request's messages count, as Counter counts.
+	// Tokens is what the request's body counts (BodyTokens), as Counter
+	// counts.
 	Tokens int `json:"tokens"`
 	// Limit is MaxTokens less Reserve.
 	Limit int `json:"limit"`
@@ -50,23 +53,27 @@ type Usage struct {
 	DroppedMessages int `json:"droppedMessages"`
 }
 
-// fit drops the oldest turns of ts until they fit in b.
-func (b Budget) fit(ts []turn) ([]turn, Usage, error) {
+// fit drops the oldest turns of ts until w's body of them fits in b, and
+// returns that request. The turns' own counts (turnTokens) choose how many
+// to drop at first; the body is then counted whole and, while it is over,
+// one more turn goes.
+func (b Budget) fit(ts []turn, w writer) (*Request, error) {
 	c := b.Counter
 	if c == nil {
 		c = Estimator{}
 	}
 	limit := b.MaxTokens - b.Reserve
 	cost := make([]int, len(ts))
-	total := 0
+	sum := 0
 	for i, t := range ts {
 		cost[i] = turnTokens(t, c)
-		total += cost[i]
+		sum += cost[i]
 	}
-	u := Usage{Tokens: total, Limit: limit}
-	if total <= limit {
-		return ts, u, nil
-	}
+	r := w.write(ts)
+	total := BodyTokens(r.Body, c)
+	// overhead is what the body counts beyond its turns: tool
+	// declarations, the format's own turns.
+	overhead := max(total-sum, 0)
 	// starts[k] is where the k-th turn begins: at each user message, and
 	// at 0 for what comes before the first one.
 	var starts []int
@@ -77,7 +84,8 @@ func (b Budget) fit(ts []turn) ([]turn, Usage, error) {
 	}
 	keep := max(b.KeepTurns, 1)
 	drop := make([]bool, len(ts))
-	for k := 0; k < len(starts)-keep && total > limit; k++ {
+	dropped := 0
+	dropTurn := func(k int) {
 		end := len(ts)
 		if k+1 < len(starts) {
 			end = starts[k+1]
@@ -87,20 +95,43 @@ func (b Budget) fit(ts []turn) ([]turn, Usage, error) {
 				continue
 			}
 			drop[i] = true
-			total -= cost[i]
-			u.DroppedMessages++
+			sum -= cost[i]
+			dropped++
 		}
 	}
-	u.Tokens = total
+	k := 0
+	for ; k < len(starts)-keep && total > limit && sum+overhead > limit; k++ {
+		dropTurn(k)
+	}
+	for {
+		if dropped > 0 {
+			kept := make([]turn, 0, len(ts)-dropped)
+			for i, t := range ts {
+				if !drop[i] {
+					kept = append(kept, t)
+				}
+			}
+			r = w.write(kept)
+			total = BodyTokens(r.Body, c)
+		}
+		if total <= limit || k >= len(starts)-keep {
+			break
+		}
+		dropTurn(k)
+		k++
+	}
+	r.Usage = &Usage{Tokens: total, Limit: limit, DroppedMessages: dropped}
 	if total > limit {
-		return nil, u, fmt.Errorf("%w: the system messages and the last %d turns count %d tokens, the budget %d (maxTokens %d less reserve %d)",
+		return nil, fmt.Errorf("%w: the system messages and the last %d turns count %d tokens, the budget %d (maxTokens %d less reserve %d)",
 			ErrOverBudget, keep, total, limit, b.MaxTokens, b.Reserve)
 	}
-	out := make([]turn, 0, len(ts)-u.DroppedMessages)
-	for i, t := range ts {
-		if !drop[i] {
-			out = append(out, t)
+	if n, ok := r.Body["max_tokens"].(int); ok {
+		room := b.MaxTokens - total
+		if room < 1 {
+			return nil, fmt.Errorf("%w: the body counts %d tokens, the whole window (maxTokens %d): no room for max_tokens",
+				ErrOverBudget, total, b.MaxTokens)
 		}
+		r.Body["max_tokens"] = min(n, room)
 	}
-	return out, u, nil
+	return r, nil
 }

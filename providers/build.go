@@ -1,8 +1,6 @@
 package providers
 
 import (
-	"fmt"
-
 	"github.com/convstream/convstream/enginecore"
 )
 
@@ -20,6 +18,10 @@ type Request struct {
 	Body map[string]any `json:"request,omitempty"`
 	// Usage is what the budget did; nil without WithBudget.
 	Usage *Usage `json:"usage,omitempty"`
+	// Warnings say what of the context the format could not carry, e.g. a
+	// group message that reached it unflattened, whose tool calls became
+	// user text.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // An Option changes how Build writes a request.
@@ -29,6 +31,14 @@ type options struct {
 	maxTokens int
 	budget    *Budget
 	cache     *CacheBreakpoints
+	profile   Profile
+	input     []enginecore.Message
+}
+
+// WithProfile writes the request for the model p describes (default: the
+// zero Profile, a model Build does not know).
+func WithProfile(p Profile) Option {
+	return func(o *options) { o.profile = p }
 }
 
 // WithBudget drops the oldest turns that do not fit in b (see Budget);
@@ -59,36 +69,54 @@ func Build(msgs []enginecore.Message, f Format, opts ...Option) (*Request, error
 			return nil, err
 		}
 	}
+	if err := o.profile.Check(); err != nil {
+		return nil, err
+	}
 	if f == FormatRaw {
 		return &Request{Format: f, Messages: msgs}, nil
 	}
-	turns := normalize(msgs)
-	var usage *Usage
-	if o.budget != nil {
+	if _, err := ParseFormat(string(f)); err != nil {
+		return nil, err
+	}
+	turns, warnings := normalize(msgs, newInputIndex(o.input))
+	w := writer{rules: o.profile.rulesFor(f), o: o}
+	var r *Request
+	if o.budget == nil {
+		r = w.write(turns)
+	} else {
 		if err := o.budget.Check(); err != nil {
 			return nil, err
 		}
-		fitted, u, err := o.budget.fit(turns)
-		if err != nil {
+		var err error
+		if r, err = o.budget.fit(turns, w); err != nil {
 			return nil, err
 		}
-		turns, usage = fitted, &u
 	}
-	r := &Request{Format: f, Messages: chatMessages(turns), Usage: usage}
-	switch f {
+	r.Warnings = warnings
+	return r, nil
+}
+
+// A writer writes turns in one format, by one profile's rules.
+type writer struct {
+	rules
+	o options
+}
+
+// write writes turns as a request.
+func (w writer) write(turns []turn) *Request {
+	r := &Request{Format: w.format, Messages: chatMessages(turns)}
+	switch w.format {
 	case FormatOpenAIChat:
 		r.Body = map[string]any{"messages": r.Messages}
 	case FormatOpenAIResponses:
-		r.Body = responsesBody(turns)
+		r.Body = responsesBody(turns, w.rules)
 	case FormatAnthropic:
-		r.Body = anthropicBody(turns, o)
-		if o.cache != nil {
-			markCache(r.Body, *o.cache)
+		r.Body = anthropicBody(turns, w.rules, w.o.maxTokens)
+		if w.o.cache != nil {
+			markCache(r.Body, *w.o.cache)
 		}
 	case FormatGemini:
-		r.Body = geminiBody(turns)
-	default:
-		return nil, fmt.Errorf("%w %q", ErrUnknownFormat, f)
+		r.Body = geminiBody(turns, w.rules)
 	}
-	return r, nil
+	return r
 }

@@ -13,8 +13,12 @@ import (
 
 // fakeProvider is a local stand-in for the providers' APIs. It checks
 // each request against the rules the real APIs enforce on roles, tool
-// pairing, alternation and empty content, answers 400 with the broken
-// rule, and otherwise answers a minimal valid reply.
+// pairing, alternation and empty content, and those today's models add
+// (Claude 4.6, Gemini 3): no final assistant turn (prefill), signatures
+// on the current turn's Gemini function calls, Gemini function responses
+// in a content of their own, image blocks only in Claude's user turns,
+// thinking blocks signed and first in Claude's assistant turns. It answers
+// 400 with the broken rule, and otherwise a minimal valid reply.
 func fakeProvider(t testing.TB) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
@@ -163,8 +167,11 @@ var toolUseID = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 // checkAnthropic: max_tokens; user first, then strict alternation; no
 // empty or white-space text; every tool_use answered by a tool_result in
 // the next message (results first), every result answering the message
-// before; tools declared for the tool_use names; a final assistant turn
-// without trailing white space.
+// before; tools declared for the tool_use names; the last message the
+// user's (Claude from 4.6: "This model does not support assistant message
+// prefill. The conversation must end with a user message", whats-new-claude-4-6
+// "Prefill removal"); image blocks only in user messages; thinking blocks
+// only first in an assistant message, each with its signature.
 func checkAnthropic(req map[string]any) error {
 	if n, _ := req["max_tokens"].(float64); n <= 0 {
 		return fmt.Errorf("max_tokens: required")
@@ -206,6 +213,17 @@ func checkAnthropic(req map[string]any) error {
 				}
 				results = false
 			case "image":
+				if role != "user" {
+					return errorf(i, "content[%d]: image blocks are only supported in user messages", j)
+				}
+				results = false
+			case "thinking", "redacted_thinking":
+				if role != "assistant" || j > 0 && !strings.HasSuffix(str(obj(blocks[j-1])["type"]), "thinking") {
+					return errorf(i, "content[%d]: thinking blocks must come first in an assistant message", j)
+				}
+				if typ == "thinking" && blank(str(bl["signature"])) || typ == "redacted_thinking" && blank(str(bl["data"])) {
+					return errorf(i, "content[%d]: %s.signature: Field required", j, typ)
+				}
 				results = false
 			case "tool_use":
 				if role != "assistant" {
@@ -245,9 +263,7 @@ func checkAnthropic(req map[string]any) error {
 			}
 		}
 		if i == len(msgs)-1 && role == "assistant" {
-			if last := obj(blocks[len(blocks)-1]); str(last["type"]) == "text" && strings.TrimRight(str(last["text"]), " \t\r\n") != str(last["text"]) {
-				return errorf(i, "final assistant content cannot end with trailing whitespace")
-			}
+			return errorf(i, "This model does not support assistant message prefill. The conversation must end with a user message")
 		}
 	}
 	if len(pending) > 0 {
@@ -258,13 +274,47 @@ func checkAnthropic(req map[string]any) error {
 
 // checkGemini: user first, then alternation of user and model; no empty
 // parts or text; every functionCall answered by a functionResponse of the
-// same id in the next content.
+// same id in the next content, which holds only those responses (Vertex
+// AI: "the number of function response parts is equal to the number of
+// function call parts of the function call turn"); the last content the
+// user's (Gemini 3 refuses a final model turn); in the current turn (from
+// the last user content that is not function responses) the first
+// functionCall of each model content carries a thoughtSignature
+// (ai.google.dev/gemini-api/docs/thought-signatures: "Function call is
+// missing a thought_signature").
 func checkGemini(req map[string]any) error {
 	contents := list(req["contents"])
 	if len(contents) == 0 || str(obj(contents[0])["role"]) != "user" {
 		return fmt.Errorf("contents: the first content must be the user's")
 	}
+	if str(obj(contents[len(contents)-1])["role"]) != "user" {
+		return fmt.Errorf("contents: the last content must be the user's (no model prefill)")
+	}
+	current := 0
+	for i, v := range contents {
+		c := obj(v)
+		if str(c["role"]) != "user" {
+			continue
+		}
+		for _, p := range list(c["parts"]) {
+			if obj(p)["functionResponse"] == nil {
+				current = i
+				break
+			}
+		}
+	}
+	for i := current; i < len(contents); i++ {
+		for _, p := range list(obj(contents[i])["parts"]) {
+			if pm := obj(p); pm["functionCall"] != nil {
+				if blank(str(pm["thoughtSignature"])) {
+					return errorf(i, "Function call is missing a thought_signature in functionCall parts")
+				}
+				break
+			}
+		}
+	}
 	var pending map[string]bool
+	calls := 0 // the function calls of the previous content
 	for i, v := range contents {
 		c := obj(v)
 		role := str(c["role"])
@@ -292,6 +342,9 @@ func checkGemini(req map[string]any) error {
 				}
 				next[str(obj(pm["functionCall"])["id"])] = true
 			case pm["functionResponse"] != nil:
+				if len(parts) != calls {
+					return errorf(i, "please ensure that the number of function response parts is equal to the number of function call parts of the function call turn")
+				}
 				id := str(obj(pm["functionResponse"])["id"])
 				if !pending[id] {
 					return errorf(i, "parts[%d]: functionResponse %s answers no functionCall of the previous content", j, id)
@@ -305,7 +358,7 @@ func checkGemini(req map[string]any) error {
 		if len(pending) > 0 {
 			return errorf(i, "functionCalls not answered: %v", pending)
 		}
-		pending = next
+		pending, calls = next, len(next)
 	}
 	if len(pending) > 0 {
 		return fmt.Errorf("functionCalls not answered: %v", pending)

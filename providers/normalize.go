@@ -3,7 +3,6 @@ package providers
 import (
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/convstream/convstream/enginecore"
 )
@@ -22,47 +21,121 @@ const MissingResult = "No result was recorded for this tool call."
 //     message whose metadata says activeColumn, else the first);
 //   - a message of any other role that is not user, assistant or tool
 //     becomes a user message with its content, since its words came from
-//     outside the model;
+//     outside the model; a group's (assistantGroup, supervisor,
+//     agentCouncil, tasks), whose tool calls are then lost, with a
+//     warning;
 //   - every tool call is followed by its result: results are moved up to
 //     follow their call, a call without one gets MissingResult, and a result
 //     whose call is not in the context becomes a user message that says
 //     which tool it came from;
 //   - content parts other than text and images become text naming their
-//     type, so that nothing is dropped without a trace.
-func normalize(msgs []enginecore.Message) []turn {
+//     type, so that nothing is dropped without a trace; thinking parts are
+//     kept apart, for the formats that send them back.
+//
+// in, when not nil, is the pipeline's input, read for what the pipeline
+// dropped (see inputIndex).
+func normalize(msgs []enginecore.Message, in *inputIndex) ([]turn, []string) {
+	n := normalizer{}
 	var turns []turn
-	for _, m := range msgs {
-		turns = appendMessage(turns, m, 0)
+	for i, m := range msgs {
+		n.at = i
+		turns = n.appendMessage(turns, m, 0)
 	}
-	return pairTools(turns)
+	return pairTools(turns, in), n.warnings
+}
+
+// A normalizer collects the warnings of one normalize.
+type normalizer struct {
+	at       int // the index of the message read
+	warnings []string
 }
 
 // maxCompareDepth bounds compare messages nested in columns.
 const maxCompareDepth = 8
 
-func appendMessage(turns []turn, m map[string]any, depth int) []turn {
+// groupRoles are the roles of the messages the flatten processors turn
+// into assistant and tool messages.
+var groupRoles = map[string]string{
+	"assistantGroup": "GroupMessageFlattenProcessor",
+	"supervisor":     "SupervisorRoleRestoreProcessor",
+	"agentCouncil":   "AgentCouncilFlattenProcessor",
+	"tasks":          "TasksFlattenProcessor",
+}
+
+func (n *normalizer) appendMessage(turns []turn, m map[string]any, depth int) []turn {
 	role, _ := m["role"].(string)
 	switch role {
 	case "system", "developer", "user":
-		return append(turns, turn{role: role, parts: contentParts(m["content"])})
+		parts, _ := contentParts(m["content"])
+		return append(turns, turn{role: role, parts: parts})
 	case "assistant":
-		return append(turns, turn{role: role, parts: contentParts(m["content"]), calls: toolCalls(m["tool_calls"])})
+		parts, thinking := contentParts(m["content"])
+		if tools, _ := m["tools"].([]any); len(tools) > 0 && m["tool_calls"] == nil {
+			n.warnf("messages[%d]: an assistant message's %d tool calls are in the reference's shape (tools), not tool_calls: they are left out (the spec lacks ToolCallProcessor)", n.at, len(tools))
+		}
+		return append(turns, turn{role: role, parts: parts, thinking: thinking, calls: toolCalls(m["tool_calls"]), fields: readProviderFields(m)})
 	case "tool":
 		id, _ := m["tool_call_id"].(string)
 		name, _ := m["name"].(string)
-		return append(turns, turn{role: role, parts: contentParts(m["content"]), callID: id, name: name})
+		parts, _ := contentParts(m["content"])
+		return append(turns, turn{role: role, parts: parts, callID: id, name: name})
 	case "compare":
 		if depth >= maxCompareDepth {
-			return append(turns, turn{role: "assistant", parts: contentParts(m["content"])})
+			parts, _ := contentParts(m["content"])
+			return append(turns, turn{role: "assistant", parts: parts})
 		}
 		for _, c := range activeColumn(m) {
 			if cm, ok := c.(map[string]any); ok {
-				turns = appendMessage(turns, cm, depth+1)
+				turns = n.appendMessage(turns, cm, depth+1)
 			}
 		}
 		return turns
 	}
-	return append(turns, turn{role: "user", parts: contentParts(m["content"])})
+	if p, ok := groupRoles[role]; ok {
+		n.warnf("messages[%d]: a %s message reached the format unflattened: its content became user text and its %d tool calls are lost (the spec lacks %s)", n.at, role, groupCalls(m), p)
+	}
+	parts, _ := contentParts(m["content"])
+	return append(turns, turn{role: "user", parts: parts})
+}
+
+func (n *normalizer) warnf(format string, a ...any) {
+	n.warnings = append(n.warnings, fmt.Sprintf(format, a...))
+}
+
+// groupCalls counts the tool calls of a group message's children.
+func groupCalls(m map[string]any) int {
+	count := 0
+	for _, c := range asList(m["children"]) {
+		cm, _ := c.(map[string]any)
+		count += len(asList(cm["tools"]))
+	}
+	return count + len(asList(m["tools"]))
+}
+
+func asList(v any) []any { l, _ := v.([]any); return l }
+
+// readProviderFields reads an assistant message's
+// reasoning.providerFields.
+func readProviderFields(m map[string]any) providerFields {
+	r, _ := m[FieldReasoning].(map[string]any)
+	pf, _ := r[FieldProviderFields].(map[string]any)
+	if pf == nil {
+		return providerFields{}
+	}
+	objects := func(v any) []map[string]any {
+		var out []map[string]any
+		for _, x := range asList(v) {
+			if o, ok := x.(map[string]any); ok {
+				out = append(out, o)
+			}
+		}
+		return out
+	}
+	f := providerFields{thinking: objects(pf[FieldThinking]), reasoningItems: objects(pf[FieldReasoningItems])}
+	f.provider, _ = pf[FieldProvider].(string)
+	f.model, _ = pf[FieldModel].(string)
+	f.thoughtSignature, _ = pf[FieldThoughtSignature].(string)
+	return f
 }
 
 // activeColumn returns the messages of a compare message's active column.
@@ -103,13 +176,14 @@ func activeColumn(m map[string]any) []any {
 }
 
 // contentParts reads a message's content: a string, or an array of
-// OpenAI-style parts.
-func contentParts(v any) []part {
+// OpenAI-style parts; thinking and redacted_thinking parts (a signed
+// reasoning, as MessageContentProcessor writes it) are returned apart.
+func contentParts(v any) (parts []part, thinking []map[string]any) {
 	switch c := v.(type) {
 	case nil:
-		return nil
+		return nil, nil
 	case string:
-		return []part{{text: c}}
+		return []part{{text: c}}, nil
 	case []any:
 		out := make([]part, 0, len(c))
 		for _, p := range c {
@@ -120,6 +194,8 @@ func contentParts(v any) []part {
 			}
 			typ, _ := pm["type"].(string)
 			switch typ {
+			case "thinking", "redacted_thinking":
+				thinking = append(thinking, pm)
 			case "text", "input_text":
 				s, _ := pm["text"].(string)
 				out = append(out, part{text: s})
@@ -140,9 +216,9 @@ func contentParts(v any) []part {
 				out = append(out, part{text: fmt.Sprintf("[%s content: %s]", typ, jsonText(pm))})
 			}
 		}
-		return out
+		return out, thinking
 	}
-	return []part{{text: jsonText(v)}}
+	return []part{{text: jsonText(v)}}, nil
 }
 
 func jsonText(v any) string {
@@ -176,44 +252,73 @@ func toolCalls(v any) []toolCall {
 		if name == "" {
 			name = "unknown_tool"
 		}
-		out = append(out, toolCall{id: id, name: name, arguments: args})
+		sig, _ := cm[FieldThoughtSignature].(string)
+		out = append(out, toolCall{id: id, orig: id, name: name, arguments: args, signature: sig})
 	}
 	return out
 }
 
 // pairTools puts each tool call's result right after the assistant turn
 // that made it, answers calls without a result, and turns results without
-// a call into user turns.
-func pairTools(in []turn) []turn {
+// a call into user turns. Each call gets the id the request carries:
+// sanitised first (callID), then made unique, so that two distinct calls
+// never share one; its result follows it. The k-th call of an id is
+// answered by the k-th result of that id after it, so a conversation that
+// reuses ids across turns pairs each call with its own result; where the
+// pipeline answered a call with its synthetic failure although the input
+// holds the call's result (ToolMessageReorder keeps only the first result
+// of an id), in supplies the real one.
+func pairTools(ts []turn, in *inputIndex) []turn {
 	results := map[string][]int{} // call id → indexes of its results
 	calls := map[string]int{}     // call id → index of its first call
-	for i, t := range in {
+	for i, t := range ts {
 		if t.role == "tool" && t.callID != "" {
 			results[t.callID] = append(results[t.callID], i)
 		}
 		for _, c := range t.calls {
-			if _, seen := calls[c.id]; !seen {
-				calls[c.id] = i
+			if _, seen := calls[c.orig]; !seen {
+				calls[c.orig] = i
 			}
 		}
 	}
-	called := map[string]bool{}
-	used := make([]bool, len(in))
-	out := make([]turn, 0, len(in))
-	for i, t := range in {
+	seen := map[string]bool{} // the ids given so far
+	nth := map[string]int{}   // call id → calls of it so far
+	total := map[string]int{} // call id → calls of it in all
+	for _, t := range ts {
+		for _, c := range t.calls {
+			total[c.orig]++
+		}
+	}
+	used := make([]bool, len(ts))
+	out := make([]turn, 0, len(ts))
+	for i, t := range ts {
 		switch {
 		case t.role == "assistant" && len(t.calls) > 0:
-			t.calls = uniqueCallIDs(t.calls, called)
+			t.calls = requestIDs(t.calls, seen)
+			for k := range t.calls {
+				c := &t.calls[k]
+				nth[c.orig]++
+				if c.signature == "" {
+					c.signature = in.signature(c.orig, nth[c.orig], total[c.orig])
+				}
+			}
 			out = append(out, t)
 			for _, c := range t.calls {
-				if j, ok := resultFor(results[c.original()], used, i); ok {
+				r, ok := turn{}, false
+				if j, found := resultFor(results[c.orig], used, i); found {
 					used[j] = true
-					r := in[j]
-					r.callID, r.name = c.id, c.name
-					out = append(out, r)
-					continue
+					r, ok = ts[j], true
 				}
-				out = append(out, turn{role: "tool", callID: c.id, name: c.name, parts: []part{{text: MissingResult}}})
+				if !ok || r.text() == syntheticFailure {
+					if real, found := in.result(c.orig, nth[c.orig], total[c.orig]); found {
+						r, ok = turn{role: "tool", parts: real}, true
+					}
+				}
+				if !ok {
+					r = turn{role: "tool", parts: []part{{text: MissingResult}}}
+				}
+				r.callID, r.name = c.id, c.name
+				out = append(out, r)
 			}
 		case t.role == "tool":
 			if used[i] {
@@ -239,6 +344,10 @@ func pairTools(in []turn) []turn {
 	return out
 }
 
+// syntheticFailure is the content ToolMessageReorder gives a call it
+// found no result for (processors.toolFailureContent).
+const syntheticFailure = `{"error":"Tool call failed","success":false,"synthetic":true}`
+
 // resultFor picks the result of a call made at index at: the first unused
 // one after it (ids repeat when a conversation reuses them), else the
 // first unused one before it.
@@ -256,43 +365,28 @@ func resultFor(indexes []int, used []bool, at int) (int, bool) {
 	return 0, false
 }
 
-// original returns the id a call had in the pipeline's output.
-func (c toolCall) original() string {
-	if i := strings.Index(c.id, dupSuffix); i >= 0 {
-		return c.id[:i]
-	}
-	return c.id
-}
-
 // dupSuffix marks a call id made unique: providers refuse two calls with
 // one id in one request.
 const dupSuffix = "__dup"
 
-func uniqueCallIDs(calls []toolCall, seen map[string]bool) []toolCall {
-	var out []toolCall
+// requestIDs gives each call the id the request carries: its id
+// sanitised (callID), then made unique among the ids in seen, which it
+// extends.
+func requestIDs(calls []toolCall, seen map[string]bool) []toolCall {
+	out := make([]toolCall, len(calls))
 	for i, c := range calls {
-		if !seen[c.id] {
-			seen[c.id] = true
-			if out != nil {
-				out = append(out, c)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]toolCall, 0, len(calls)), calls[:i]...)
-		}
-		for n := 2; ; n++ {
-			id := fmt.Sprintf("%s%s%d", c.id, dupSuffix, n)
-			if !seen[id] {
-				seen[id] = true
-				c.id = id
-				break
+		id := callID(c.orig)
+		if seen[id] {
+			for n := 2; ; n++ {
+				if next := fmt.Sprintf("%s%s%d", id, dupSuffix, n); !seen[next] {
+					id = next
+					break
+				}
 			}
 		}
-		out = append(out, c)
-	}
-	if out == nil {
-		return calls
+		seen[id] = true
+		c.id = id
+		out[i] = c
 	}
 	return out
 }

@@ -68,9 +68,9 @@ func TestNormalize(t *testing.T) {
 	}
 }
 
-func body(t *testing.T, f Format, js string) map[string]any {
+func body(t *testing.T, f Format, js string, opts ...Option) map[string]any {
 	t.Helper()
-	r, err := Build(msgs(t, js), f)
+	r, err := Build(msgs(t, js), f, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,8 @@ func body(t *testing.T, f Format, js string) map[string]any {
 
 func TestAnthropicAlternatesAndTrims(t *testing.T) {
 	got := body(t, FormatAnthropic, `[{"role":"system","content":"s1"},{"role":"assistant","content":"hi"},{"role":"system","content":"s2"},
-		{"role":"assistant","content":"  "},{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":"prefill \n"}]`)
+		{"role":"assistant","content":"  "},{"role":"user","content":"a"},{"role":"user","content":"b"},{"role":"assistant","content":"prefill \n"}]`,
+		WithProfile(Profile{Prefill: PrefillKeep}))
 	want := map[string]any{
 		"max_tokens": float64(DefaultMaxTokens),
 		"system":     []any{map[string]any{"type": "text", "text": "s1\n\ns2"}},

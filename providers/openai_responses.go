@@ -5,8 +5,12 @@ package providers
 // input_text and input_image parts for a user's images); an assistant's
 // tool calls are function_call items after its text, and their results
 // function_call_output items. An assistant turn that only calls tools
-// writes no message item.
-func responsesBody(turns []turn) map[string]any {
+// writes no message item. The reasoning items an OpenAI reply kept
+// (reasoning.providerFields.reasoningItems) come first in its turn when
+// the request is for the model that wrote them and the profile sends
+// signatures back: a reasoning model continues from them, and another
+// model cannot read them.
+func responsesBody(turns []turn, r rules) map[string]any {
 	input := make([]any, 0, len(turns))
 	for _, t := range turns {
 		switch t.role {
@@ -15,6 +19,11 @@ func responsesBody(turns []turn) map[string]any {
 		case "user":
 			input = append(input, map[string]any{"type": "message", "role": "user", "content": responsesUserContent(t)})
 		case "assistant":
+			if f := t.fields; r.signatures && f.provider == ProviderOpenAI && f.model != "" && family(f.model).id == r.model {
+				for _, it := range f.reasoningItems {
+					input = append(input, reasoningItem(it))
+				}
+			}
 			if text := textNoting(t); text != "" || len(t.calls) == 0 {
 				input = append(input, map[string]any{"type": "message", "role": "assistant", "content": text})
 			}
@@ -43,4 +52,19 @@ func responsesUserContent(t turn) any {
 		}
 	}
 	return parts
+}
+
+// reasoningItem writes a kept reasoning item with the fields the API takes
+// back.
+func reasoningItem(it map[string]any) map[string]any {
+	out := map[string]any{"type": "reasoning", "summary": []any{}}
+	if s, ok := it["summary"].([]any); ok {
+		out["summary"] = s
+	}
+	for _, k := range [...]string{"id", "encrypted_content"} {
+		if v, ok := it[k].(string); ok && v != "" {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -163,8 +163,9 @@ type geminiContent struct {
 }
 
 type geminiPart struct {
-	Text       *string `json:"text,omitempty"`
-	InlineData *struct {
+	Text             *string `json:"text,omitempty"`
+	ThoughtSignature *string `json:"thoughtSignature,omitempty"`
+	InlineData       *struct {
 		MimeType string `json:"mimeType"`
 		Data     string `json:"data"`
 	} `json:"inlineData,omitempty"`

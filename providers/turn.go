@@ -11,6 +11,20 @@ type turn struct {
 	calls []toolCall
 	// callID and name identify a tool turn's call.
 	callID, name string
+	// thinking are an assistant turn's thinking parts (Anthropic's
+	// thinking and redacted_thinking blocks), sent back only to Anthropic.
+	thinking []map[string]any
+	// fields are the provider fields the reply kept
+	// (reasoning.providerFields).
+	fields providerFields
+}
+
+// providerFields are an assistant message's reasoning.providerFields.
+type providerFields struct {
+	provider, model  string
+	thoughtSignature string
+	thinking         []map[string]any
+	reasoningItems   []map[string]any
 }
 
 // A part is one piece of content.
@@ -22,7 +36,11 @@ type part struct {
 
 // A toolCall is one function call an assistant made.
 type toolCall struct {
-	id, name string
+	// id is the id the request carries (sanitised and unique); orig the
+	// id in the pipeline's output.
+	id, orig, name string
+	// signature is the call's Gemini thoughtSignature, when one was kept.
+	signature string
 	// arguments is the call's arguments as JSON text, as the model wrote
 	// them (they may not be valid JSON).
 	arguments string

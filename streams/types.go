@@ -129,6 +129,10 @@ type InferenceRequest struct {
 	// Cache marks prompt-cache breakpoints in an anthropic.messages
 	// request; other formats ignore it.
 	Cache *providers.CacheBreakpoints `json:"cache,omitempty"`
+	// Profile says what the model the request is for accepts (prefill,
+	// signatures, function turns, assistant images); absent: a model the
+	// worker does not know, written for what every current model takes.
+	Profile *providers.Profile `json:"profile,omitempty"`
 }
 
 // TokenBudget is an inference request's token budget (providers.Budget).
@@ -161,7 +165,10 @@ type InferenceContext struct {
 	Request map[string]any `json:"request,omitempty"`
 	// Usage is what the token budget counted and dropped; absent without
 	// one.
-	Usage       *providers.Usage `json:"usage,omitempty"`
+	Usage *providers.Usage `json:"usage,omitempty"`
+	// Warnings say what of the context the format could not carry (a
+	// group message that reached it unflattened); absent when none.
+	Warnings    []string         `json:"warnings,omitempty"`
 	Metadata    map[string]any   `json:"metadata"`
 	Stats       enginecore.Stats `json:"stats"`
 	IsAborted   bool             `json:"isAborted"`

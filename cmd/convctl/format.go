@@ -14,6 +14,7 @@ type formatFlags struct {
 	maxTokens, reserve, keepTurns int
 	encoding                      string
 	cache                         providers.CacheBreakpoints
+	profile                       providers.Profile
 }
 
 func (f *formatFlags) register(fs *flag.FlagSet, defaultFormat, defaultUsage string) {
@@ -26,6 +27,32 @@ func (f *formatFlags) register(fs *flag.FlagSet, defaultFormat, defaultUsage str
 	fs.BoolVar(&f.cache.Tools, "cache-tools", false, "anthropic.messages: a prompt-cache breakpoint on the tools")
 	fs.IntVar(&f.cache.LastUserTurns, "cache-last-user-turns", 0, "anthropic.messages: prompt-cache breakpoints on this many of the last user turns")
 	fs.StringVar(&f.cache.TTL, "cache-ttl", "", "anthropic.messages: the breakpoints' cache lifetime, 5m (default) or 1h")
+	fs.StringVar(&f.profile.Model, "model", "", "the model the request is for (claude-sonnet-4-6, gemini-3-pro-preview, ...): decides what auto allows")
+	fs.Func("prefill", "a context that ends with the assistant's turn: auto (default: kept for Claude before 4.6 and Gemini before 3), keep or drop", func(s string) error {
+		f.profile.Prefill = providers.Prefill(s)
+		return f.profile.Check()
+	})
+	fs.Func("signatures", "provider fields sent back: auto (default: kept ones, and Gemini's documented fallback for calls without), keep or drop", func(s string) error {
+		f.profile.Signatures = providers.Signatures(s)
+		return f.profile.Check()
+	})
+	fs.Func("function-turns", "gemini: function responses separate (default) or merged with the user's next text", func(s string) error {
+		f.profile.FunctionTurns = providers.FunctionTurns(s)
+		return f.profile.Check()
+	})
+	fs.Func("assistant-images", "images in assistant turns: auto (default: notes for Anthropic), keep or note", func(s string) error {
+		f.profile.AssistantImages = providers.AssistantImages(s)
+		return f.profile.Check()
+	})
+}
+
+// requestProfile returns the profile the flags ask for, or nil.
+func (f *formatFlags) requestProfile() *providers.Profile {
+	if f.profile == (providers.Profile{}) {
+		return nil
+	}
+	p := f.profile
+	return &p
 }
 
 // cacheBreakpoints returns the breakpoints the flags ask for, or nil.

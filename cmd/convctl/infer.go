@@ -44,7 +44,7 @@ func runInfer(ctx context.Context, args []string, _ io.Reader, stdout, stderr io
 		fs.Usage()
 		return 2
 	}
-	req := streams.InferenceRequest{ConversationID: arg(pos, 0), LeafID: *leaf, Pipeline: *pipeline, Format: ff.format, Budget: ff.budget(), Cache: ff.cacheBreakpoints()}
+	req := streams.InferenceRequest{ConversationID: arg(pos, 0), LeafID: *leaf, Pipeline: *pipeline, Format: ff.format, Budget: ff.budget(), Cache: ff.cacheBreakpoints(), Profile: ff.requestProfile()}
 	if !streams.ValidConversationID(req.ConversationID) {
 		fmt.Fprintf(stderr, "convctl infer: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", req.ConversationID)
 		return 2

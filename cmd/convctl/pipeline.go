@@ -17,13 +17,14 @@ import (
 	"github.com/convstream/convstream/providers/bpe"
 )
 
-// buildRequest writes msgs in the format and budget the flags ask for.
-func buildRequest(msgs []enginecore.Message, ff formatFlags) (*providers.Request, error) {
+// buildRequest writes msgs, the pipeline's output for input, in the
+// format, profile and budget the flags ask for.
+func buildRequest(msgs, input []enginecore.Message, ff formatFlags) (*providers.Request, error) {
 	f, err := providers.ParseFormat(ff.format)
 	if err != nil {
 		return nil, err
 	}
-	var opts []providers.Option
+	opts := []providers.Option{providers.WithInput(input), providers.WithProfile(ff.profile)}
 	if c := ff.cacheBreakpoints(); c != nil {
 		opts = append(opts, providers.WithCacheBreakpoints(*c))
 	}
@@ -124,7 +125,7 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 
 	var out any = res
 	if ff.format != string(providers.FormatRaw) || ff.budget() != nil || ff.cacheBreakpoints() != nil {
-		built, err := buildRequest(res.Messages, ff)
+		built, err := buildRequest(res.Messages, flat, ff)
 		if err != nil {
 			fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
 			return 1

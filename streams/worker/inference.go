@@ -194,7 +194,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		s.reports.failure(ctx, "failed:"+requestID, failed)
 		return
 	}
-	built, err := s.modelRequest(res.Messages, req)
+	built, err := s.modelRequest(res.Messages, view.messages, req)
 	if err != nil {
 		outcome = "failed"
 		span.RecordError(err)
@@ -213,6 +213,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		Format:         string(built.Format),
 		Request:        built.Body,
 		Usage:          built.Usage,
+		Warnings:       built.Warnings,
 		Metadata:       res.Metadata,
 		Stats:          res.Stats,
 		IsAborted:      res.IsAborted,
@@ -223,6 +224,10 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 	}
 	if out.Messages == nil {
 		out.Messages = []enginecore.Message{}
+	}
+	if n := len(built.Warnings); n > 0 {
+		s.metrics.inferenceWarnings.Add(ctx, int64(n), metric.WithAttributes(attribute.String("format", out.Format)))
+		s.log.WarnContext(ctx, "inference context lost part of the conversation", "conversation", conv, "format", out.Format, "warning", built.Warnings[0], "warnings", n)
 	}
 	if out.Metadata == nil {
 		out.Metadata = map[string]any{}

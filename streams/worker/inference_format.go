@@ -13,7 +13,7 @@ import (
 	"github.com/convstream/convstream/streams"
 )
 
-// decodeFormat reads an inference request's format and budget.
+// decodeFormat reads an inference request's format, profile and budget.
 func decodeFormat(data map[string]any, req *streams.InferenceRequest) *streams.RejectError {
 	if v, present := data["format"]; present && v != nil {
 		s, ok := v.(string)
@@ -28,6 +28,9 @@ func decodeFormat(data map[string]any, req *streams.InferenceRequest) *streams.R
 	}
 	req.Format = string(f)
 	if rej := decodeCache(data, req); rej != nil {
+		return rej
+	}
+	if rej := decodeProfile(data, req); rej != nil {
 		return rej
 	}
 	v, present := data["budget"]
@@ -106,6 +109,34 @@ func decodeCache(data map[string]any, req *streams.InferenceRequest) *streams.Re
 	return nil
 }
 
+// decodeProfile reads an inference request's model profile.
+func decodeProfile(data map[string]any, req *streams.InferenceRequest) *streams.RejectError {
+	v, present := data["profile"]
+	if !present || v == nil {
+		return nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return streams.Reject(streams.CodeBadData, "data.profile must be an object")
+	}
+	p := &providers.Profile{}
+	for name, dst := range map[string]*string{
+		"model": &p.Model, "prefill": (*string)(&p.Prefill), "signatures": (*string)(&p.Signatures),
+		"functionTurns": (*string)(&p.FunctionTurns), "assistantImages": (*string)(&p.AssistantImages),
+	} {
+		if x, present := obj[name]; present && x != nil {
+			if *dst, ok = x.(string); !ok {
+				return streams.Reject(streams.CodeBadData, "data.profile.%s must be a string", name)
+			}
+		}
+	}
+	if err := p.Check(); err != nil {
+		return streams.Reject(streams.CodeBadData, "data.%v", err)
+	}
+	req.Profile = p
+	return nil
+}
+
 // maxRequestInt is the largest integer an inference request's budget or
 // cache fields take: 2^31, more than any model's context window.
 const maxRequestInt = 1 << 31
@@ -177,14 +208,17 @@ func (t *tokenCounters) get(encoding string) (*bpe.Counter, error) {
 	return c, nil
 }
 
-// modelRequest writes the pipeline's output in the request's format,
-// within its budget.
-func (s *inferenceServer) modelRequest(msgs []enginecore.Message, req streams.InferenceRequest) (*providers.Request, error) {
+// modelRequest writes msgs, the pipeline's output for input, in the
+// request's format, for its profile, within its budget.
+func (s *inferenceServer) modelRequest(msgs, input []enginecore.Message, req streams.InferenceRequest) (*providers.Request, error) {
 	f, err := providers.ParseFormat(req.Format)
 	if err != nil {
 		return nil, err
 	}
-	var opts []providers.Option
+	opts := []providers.Option{providers.WithInput(input)}
+	if req.Profile != nil {
+		opts = append(opts, providers.WithProfile(*req.Profile))
+	}
 	if req.Cache != nil {
 		opts = append(opts, providers.WithCacheBreakpoints(*req.Cache))
 	}

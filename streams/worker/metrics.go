@@ -37,6 +37,9 @@ type instruments struct {
 	inferenceDuration metric.Float64Histogram
 	// deadLetters counts the events dead-lettered.
 	deadLetters metric.Int64Counter
+	// inferenceWarnings counts the warnings of inference contexts, by
+	// format.
+	inferenceWarnings metric.Int64Counter
 	// evictions counts conversations the caches let go of; forRoom and
 	// unused are the attribute options of its reasons.
 	evictions       metric.Int64Counter
@@ -85,6 +88,7 @@ const (
 	MetricPipelineDuration   = "convstream.pipeline.duration"
 	MetricProcessorDuration  = "convstream.processor.duration"
 	MetricInferences         = "convstream.inference.requests"
+	MetricInferenceWarnings  = "convstream.inference.warnings"
 	MetricCacheBytes         = "convstream.cache.bytes"
 	MetricCacheConversations = "convstream.cache.conversations"
 	MetricCacheEvictions     = "convstream.cache.evictions"
@@ -153,6 +157,12 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.inferences = counter(MetricInferences, "Inference requests, by outcome.")
 	ins.inferenceDuration = seconds(MetricInferenceDuration, "Time from an inference request's handling to its answer: the wait for the conversation to catch up, the pipeline, the model request and the reply, by outcome.")
 	ins.deadLetters = counter(MetricDeadLetters, "Events dead-lettered: delivered the most times allowed (--max-deliver) without being applied, and recorded on the errors stream.")
+	if c, err := m.Int64Counter(MetricInferenceWarnings, metric.WithUnit("{warning}"),
+		metric.WithDescription("Warnings of inference contexts, by format: what the format could not carry, such as a group message the spec did not flatten.")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.inferenceWarnings = c
+	}
 	if c, err := m.Int64Counter(MetricCacheEvictions, metric.WithUnit("{conversation}"),
 		metric.WithDescription("Conversations the caches let go of, by reason: room (for other conversations) or unused (for --cache-ttl).")); err != nil {
 		errs = append(errs, err)

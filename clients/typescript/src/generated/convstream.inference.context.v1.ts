@@ -25,7 +25,7 @@ export interface InferenceContextV1 {
     [k: string]: unknown;
   };
   /**
-   * What the token budget counted; absent without one.
+   * What the token budget counted (the whole body: providers.BodyTokens); absent without one.
    */
   usage?: {
     tokens: number;
@@ -33,6 +33,10 @@ export interface InferenceContextV1 {
     droppedMessages: number;
     [k: string]: unknown;
   };
+  /**
+   * What of the context the format could not carry, e.g. a group message the spec did not flatten, whose tool calls became user text; absent when none.
+   */
+  warnings?: string[];
   metadata: {
     [k: string]: unknown;
   };

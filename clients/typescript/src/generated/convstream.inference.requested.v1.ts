@@ -38,6 +38,32 @@ export interface InferenceRequestedV1 {
     [k: string]: unknown;
   };
   /**
+   * What the model the request is for accepts (docs/events.md, "Formats"); absent: a model the worker does not know, written for what every current model of the format takes.
+   */
+  profile?: {
+    /**
+     * The model's id (claude-sonnet-4-6, gemini-3-pro-preview, ...), optionally after provider: or provider/.
+     */
+    model?: string;
+    /**
+     * A context that ends with the assistant's turn: auto (kept for Claude before 4.6 and Gemini before 3), keep, or drop (a user turn asks the model to continue).
+     */
+    prefill?: "auto" | "keep" | "drop";
+    /**
+     * Provider fields sent back: auto (the kept ones, and skip_thought_signature_validator for a Gemini call of the current turn without one), keep, or drop.
+     */
+    signatures?: "auto" | "keep" | "drop";
+    /**
+     * gemini: function responses in a content of their own (separate, the default) or merged with the user's next text.
+     */
+    functionTurns?: "auto" | "separate" | "merged";
+    /**
+     * Images in assistant turns: auto (notes for anthropic.messages), keep, or note.
+     */
+    assistantImages?: "auto" | "keep" | "note";
+    [k: string]: unknown;
+  };
+  /**
    * A token budget for the context; not with format raw.
    */
   budget?: {
@@ -46,7 +72,7 @@ export interface InferenceRequestedV1 {
      */
     maxTokens: number;
     /**
-     * Tokens kept free for the reply; an anthropic.messages request's max_tokens.
+     * Tokens kept free for the reply; an anthropic.messages request's max_tokens, at most maxTokens less the body's tokens.
      */
     reserve?: number;
     /**
