@@ -35,16 +35,7 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 	}
 	servers := make([]*server.Server, n)
 	for i := range n {
-		opts := &server.Options{
-			ServerName: fmt.Sprintf("n%d", i), Host: "127.0.0.1", Port: -1,
-			JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-			// As the worker's embedded server (8 MiB), not NATS's 1 MiB:
-			// snapshots of long conversations are megabytes.
-			MaxPayload: 8 << 20,
-			Cluster:    server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:     routes,
-		}
-		ns, err := server.NewServer(opts)
+		ns, err := server.NewServer(serverOptions(fmt.Sprintf("n%d", i), t.TempDir(), ports[i], routes))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +78,20 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 		}
 	}
 	return servers
+}
+
+// serverOptions are the options of one server of a test cluster: a random
+// client port, the cluster port given, routes to every server.
+func serverOptions(name, storeDir string, clusterPort int, routes []*url.URL) *server.Options {
+	return &server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: -1,
+		JetStream: true, StoreDir: storeDir, NoLog: true, NoSigs: true,
+		// As the worker's embedded server (8 MiB), not NATS's 1 MiB:
+		// snapshots of long conversations are megabytes.
+		MaxPayload: 8 << 20,
+		Cluster:    server.ClusterOpts{Name: "convstream-test", Host: "127.0.0.1", Port: clusterPort},
+		Routes:     routes,
+	}
 }
 
 // clusterFormed reports whether a meta leader counts every server as an

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
@@ -109,7 +110,7 @@ func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*c
 	if c == nil {
 		return nil, nil
 	}
-	entry, err := c.bucket.Get(ctx, id)
+	entry, err := c.get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -128,6 +129,31 @@ func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*c
 		return nil, nil
 	}
 	return cp, conv
+}
+
+// checkpointReadTimeout bounds one read of a checkpoint, and
+// checkpointReadTries is how many reads a rebuild makes before it replays
+// every event instead. A read goes to any replica of the bucket (a direct
+// get); one sent to a frozen server is never answered, and without a bound
+// of its own it held the rebuild, and the event that needed it, for the
+// rebuild's whole minute (TestClusterFaults).
+const (
+	checkpointReadTimeout = 2 * time.Second
+	checkpointReadTries   = 3
+)
+
+// get reads the checkpoint of conversation id, asking again when a read
+// times out.
+func (c *checkpointer) get(ctx context.Context, id string) (jetstream.KeyValueEntry, error) {
+	for try := 1; ; try++ {
+		rctx, cancel := context.WithTimeout(ctx, checkpointReadTimeout)
+		entry, err := c.bucket.Get(rctx, id)
+		cancel()
+		if err == nil || try == checkpointReadTries || ctx.Err() != nil ||
+			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
+			return entry, err
+		}
+	}
 }
 
 // due reports whether st has changed enough since its last checkpoint to
