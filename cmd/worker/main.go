@@ -101,6 +101,7 @@ type options struct {
 	// The errors stream and dead letters.
 	errorRetention     worker.ErrorRetention
 	maxDeliver         int
+	replyIdle          time.Duration
 	metrics            bool // Prometheus exposition at /metrics on --http
 	metricsScopeLabels bool // keep the otel_scope_* labels at /metrics
 }
@@ -202,6 +203,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.Bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
 	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", worker.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
 	ef.Bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")
+	dur(&o.replyIdle, "reply-idle-timeout", "CONVSTREAM_REPLY_IDLE_TIMEOUT", worker.DefaultReplyIdleTimeout, "how long a streaming reply may go without a chunk before the worker completes it as interrupted with what was written")
 	num(&o.maxDeliver, "max-deliver", "CONVSTREAM_MAX_DELIVER", worker.DefaultMaxDeliver, "deliveries of an event before it is dead-lettered (reported on its conversation's errors subject and kept in the errors stream) instead of retried again")
 	str(&o.logLevel, "log-level", "CONVSTREAM_LOG_LEVEL", "info", "debug, info, warn or error")
 	str(&o.logFormat, "log-format", "CONVSTREAM_LOG_FORMAT", "json", "json or text")
@@ -315,6 +317,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		worker.WithCheckpoints(o.checkpoints),
 		worker.WithErrorRetention(o.errorRetention),
 		worker.WithMaxDeliver(o.maxDeliver),
+		worker.WithReplyIdleTimeout(o.replyIdle),
 		worker.WithInferenceTimeout(o.inferenceTimeout),
 		worker.WithInferenceWait(o.inferenceWait),
 		worker.WithInferenceWorkers(o.inferenceWorkers),

@@ -28,7 +28,7 @@ var flagTopics = []topic{
 	{"Conversation limits", []string{"max-event-bytes", "max-messages", "max-snapshot-bytes", "max-branch-depth"}},
 	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-workers", "inference-queue", "inference-queue-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
 	{"Caching", []string{"cache-conversations", "cache-bytes", "cache-idle", "cache-ttl", "loads"}},
-	{"Processing", []string{"lanes", "shutdown-timeout"}},
+	{"Processing", []string{"lanes", "shutdown-timeout", "reply-idle-timeout"}},
 	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "metrics-scope-labels", "pprof", "log-level", "log-format"}},
 }
 

@@ -26,8 +26,14 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 		return nil
 	}
 	d.state = st
-	if err := applyEvent(st.conv, d.event.Type(), d.data, d.message); err != nil {
+	if err := applyEvent(st.conv, &st.live, d.event.Type(), d.data, d.message); err != nil {
 		return err
+	}
+	if d.event.Type() == streams.TypeMessageCompleted {
+		w.purgeChunks(ctx, st.id, d.seq)
+	}
+	if len(st.live) > 0 {
+		w.replies.touch(st.id, d.lane)
 	}
 	d.dirty = true
 	if redelivered(d) {
@@ -47,7 +53,7 @@ func redelivered(d *delivery) bool { return d.delivered > 1 }
 // applyEvent changes conv as an event of type typ with data says. data has
 // been validated: it is an object with a string id; or, for an append, m
 // is its message (validate built it) and data is nil.
-func applyEvent(conv *conversation.Conversation, typ string, data map[string]any, m *conversation.Message) error {
+func applyEvent(conv *conversation.Conversation, live *liveReplies, typ string, data map[string]any, m *conversation.Message) error {
 	id, _ := data["id"].(string)
 	var err error
 	switch typ {
@@ -58,10 +64,29 @@ func applyEvent(conv *conversation.Conversation, typ string, data map[string]any
 		if err == nil {
 			err = conv.Append(m)
 		}
+		if err == nil {
+			live.startReply(m.ID(), m, data)
+		}
 	case streams.TypeMessageUpdated:
+		if r := (*live)[id]; r != nil {
+			// An update of a reply being written applies to its text so far.
+			if err = fold(conv, id, r); err != nil {
+				return err
+			}
+		}
 		err = conv.Update(id, data)
+		if s, ok := data[streams.FieldStreamStatus]; ok && s != streams.StreamStreaming && err == nil {
+			live.end(id)
+		}
 	case streams.TypeMessageDeleted:
 		err = conv.Delete(id)
+		if err == nil {
+			live.end(id)
+		}
+	case streams.TypeMessageChunk:
+		return applyChunk(conv, *live, data)
+	case streams.TypeMessageCompleted:
+		return applyCompleted(conv, *live, data)
 	case streams.TypeGroupsUpserted:
 		var g *conversation.MessageGroup
 		if g, err = conversation.NewMessageGroup(data); err == nil {

@@ -161,14 +161,16 @@ func (c *checkpointer) get(ctx context.Context, id string) (jetstream.KeyValueEn
 func (c *checkpointer) due(st *convState) bool {
 	// Only a state a stored snapshot covers: one whose store failed has
 	// its events redelivered, and a rebuild for them could not use it.
-	return c != nil && st.conv != nil && !st.unsaved() && st.storedSeq >= st.seq &&
+	// Not while a reply is written: its text so far is not in the
+	// conversation (live.go), and a rebuild replays its chunks.
+	return c != nil && st.conv != nil && len(st.live) == 0 && !st.unsaved() && st.storedSeq >= st.seq &&
 		st.sinceEvents > 0 && st.sinceBytes*checkpointAmplification >= st.conv.MessageBytes()
 }
 
 // busyDue reports whether st, being stored, has changed enough since its
 // last checkpoint for one to go with the store (see checkpointBusyEvents).
 func (c *checkpointer) busyDue(st *convState) bool {
-	return c != nil && st.conv != nil && st.sinceEvents >= checkpointBusyEvents &&
+	return c != nil && st.conv != nil && len(st.live) == 0 && st.sinceEvents >= checkpointBusyEvents &&
 		st.sinceBytes*checkpointBusyAmplification >= st.conv.MessageBytes()
 }
 

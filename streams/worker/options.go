@@ -55,6 +55,10 @@ type config struct {
 	// The errors stream and dead letters (errorstream.go, deadletter.go).
 	errorRetention ErrorRetention
 	maxDeliver     int
+
+	// replyIdle is how long a streaming reply may go without a chunk
+	// (live.go).
+	replyIdle time.Duration
 }
 
 func defaultConfig() config {
@@ -91,6 +95,7 @@ func defaultConfig() config {
 
 		errorRetention: DefaultErrorRetention(),
 		maxDeliver:     DefaultMaxDeliver,
+		replyIdle:      DefaultReplyIdleTimeout,
 	}
 }
 

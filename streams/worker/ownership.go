@@ -107,6 +107,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	}
 	w.owned = make([]atomic.Bool, n)
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
+	defer w.watchReplies(context.WithoutCancel(ctx))()
 	work := context.WithoutCancel(ctx)
 	if w.cfg.pipelines != nil {
 		if err := w.infer.start(work); err != nil {

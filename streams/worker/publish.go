@@ -20,6 +20,15 @@ var errConflict = errors.New("streams: snapshot changed by another writer")
 // Its cost is that of the flat list's changed tail, not of the
 // conversation.
 func (w *Worker) publish(ctx context.Context, d *delivery) error {
+	if d.event.Type() == streams.TypeMessageChunk {
+		return w.publishChunk(ctx, d)
+	}
+	return w.publishFlat(ctx, d)
+}
+
+// publishFlat publishes the difference between the flat list published
+// last and the conversation's.
+func (w *Worker) publishFlat(ctx context.Context, d *delivery) error {
 	st := d.state
 	flat, err := st.conv.FlatList()
 	if err != nil {

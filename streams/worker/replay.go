@@ -91,6 +91,7 @@ type replay struct {
 	id     string
 	before uint64
 	conv   *conversation.Conversation
+	live   liveReplies
 	// end is the sequence of the last event to read: r.before-1, or the
 	// conversation's last event when that is earlier.
 	end   uint64
@@ -296,7 +297,7 @@ func (r *replay) batch(ctx context.Context) (more, done bool, err error) {
 
 // apply applies one stored event to the conversation being rebuilt.
 func (r *replay) apply(ctx context.Context, d *delivery, seq uint64) {
-	if err := r.w.validate(ctx, d); err == nil && applyEvent(r.conv, d.event.Type(), d.data, d.message) == nil {
+	if err := r.w.validate(ctx, d); err == nil && applyEvent(r.conv, &r.live, d.event.Type(), d.data, d.message) == nil {
 		r.last = seq
 	}
 	r.n++

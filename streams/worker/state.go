@@ -30,6 +30,8 @@ type convState struct {
 	// events counts the conversation's events taken into account (read by
 	// its rebuild, checkpoint included, and applied since).
 	events uint64
+	// live holds its replies being written (live.go); nil when none.
+	live liveReplies
 
 	// The flat list of the last delta published (nil when none was
 	// published since the state was loaded: the next delta then carries
@@ -232,7 +234,7 @@ func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error)
 // up to seq taken into account, with the stored snapshot head and
 // revision.
 func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
-	return &convState{id: r.id, conv: r.conv, seq: seq, version: r.last,
+	return &convState{id: r.id, conv: r.conv, live: r.live, seq: seq, version: r.last,
 		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32(),
 		events: r.base + uint64(r.n), sinceEvents: r.n, sinceBytes: r.bytes}
 }

@@ -281,7 +281,7 @@ func (s *snapshotStore) beginStore(st *convState) (*storeBatch, []byte, error) {
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnbuildable, err)
 	}
-	value, err := encodeSnapshotOf(s.snapshotBuffer(), st.id, st.version, st.seq, st.flatJSON.entries(st.flat, 0), tree)
+	value, err := encodeSnapshotOf(s.snapshotBuffer(), st.id, st.version, st.seq, liveEntries(st, st.flatJSON.entries(st.flat, 0)), tree)
 	if err != nil {
 		return b, nil, fmt.Errorf("%w: %w", errUnencodable, err)
 	}

@@ -55,6 +55,8 @@ type Worker struct {
 	// consumers are the consumers Run made, by partition, for their
 	// gauges (consumermetrics.go).
 	consumers atomic.Pointer[[]jetstream.Consumer]
+	// replies are the conversations with replies being written (live.go).
+	replies replyWatch
 
 	// infer answers inference and doctor requests; Run starts it when
 	// WithPipelines gave pipelines.
@@ -193,6 +195,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.setConsumers([]jetstream.Consumer{cons})
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
+	defer w.watchReplies(context.WithoutCancel(ctx))()
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		w.lanes.shutdown()
