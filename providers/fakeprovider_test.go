@@ -126,7 +126,8 @@ func checkOpenAIChat(req map[string]any) error {
 	return nil
 }
 
-// checkOpenAIResponses: message items of known roles; every function_call
+// checkOpenAIResponses: message items of known roles; reasoning items
+// with their summary and id or encrypted content; every function_call
 // has a function_call_output after it and every output a call before it.
 func checkOpenAIResponses(req map[string]any) error {
 	called, answered := map[string]bool{}, map[string]bool{}
@@ -144,6 +145,13 @@ func checkOpenAIResponses(req map[string]any) error {
 				return errorf(i, "function name %q", it["name"])
 			}
 			called[str(it["call_id"])] = true
+		case "reasoning":
+			if str(it["id"]) == "" && str(it["encrypted_content"]) == "" {
+				return errorf(i, "a reasoning item needs its id or encrypted_content")
+			}
+			if _, ok := it["summary"].([]any); !ok {
+				return errorf(i, "reasoning.summary: required")
+			}
 		case "function_call_output":
 			id := str(it["call_id"])
 			if !called[id] {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/processors"
 )
 
 // MissingResult is the content given to a tool call whose result is not
@@ -21,9 +22,11 @@ const MissingResult = "No result was recorded for this tool call."
 //     message whose metadata says activeColumn, else the first);
 //   - a message of any other role that is not user, assistant or tool
 //     becomes a user message with its content, since its words came from
-//     outside the model; a group's (assistantGroup, supervisor,
-//     agentCouncil, tasks), whose tool calls are then lost, with a
-//     warning;
+//     outside the model; a group message (assistantGroup, supervisor)
+//     becomes its children's assistant and tool turns (appendGroup), with
+//     a warning when the spec left it unflattened at the top level; an
+//     agentCouncil or tasks message, whose tool calls are then lost, with
+//     a warning;
 //   - every tool call is followed by its result: results are moved up to
 //     follow their call, a call without one gets MissingResult, and a result
 //     whose call is not in the context becomes a user message that says
@@ -70,10 +73,18 @@ func (n *normalizer) appendMessage(turns []turn, m map[string]any, depth int) []
 		return append(turns, turn{role: role, parts: parts})
 	case "assistant":
 		parts, thinking := contentParts(m["content"])
+		t := turn{role: role, parts: parts, thinking: thinking, calls: toolCalls(m["tool_calls"]), fields: readProviderFields(m)}
 		if tools, _ := m["tools"].([]any); len(tools) > 0 && m["tool_calls"] == nil {
-			n.warnf("messages[%d]: an assistant message's %d tool calls are in the reference's shape (tools), not tool_calls: they are left out (the spec lacks ToolCallProcessor)", n.at, len(tools))
+			// The reference's pipeline leaves the messages of a compare
+			// message's columns in the reference's shape.
+			if depth == 0 {
+				n.warnf("messages[%d]: an assistant message's %d tool calls are in the reference's shape (tools), not tool_calls (the spec lacks ToolCallProcessor): they were written from tools, without the spec's processors", n.at, len(tools))
+			}
+			var results []turn
+			t.calls, results = referenceCalls(tools)
+			return append(append(turns, t), results...)
 		}
-		return append(turns, turn{role: role, parts: parts, thinking: thinking, calls: toolCalls(m["tool_calls"]), fields: readProviderFields(m)})
+		return append(turns, t)
 	case "tool":
 		id, _ := m["tool_call_id"].(string)
 		name, _ := m["name"].(string)
@@ -91,6 +102,12 @@ func (n *normalizer) appendMessage(turns []turn, m map[string]any, depth int) []
 		}
 		return turns
 	}
+	if role == "assistantGroup" || role == "supervisor" {
+		if depth == 0 {
+			n.warnf("messages[%d]: a %s message reached the format unflattened (the spec lacks %s): its %d tool calls were written from its children, without the spec's processors", n.at, role, groupRoles[role], groupCalls(m))
+		}
+		return appendGroup(turns, m)
+	}
 	if p, ok := groupRoles[role]; ok {
 		n.warnf("messages[%d]: a %s message reached the format unflattened: its content became user text and its %d tool calls are lost (the spec lacks %s)", n.at, role, groupCalls(m), p)
 	}
@@ -98,6 +115,54 @@ func (n *normalizer) appendMessage(turns []turn, m map[string]any, depth int) []
 	return append(turns, turn{role: "user", parts: parts})
 }
 
+// appendGroup writes a group message (assistantGroup, supervisor) as
+// GroupMessageFlattenProcessor does: each child an assistant turn with
+// its tools as calls, followed by the results the tools carry. The
+// reference's pipeline leaves the groups inside a compare message's
+// columns as they are; without this their tool history would become
+// user text.
+func appendGroup(turns []turn, m map[string]any) []turn {
+	for _, c := range asList(m["children"]) {
+		child, _ := c.(map[string]any)
+		if child == nil {
+			continue
+		}
+		parts, thinking := contentParts(child["content"])
+		t := turn{role: "assistant", parts: parts, thinking: thinking, fields: readProviderFields(child)}
+		var results []turn
+		t.calls, results = referenceCalls(asList(child["tools"]))
+		turns = append(turns, t)
+		turns = append(turns, results...)
+	}
+	return turns
+}
+
+// referenceCalls reads tool calls in the reference's shape (a message's
+// tools: {id, identifier, apiName, type, arguments, result?}) as
+// ToolCallProcessor names them, with the results they carry.
+func referenceCalls(tools []any) ([]toolCall, []turn) {
+	var names processors.ToolNameResolver
+	var calls []toolCall
+	var results []turn
+	for i, x := range tools {
+		tool, _ := x.(map[string]any)
+		id, _ := tool["id"].(string)
+		if id == "" {
+			id = fmt.Sprintf("call_%d", i)
+		}
+		identifier, _ := tool["identifier"].(string)
+		api, _ := tool["apiName"].(string)
+		typ, _ := tool["type"].(string)
+		args, _ := tool["arguments"].(string)
+		sig, _ := tool[FieldThoughtSignature].(string)
+		calls = append(calls, toolCall{id: id, orig: id, name: names.Generate(identifier, api, typ), arguments: args, signature: sig})
+		if r, ok := tool["result"].(map[string]any); ok {
+			rp, _ := contentParts(r["content"])
+			results = append(results, turn{role: "tool", parts: rp, callID: id})
+		}
+	}
+	return calls, results
+}
 func (n *normalizer) warnf(format string, a ...any) {
 	n.warnings = append(n.warnings, fmt.Sprintf(format, a...))
 }

@@ -20,12 +20,14 @@ import (
 )
 
 // TestProviderSDKsAcceptEveryRequest writes the default pipeline's output
-// for every conversation of the conformance corpus in each format, decodes
+// for every conversation of the conformance corpus in each format (with
+// the default profile, and for Claude 4.6 and Gemini 3 by name), decodes
 // each body into the official SDK's request type (OpenAI's and
 // Anthropic's; Gemini's documented shape, strictly), checks that the SDK
 // writes back exactly what it read, and sends it through the SDK's client
 // to a local fake provider that enforces each API's rules on roles, tool
-// pairing, alternation and empty content.
+// pairing, alternation and empty content, and today's models' rules on
+// prefills, thought signatures, function turns and assistant images.
 func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 	outputs := corpus(t)
 	srv := fakeProvider(t)
@@ -39,11 +41,13 @@ func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 	for _, v := range []variant{
 		{providers.FormatOpenAIChat, nil}, {providers.FormatOpenAIResponses, nil}, {providers.FormatAnthropic, nil},
 		{providers.FormatGemini, nil}, {providers.FormatAnthropic, []providers.Option{cached}},
+		{providers.FormatAnthropic, []providers.Option{providers.WithProfile(providers.Profile{Model: "claude-opus-4-6"})}},
+		{providers.FormatGemini, []providers.Option{providers.WithProfile(providers.Profile{Model: "gemini-3-pro-preview"})}},
 	} {
 		f := v.f
 		for _, o := range outputs {
 			total++
-			r, err := providers.Build(o.messages, f, v.opts...)
+			r, err := providers.Build(o.messages, f, append([]providers.Option{providers.WithInput(o.input)}, v.opts...)...)
 			if err != nil {
 				t.Errorf("%s %s: %v", f, o.name, err)
 				continue
@@ -56,7 +60,7 @@ func TestProviderSDKsAcceptEveryRequest(t *testing.T) {
 			accepted++
 		}
 	}
-	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats and anthropic.messages with cache breakpoints)", accepted, total, len(outputs))
+	t.Logf("provider requests: %d/%d accepted (%d conversations, 4 formats, anthropic.messages with cache breakpoints, claude-opus-4-6, gemini-3-pro-preview)", accepted, total, len(outputs))
 }
 
 // sdkChecks returns, for each format, a check of a request body (with its
