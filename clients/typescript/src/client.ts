@@ -48,6 +48,20 @@ export interface InferOptions {
   timeout?: number;
 }
 
+/** ReplyRequest says what reply to write (docs/events.md, "Live replies"). */
+export interface ReplyRequest {
+  /** The message replied to; absent: the leaf of the active path. */
+  userMessageId?: string;
+  /** The reply's parent when not userMessageId. */
+  parentId?: string;
+  /** The reply's id; absent: the orchestrator chooses. */
+  messageId?: string;
+  /** builtin, openai:<model>, ...; absent: the orchestrator's default. */
+  model?: string;
+  pipeline?: string;
+  params?: Record<string, unknown>;
+}
+
 /** Client publishes events and asks for inference contexts for any conversation. */
 export class Client {
   readonly nc: NatsConnection;
@@ -73,6 +87,53 @@ export class Client {
     const { payload, headers } = encodeEvent(ev);
     const ack = await this.js.publish(this.subjects.events(conversationId), payload, { msgID: ev.id, headers });
     return { eventId: ev.id, sequence: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * requestReply asks an orchestrator for an assistant's reply
+   * (convstream.reply.requested.v1 into the replies stream): to
+   * `userMessageId`, as a child of `parentId` when given.
+   */
+  async requestReply(conversationId: string, req: ReplyRequest = {}): Promise<Receipt> {
+    checkConversationId(conversationId);
+    const data = { ...req, conversationId };
+    const ev = newEvent(TYPES.replyRequested, conversationId, data, this.source);
+    const { payload, headers } = encodeEvent(ev);
+    const ack = await this.js.publish(this.subjects.replies(conversationId), payload, { msgID: ev.id, headers });
+    return { eventId: ev.id, sequence: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /**
+   * stop asks the orchestrator writing message `messageId` to stop: the
+   * message ends as stopped with what was written. It throws a
+   * ConvstreamError with code "unavailable" when no orchestrator answers.
+   */
+  async stop(conversationId: string, messageId: string, timeout = this.requestTimeout): Promise<void> {
+    checkConversationId(conversationId);
+    checkMessageId(messageId);
+    const ev = newEvent(TYPES.replyStop, conversationId, { id: messageId }, this.source);
+    const { payload, headers } = encodeEvent(ev);
+    try {
+      await this.nc.request(this.subjects.stop(conversationId), payload, { timeout, headers });
+    } catch (err) {
+      throw new ConvstreamError("unavailable", `convstream: stop ${messageId}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /** sendChunk stores the next chunk of a streaming message (convstream.message.chunk.v1), for a writer of replies. */
+  async sendChunk(conversationId: string, chunk: { id: string; seq: number; text?: string; reasoning?: string }): Promise<Receipt> {
+    checkConversationId(conversationId);
+    checkMessageId(chunk?.id);
+    const ev = newEvent(TYPES.messageChunk, conversationId, chunk, this.source);
+    const { payload, headers } = encodeEvent(ev);
+    const ack = await this.js.publish(this.subjects.chunks(conversationId), payload, { msgID: ev.id, headers });
+    return { eventId: ev.id, sequence: ack.seq, duplicate: ack.duplicate };
+  }
+
+  /** complete ends a streaming message with its final fields, the whole content included (convstream.message.completed.v1). */
+  complete(conversationId: string, done: { id: string; status: "done" | "stopped" | "interrupted" | "error"; content: string } & Record<string, unknown>): Promise<Receipt> {
+    checkMessageId(done?.id);
+    return this.publish(conversationId, TYPES.messageCompleted, done);
   }
 
   /** append adds a message (convstream.message.appended.v1); its string id is required. */

@@ -19,6 +19,10 @@ export const TYPES = {
   inferenceContext: "convstream.inference.context.v1",
   pipelineFailed: "convstream.pipeline.failed.v1",
   eventRejected: "convstream.event.rejected.v1",
+  messageChunk: "convstream.message.chunk.v1",
+  messageCompleted: "convstream.message.completed.v1",
+  replyRequested: "convstream.reply.requested.v1",
+  replyStop: "convstream.reply.stop.v1",
 } as const;
 
 /** A CloudEvent 1.0 about a conversation, with its data parsed. */

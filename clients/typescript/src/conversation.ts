@@ -8,10 +8,10 @@
 
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { Client, type ClientOptions, type InferOptions, type Receipt } from "./client.js";
+import { Client, type ClientOptions, type InferOptions, type Receipt, type ReplyRequest } from "./client.js";
 import { TYPES, decodeEvent } from "./cloudevents.js";
-import { ClosedError, ConvstreamError, PipelineFailedError, RejectedError, TimeoutError } from "./errors.js";
-import { applyDelta, fromStored, type ConversationSnapshot } from "./snapshot.js";
+import { ClosedError, ConvstreamError, InvalidArgumentError, PipelineFailedError, RejectedError, TimeoutError } from "./errors.js";
+import { applyDelta, fromStored, streamingMessage, type ConversationSnapshot } from "./snapshot.js";
 import { checkConversationId } from "./subjects.js";
 import type { EventRejectedV1 } from "./generated/convstream.event.rejected.v1.js";
 import type { InferenceContextV1 } from "./generated/convstream.inference.context.v1.js";
@@ -19,6 +19,11 @@ import type { PipelineFailedV1 } from "./generated/convstream.pipeline.failed.v1
 import type { SnapshotDeltaV1 } from "./generated/convstream.snapshot.delta.v1.js";
 import type { SnapshotUpdatedV1 } from "./generated/convstream.snapshot.updated.v1.js";
 import type { Message, MessageGroup } from "./generated/defs.js";
+
+/** newMessageId returns a fresh message id. */
+function newMessageId(prefix: string): string {
+  return `${prefix}_${globalThis.crypto.randomUUID()}`;
+}
 
 /** ConversationOptions: the client's, plus how the conversation is followed. */
 export interface ConversationOptions extends ClientOptions {
@@ -233,6 +238,54 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   upsertGroup(group: MessageGroup): Promise<Receipt> {
     return this.client.upsertGroup(this.id, group);
   }
+  /** streaming is the message of the flatList being written, if any. */
+  get streaming(): Message | undefined {
+    return streamingMessage(this.flatList);
+  }
+  /** isStreaming: a message of the flatList is being written. */
+  get isStreaming(): boolean {
+    return this.streaming !== undefined;
+  }
+
+  /**
+   * send appends a user message with `text` after the last message of the
+   * active path and asks for the assistant's reply to it; it resolves with
+   * the user message's id once both are stored.
+   */
+  async send(text: string, opts: Omit<ReplyRequest, "userMessageId" | "parentId"> & { id?: string } = {}): Promise<string> {
+    const { id: given, ...req } = opts;
+    const id = given ?? newMessageId("msg");
+    const last = this.flatList[this.flatList.length - 1];
+    await this.append({ id, role: "user", content: text, parentId: last?.id ?? null, createdAt: Date.now() });
+    await this.client.requestReply(this.id, { ...req, userMessageId: id });
+    return id;
+  }
+
+  /** stop stops the reply being written, if any; it resolves with the stopped message's id. */
+  async stop(): Promise<string | undefined> {
+    const m = this.streaming;
+    if (!m) return undefined;
+    await this.client.stop(this.id, m.id);
+    return m.id;
+  }
+
+  /**
+   * regenerate asks for another reply to the message the last assistant
+   * message of the active path answers: a new branch beside it (its
+   * parent's activeBranchIndex moves to the new reply once written).
+   */
+  async regenerate(opts: Omit<ReplyRequest, "userMessageId" | "parentId"> = {}): Promise<void> {
+    const list = this.flatList;
+    for (let i = list.length - 1; i >= 0; i--) {
+      const m = list[i]!;
+      if (m.role === "assistant" && typeof m.parentId === "string") {
+        await this.client.requestReply(this.id, { ...opts, userMessageId: m.parentId, parentId: m.parentId });
+        return;
+      }
+    }
+    throw new InvalidArgumentError("convstream: no assistant message to regenerate");
+  }
+
   /** switchBranch makes `index` the active branch among the children of `messageId`. */
   switchBranch(messageId: string, index: number): Promise<Receipt> {
     return this.client.switchBranch(this.id, messageId, index);

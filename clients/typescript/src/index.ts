@@ -7,9 +7,9 @@ import type { InferenceContextV1 } from "./generated/convstream.inference.contex
 export { openConversation, Conversation } from "./conversation.js";
 export type { ConversationOptions, ConversationStats, ConversationError } from "./conversation.js";
 export { Client } from "./client.js";
-export type { ClientOptions, InferOptions, Receipt } from "./client.js";
-export { applyDelta, fromStored } from "./snapshot.js";
-export type { ConversationSnapshot } from "./snapshot.js";
+export type { ClientOptions, InferOptions, Receipt, ReplyRequest } from "./client.js";
+export { applyDelta, fromStored, messageState, streamingMessage } from "./snapshot.js";
+export type { ConversationSnapshot, MessageState } from "./snapshot.js";
 export { TYPES, newEvent, encodeEvent, decodeEvent, DEFAULT_SOURCE } from "./cloudevents.js";
 export type { CloudEvent } from "./cloudevents.js";
 export { Subjects, DEFAULT_PREFIX, validConversationId } from "./subjects.js";
@@ -33,6 +33,9 @@ export type { InferenceRequestedV1 } from "./generated/convstream.inference.requ
 export type { MessageAppendedV1 } from "./generated/convstream.message.appended.v1.js";
 export type { MessageUpdatedV1 } from "./generated/convstream.message.updated.v1.js";
 export type { MessageDeletedV1 } from "./generated/convstream.message.deleted.v1.js";
+export type { MessageChunkV1 } from "./generated/convstream.message.chunk.v1.js";
+export type { MessageCompletedV1 } from "./generated/convstream.message.completed.v1.js";
+export type { ReplyRequestedV1 } from "./generated/convstream.reply.requested.v1.js";
 export type { GroupsUpsertedV1 } from "./generated/convstream.groups.upserted.v1.js";
 export type { CloudEventEnvelope } from "./generated/cloudevent.js";
 

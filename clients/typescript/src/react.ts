@@ -1,10 +1,10 @@
 // useConversation: a React hook over openConversation, in its own subpath
 // export (@convstream/client/react) so that the main entry needs no React.
 
-import { useEffect, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { openConversation, type Conversation, type ConversationOptions } from "./conversation.js";
-import type { ConversationSnapshot } from "./snapshot.js";
+import { streamingMessage, type ConversationSnapshot } from "./snapshot.js";
 
 /** What useConversation gives a component. */
 export interface UseConversation {
@@ -14,7 +14,17 @@ export interface UseConversation {
   snapshot: ConversationSnapshot | null;
   /** Why it could not be opened, or the worker's last rejection or failure about it. */
   error: Error | null;
+  /** A reply is being written in the conversation. */
+  isStreaming: boolean;
+  /** send appends a user message and asks for the reply (Conversation.send). */
+  send: (text: string) => Promise<void>;
+  /** stop stops the reply being written (Conversation.stop). */
+  stop: () => Promise<void>;
+  /** regenerate asks for another reply, a new branch (Conversation.regenerate). */
+  regenerate: () => Promise<void>;
 }
+
+type HeldState = Pick<UseConversation, "conversation" | "snapshot" | "error">;
 
 /**
  * useConversation follows conversation `id` on `nc` while the component is
@@ -22,7 +32,7 @@ export interface UseConversation {
  * nothing. `opts` are read when it opens.
  */
 export function useConversation(nc: NatsConnection | null, id: string | null, opts?: ConversationOptions): UseConversation {
-  const [state, setState] = useState<UseConversation>({ conversation: null, snapshot: null, error: null });
+  const [state, setState] = useState<HeldState>({ conversation: null, snapshot: null, error: null });
   useEffect(() => {
     setState({ conversation: null, snapshot: null, error: null });
     if (!nc || !id) return;
@@ -48,5 +58,11 @@ export function useConversation(nc: NatsConnection | null, id: string | null, op
     // opts are read on open only: an object literal would re-open on every render.
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [nc, id]);
-  return state;
+  const conv = state.conversation;
+  const fail = (error: Error) => setState((s) => ({ ...s, error }));
+  const send = useCallback(async (text: string) => void (await conv?.send(text).catch(fail)), [conv]);
+  const stop = useCallback(async () => void (await conv?.stop().catch(fail)), [conv]);
+  const regenerate = useCallback(async () => void (await conv?.regenerate().catch(fail)), [conv]);
+  const isStreaming = state.snapshot ? streamingMessage(state.snapshot.flatList) !== undefined : false;
+  return { ...state, isStreaming, send, stop, regenerate };
 }

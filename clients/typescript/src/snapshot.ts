@@ -40,6 +40,7 @@ export function fromStored(s: SnapshotUpdatedV1): ConversationSnapshot {
  * from 0 without `keep` applies to any base. The contextTree held is kept.
  */
 export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDeltaV1): ConversationSnapshot | null {
+  if (Array.isArray(d.append) && d.append.length > 0) return applyAppend(current, d);
   const keep = d.keep ?? 0;
   if (!Array.isArray(d.flatList) || !Number.isInteger(d.from) || d.from < 0 || !Number.isInteger(keep) || keep < 0) return null;
   if ((d.from > 0 || keep > 0) && (!current || current.version !== d.baseVersion)) return null;
@@ -61,4 +62,45 @@ export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDelt
     contextTree: current?.contextTree ?? [],
     treeVersion: current?.treeVersion ?? 0,
   };
+}
+
+/**
+ * applyAppend applies the delta of a reply's chunk: its texts added at the
+ * end of the content (or reasoning.content) of the entries it names. Only
+ * those entries are copied: a chunk costs its text, not the list.
+ */
+function applyAppend(current: ConversationSnapshot | null, d: SnapshotDeltaV1): ConversationSnapshot | null {
+  if (!current || current.version !== d.baseVersion || d.length !== current.flatList.length) return null;
+  const flatList = current.flatList.slice();
+  for (const a of d.append ?? []) {
+    const e = flatList[a.i];
+    if (!e || e.id !== a.id || typeof a.t !== "string") return null;
+    if (a.f === "content") {
+      flatList[a.i] = { ...e, content: (typeof e["content"] === "string" ? e["content"] : "") + a.t };
+    } else if (a.f === "reasoning") {
+      const r = e["reasoning"] && typeof e["reasoning"] === "object" ? (e["reasoning"] as Record<string, unknown>) : {};
+      const prev = typeof r["content"] === "string" ? r["content"] : "";
+      flatList[a.i] = { ...e, reasoning: { ...r, content: prev + a.t } };
+    } else {
+      return null;
+    }
+  }
+  return { ...current, version: d.version, sequence: d.sequence, flatList };
+}
+
+/** The state of a message as a reply: "done" for an ordinary message. */
+export type MessageState = "streaming" | "done" | "stopped" | "interrupted" | "error";
+
+/** messageState says whether a message is being written, or how its writing ended. */
+export function messageState(m: Message): MessageState {
+  const s = m.streamStatus;
+  return s === "streaming" || s === "stopped" || s === "interrupted" || s === "error" ? s : "done";
+}
+
+/** streamingMessage returns the flatList's message being written, if any (the last one). */
+export function streamingMessage(flatList: readonly Message[]): Message | undefined {
+  for (let i = flatList.length - 1; i >= 0; i--) {
+    if (flatList[i]!.streamStatus === "streaming") return flatList[i];
+  }
+  return undefined;
 }

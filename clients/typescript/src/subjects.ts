@@ -32,6 +32,18 @@ export class Subjects {
   events(id: string): string {
     return `${this.prefix}.events.${id}`;
   }
+  /** chunks: where a reply's chunks go (the events stream holds them until the reply completes). */
+  chunks(id: string): string {
+    return `${this.prefix}.chunks.${id}`;
+  }
+  /** replies: the orchestrators' work queue of reply requests. */
+  replies(id: string): string {
+    return `${this.prefix}.replies.${id}`;
+  }
+  /** stop: the request that stops a conversation's streaming reply. */
+  stop(id: string): string {
+    return `${this.prefix}.stop.${id}`;
+  }
   snapshots(id: string): string {
     return `${this.prefix}.snapshots.${id}`;
   }

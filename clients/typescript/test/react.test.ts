@@ -21,7 +21,12 @@ afterAll(async () => {
 });
 
 it("renders the conversation as it changes and closes it on unmount", async () => {
-  let seen: UseConversation = { conversation: null, snapshot: null, error: null };
+  let seen: Pick<UseConversation, "conversation" | "snapshot" | "error" | "isStreaming"> = {
+    conversation: null,
+    snapshot: null,
+    error: null,
+    isStreaming: false,
+  };
   function Transcript({ id }: { id: string }) {
     seen = useConversation(nc, id);
     const entries = seen.snapshot?.flatList ?? [];
@@ -40,6 +45,17 @@ it("renders the conversation as it changes and closes it on unmount", async () =
   });
   await until("the rendered transcript", () => host.querySelectorAll("li").length === 2);
   expect([...host.querySelectorAll("li")].map((li) => li.textContent)).toEqual(["hello", "hi there"]);
+  // A reply being written: isStreaming while chunks grow its text, not after its completion.
+  await act(async () => {
+    await conv.applied(await conv.append({ id: "u2", role: "user", content: "more", parentId: "a1" }));
+    await conv.applied(await conv.append({ id: "a2", role: "assistant", content: "", parentId: "u2", streamStatus: "streaming" }));
+    await conv.applied(await conv.client.sendChunk(id, { id: "a2", seq: 1, text: "one " }));
+  });
+  await until("the streaming reply", () => seen.isStreaming && host.querySelectorAll("li")[3]?.textContent === "one ");
+  await act(async () => {
+    await conv.applied(await conv.client.complete(id, { id: "a2", status: "done", content: "one two" }));
+  });
+  await until("the finished reply", () => !seen.isStreaming && host.querySelectorAll("li")[3]?.textContent === "one two");
   await act(async () => root.unmount());
   await expect(conv.applied({ eventId: "x", sequence: Number.MAX_SAFE_INTEGER, duplicate: false })).rejects.toMatchObject({ code: "closed" });
 });

@@ -30,7 +30,9 @@ export interface EventRejectedV1 {
     | "unknown_pipeline"
     | "internal"
     | "too_deep"
-    | "busy";
+    | "busy"
+    | "chunk_out_of_order"
+    | "not_streaming";
   /**
    * For code busy: milliseconds to wait before asking again.
    */

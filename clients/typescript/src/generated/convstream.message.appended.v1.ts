@@ -10,5 +10,9 @@ export interface MessageAppendedV1 {
   metadata?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Whether the message is being written (streaming) or how its writing ended; absent: an ordinary finished message.
+   */
+  streamStatus?: "streaming" | "done" | "stopped" | "interrupted" | "error";
   [k: string]: unknown;
 }

@@ -35,6 +35,28 @@ export interface SnapshotDeltaV1 {
    * The entries of the resulting flatList from index from on, up to the kept end.
    */
   flatList: Message[];
+  /**
+   * On the delta of a chunk: text added at the end of string fields of flatList entries (from and length are then the list's length and flatList is empty, so a reader that knows no appends keeps its list).
+   */
+  append?: {
+    /**
+     * Index of the flatList entry.
+     */
+    i: number;
+    /**
+     * The entry's message id.
+     */
+    id: string;
+    /**
+     * content: the entry's content; reasoning: its reasoning.content (made when absent).
+     */
+    f: "content" | "reasoning";
+    /**
+     * The text appended.
+     */
+    t: string;
+    [k: string]: unknown;
+  }[];
   [k: string]: unknown;
 }
 /**
@@ -47,5 +69,9 @@ export interface Message {
   metadata?: {
     [k: string]: unknown;
   } | null;
+  /**
+   * Whether the message is being written (streaming) or how its writing ended; absent: an ordinary finished message.
+   */
+  streamStatus?: "streaming" | "done" | "stopped" | "interrupted" | "error";
   [k: string]: unknown;
 }
