@@ -52,9 +52,9 @@ func TestCount(t *testing.T) {
 }
 
 // TestEstimatorError measures providers.Estimator against each encoding
-// over the conformance corpus's message contents, and holds it to the
-// bounds docs/events.md states: within 10% over the whole corpus, and
-// within 50% for nine messages in ten.
+// over the conformance corpus's message contents (BENCHMARKS.md, "Token
+// estimate and budget"), and holds it within 10% over the whole corpus,
+// and within 50% for nine messages in ten.
 func TestEstimatorError(t *testing.T) {
 	texts := corpusTexts(t)
 	for _, enc := range bpe.Encodings() {
