@@ -3,7 +3,10 @@
 // snapshot, then its deltas, made up from the bucket after a gap or a
 // reconnect) and renders it. Branch switches are published as
 // convstream.message.updated.v1 events; the view changes when the
-// resulting snapshot arrives. Bundled into ../static/viewer.js by `make ui`
+// resulting snapshot arrives. The composer sends a user message and asks
+// an orchestrator for the reply (convstream.reply.requested.v1), which
+// streams in as the chunks' append deltas arrive; stop and regenerate act
+// on the reply being written and on the last one. Bundled into ../static/viewer.js by `make ui`
 // (clients/typescript/scripts/build-viewer.mjs).
 
 import { wsconnect } from "@nats-io/nats-core";
@@ -49,6 +52,7 @@ class Viewer {
   // version redraws the transcript, a newer stored contextTree the tree.
   start() {
     if (!this.conv.snapshot) setStatus("empty", `no snapshot of ${this.id} yet`);
+    $("composer").hidden = false;
     this.conv.subscribe((s) => {
       if (s.version !== this.shown.version) this.render(s);
       else if (s.treeVersion !== this.shown.treeVersion) this.renderTree(s);
@@ -59,6 +63,11 @@ class Viewer {
   render(s) {
     $("empty").hidden = true;
     $("infer").disabled = false;
+    $("composer").hidden = false;
+    const streaming = this.conv.isStreaming;
+    $("stop").disabled = !streaming;
+    $("regenerate").disabled = streaming || !s.flatList.some((e) => e.role === "assistant");
+    $("send").disabled = streaming;
     const list = $("transcript");
     renderFlatList(list, s.flatList, (entry, index) => this.switchBranch(entry, index));
     list.dataset.version = String(s.version);
@@ -84,6 +93,39 @@ class Viewer {
       await this.conv.switchBranch(entry.parentId, index);
     } catch (err) {
       setStatus("error", `branch switch failed: ${err.message}`);
+    }
+  }
+
+  // send appends the composer's text as a user message and asks for the
+  // reply.
+  async send() {
+    const box = $("message");
+    const text = box.value.trim();
+    if (!text) return;
+    try {
+      setStatus("busy", "sending");
+      box.value = "";
+      await this.conv.send(text);
+      setStatus("live", "live");
+    } catch (err) {
+      box.value = text;
+      setStatus("error", `send failed: ${errorText(err)}`);
+    }
+  }
+
+  async stop() {
+    try {
+      await this.conv.stop();
+    } catch (err) {
+      setStatus("error", `stop failed: ${errorText(err)}`);
+    }
+  }
+
+  async regenerate() {
+    try {
+      await this.conv.regenerate();
+    } catch (err) {
+      setStatus("error", `regenerate failed: ${errorText(err)}`);
     }
   }
 
@@ -164,6 +206,12 @@ async function main() {
     const conv = await openConversation(nc, id, { prefix: config.prefix, bucket: config.bucket, source: "urn:convstream:ui" });
     const viewer = new Viewer(conv);
     $("infer").addEventListener("click", () => viewer.infer());
+    $("composer").addEventListener("submit", (e) => {
+      e.preventDefault();
+      viewer.send();
+    });
+    $("stop").addEventListener("click", () => viewer.stop());
+    $("regenerate").addEventListener("click", () => viewer.regenerate());
     viewer.start();
     nc.closed().then((err) => setStatus("error", err ? `disconnected: ${err.message}` : "disconnected"));
     for await (const st of nc.status()) {

@@ -25,8 +25,13 @@ const renderers = {
 
 function renderEntry(entry, onBranch) {
   const render = renderers[entry.role] || ((e) => bubble(e));
-  return el("li", { class: `entry role-${entry.role}`, dataset: { id: entry.id } },
+  const dataset = { id: entry.id };
+  if (entry.streamStatus) dataset.stream = entry.streamStatus;
+  return el("li", { class: `entry role-${entry.role}`, dataset },
     render(entry),
+    entry.streamStatus && entry.streamStatus !== "done" && entry.streamStatus !== "streaming"
+      ? el("span", { class: "stream-status" }, entry.streamStatus)
+      : null,
     entry.branch ? branchSwitcher(entry, onBranch) : null);
 }
 

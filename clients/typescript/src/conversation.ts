@@ -279,6 +279,10 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     for (let i = list.length - 1; i >= 0; i--) {
       const m = list[i]!;
       if (m.role === "assistant" && typeof m.parentId === "string") {
+        // The new reply becomes the active branch as soon as it is
+        // written: its index is the count of the replies before it.
+        const branch = m["branch"] as { count?: number } | undefined;
+        await this.switchBranch(m.parentId, typeof branch?.count === "number" ? branch.count : 1);
         await this.client.requestReply(this.id, { ...opts, userMessageId: m.parentId, parentId: m.parentId });
         return;
       }
