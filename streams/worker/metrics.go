@@ -263,8 +263,9 @@ func (ins *instruments) zero(ctx context.Context) {
 
 // inferenceOutcomes are the outcomes of an inference request, as
 // convstream.inference.requests and convstream.inference.duration count
-// them: a context, a rejection, a pipeline failure.
-var inferenceOutcomes = []string{"context", "rejected", "failed"}
+// them: a context, a rejection, a pipeline failure, or busy (refused by
+// admission control before any work; inference_reply.go).
+var inferenceOutcomes = []string{"context", "rejected", "failed", "busy"}
 
 func (ins *instruments) snapshotLatency(ctx context.Context, d time.Duration) {
 	ins.snapshotLat.Record(ctx, d.Seconds())
