@@ -10,6 +10,7 @@ import (
 	"github.com/convstream/convstream/providers"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // TestInferenceFormatOptions asks for an Anthropic request with cache
@@ -58,6 +59,9 @@ func TestInferenceFormatOptions(t *testing.T) {
 		{"window not an integer", map[string]any{"budget": map[string]any{"maxTokens": 10.5}}, "data.budget.maxTokens: must be an integer"},
 		{"window too large", map[string]any{"budget": map[string]any{"maxTokens": 99999999999.0}}, "data.budget.maxTokens: 99999999999 is too large: at most 2147483648"},
 		{"turns too large", map[string]any{"cache": map[string]any{"lastUserTurns": 1e300}}, "data.cache.lastUserTurns: 1" /* the number in full */},
+		{"profile not an object", map[string]any{"profile": "claude"}, "data.profile"},
+		{"unknown prefill", map[string]any{"profile": map[string]any{"prefill": "sometimes"}}, "data.profile.prefill"},
+		{"model not a string", map[string]any{"profile": map[string]any{"model": 4.6}}, "data.profile.model"},
 	} {
 		data := map[string]any{"conversationId": "fmt"}
 		for k, v := range tc.data {
@@ -89,4 +93,71 @@ func inferRaw(t *testing.T, c *client.Client, conv string, data map[string]any) 
 		t.Fatal(err)
 	}
 	return inferData[streams.EventRejected](t, ev, streams.TypeEventRejected)
+}
+
+// TestInferenceProfileAndWarnings asks for a context that ends with the
+// assistant's words: for claude-sonnet-4-5 the prefill stays, for
+// claude-opus-4-6 (and a model the worker does not know) the request ends
+// with the user's turn (Claude from 4.6 refuses a prefill). Then for a
+// conversation whose tool calls the test pipeline leaves in a group
+// message: the reply warns that the group reached the format unflattened,
+// and convstream.inference.warnings counts it.
+func TestInferenceProfileAndWarnings(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	reader := sdkmetric.NewManualReader()
+	startWorker(t, nc, WithPipelines(testPipelines()), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	send := func(conv string, msgs ...map[string]any) {
+		for i, m := range msgs {
+			if _, err := c.Send(ctx, conv, streams.TypeMessageAppended, m); err != nil {
+				t.Fatal(i, err)
+			}
+		}
+		waitCaughtUp(t, c, conv, 20*time.Second)
+	}
+	send("prefill", map[string]any{"id": "u1", "role": "user", "content": "hi"},
+		map[string]any{"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1"})
+	for _, tc := range []struct {
+		profile *providers.Profile
+		last    string
+	}{
+		{&providers.Profile{Model: "claude-sonnet-4-5"}, "assistant"},
+		{&providers.Profile{Model: "claude-opus-4-6"}, "user"},
+		{nil, "user"},
+	} {
+		ev, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "prefill", Format: "anthropic.messages", Profile: tc.profile})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
+		msgs, _ := got.Request["messages"].([]any)
+		if len(msgs) == 0 {
+			t.Fatalf("%+v: request %v", tc.profile, got.Request)
+		}
+		if role := msgs[len(msgs)-1].(map[string]any)["role"]; role != tc.last {
+			t.Errorf("%+v: the request ends with the %v's turn, want the %s's", tc.profile, role, tc.last)
+		}
+		if len(got.Warnings) != 0 {
+			t.Errorf("%+v: warnings %q", tc.profile, got.Warnings)
+		}
+	}
+
+	send("group", map[string]any{"id": "u1", "role": "user", "content": "add them"},
+		map[string]any{"id": "a1", "role": "assistant", "content": "", "parentId": "u1",
+			"tools": []any{map[string]any{"id": "c1", "identifier": "calc", "apiName": "add", "arguments": "{}", "type": "default"}}},
+		map[string]any{"id": "t1", "role": "tool", "content": "3", "parentId": "a1", "tool_call_id": "c1",
+			"plugin": map[string]any{"identifier": "calc", "apiName": "add", "type": "default"}})
+	ev, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "group", Format: "gemini"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
+	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "assistantGroup") {
+		t.Errorf("warnings %q", got.Warnings)
+	}
+	if n := sums(t, reader)[MetricInferenceWarnings]; n != 1 {
+		t.Errorf("%s = %d, want 1", MetricInferenceWarnings, n)
+	}
 }
