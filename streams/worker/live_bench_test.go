@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -273,4 +274,97 @@ func BenchmarkLiveLatency(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
 	b.ReportMetric(float64(len(lat))/float64(want), "seen")
 	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkLiveApply is the worker's own work for one chunk of a reply
+// already 4,000 tokens long, without NATS: decode the event, check it,
+// apply it, and encode the delta. way=chunks applies a chunk event and
+// encodes its append delta; way=updates applies a message.updated with the
+// whole text so far and encodes the delta of the changed entry, as before
+// chunks. (The snapshot store, coalesced to one write per interval, is
+// left out of both.)
+func BenchmarkLiveApply(b *testing.B) {
+	var text strings.Builder
+	for k := 1; k <= 1000; k++ {
+		text.WriteString(chunkText(k))
+	}
+	full := text.String()
+	for _, way := range []string{"chunks", "updates"} {
+		b.Run("way="+way, func(b *testing.B) {
+			conv, live := conversation.NewConversation(), liveReplies(nil)
+			for _, m := range []map[string]any{
+				{"id": "u1", "role": "user", "content": "a long story", "parentId": nil},
+				{"id": "a1", "role": "assistant", "parentId": "u1", "content": full, streams.FieldStreamStatus: streams.StreamStreaming},
+			} {
+				if err := applyEvent(conv, &live, streams.TypeMessageAppended, m, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			flat, err := conv.FlatList()
+			if err != nil {
+				b.Fatal(err)
+			}
+			// Two events, alternated, so that every update changes the
+			// message.
+			var msgs [2]*nats.Msg
+			for i := range msgs {
+				var typ, subject string
+				var data any
+				if way == "chunks" {
+					typ, subject, data = streams.TypeMessageChunk, "convstream.chunks.bench", map[string]any{"id": "a1", "seq": 1, "text": chunkText(1000 + i)}
+				} else {
+					typ, subject, data = streams.TypeMessageUpdated, "convstream.events.bench", map[string]any{"id": "a1", "content": full + chunkText(1000+i)}
+				}
+				ev, err := streams.NewEventAs(fmt.Sprintf("e%d", i), typ, "urn:bench", "bench", streams.ContentTypeJSON, data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if msgs[i], err = streams.EncodeEvent(subject, ev, streams.Structured); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var buf []byte
+			r := &liveReply{entry: -1}
+			wire := 0
+			for i := 0; b.Loop(); i++ {
+				m := msgs[i%2]
+				ev, err := streams.DecodeEvent(m.Header, m.Data)
+				if err != nil {
+					b.Fatal(err)
+				}
+				data, _, rej := streams.CheckEvent(ev, "bench")
+				if rej != nil {
+					b.Fatal(rej)
+				}
+				if way == "chunks" {
+					live["a1"].seq = 0 // each chunk is seq 1
+					if err := applyChunk(conv, live, data); err != nil {
+						b.Fatal(err)
+					}
+					if len(live["a1"].content) > 1<<20 {
+						live["a1"].content = live["a1"].content[:0]
+					}
+					idx := liveEntry(flat, "a1", r)
+					buf = encodeAppendDelta(buf[:0], "bench", uint64(i+2), uint64(i+1), uint64(i+2), len(flat),
+						[]streams.TextAppend{{Index: idx, ID: "a1", Field: streams.AppendContent, Text: data["text"].(string)}})
+				} else {
+					if err := applyEvent(conv, &live, ev.Type(), data, nil); err != nil {
+						b.Fatal(err)
+					}
+					cur, err := conv.FlatList()
+					if err != nil {
+						b.Fatal(err)
+					}
+					d, err := diffFlat(flat, cur)
+					if err != nil {
+						b.Fatal(err)
+					}
+					flat = cur
+					buf = encodeDelta(buf[:0], "bench", uint64(i+2), uint64(i+1), uint64(i+2), len(cur), d)
+				}
+				wire += len(buf)
+			}
+			b.ReportMetric(float64(wire)/float64(b.N), "delta-data-B")
+		})
+	}
 }
