@@ -72,6 +72,10 @@ func (m *Anthropic) Stream(ctx context.Context, req Request, emit func(Delta) er
 	defer stream.Close()
 	res := &Result{Provider: "anthropic", Model: m.model, Usage: &Usage{}}
 	tools := map[int64]int{} // content block index → tool call index
+	// thinking holds the thinking blocks as the API returned them, by
+	// content block index, which a later request must send back whole.
+	var thinking []map[string]any
+	thinkingAt := map[int64]map[string]any{}
 	for stream.Next() {
 		ev := stream.Current()
 		var d Delta
@@ -94,6 +98,10 @@ func (m *Anthropic) Stream(ctx context.Context, req Request, emit func(Delta) er
 			case "thinking":
 				d.Reasoning = b.Thinking
 				res.ReasoningSignature += b.Signature
+				blk := map[string]any{"type": "thinking", "thinking": b.Thinking, "signature": b.Signature}
+				thinking, thinkingAt[ev.Index] = append(thinking, blk), blk
+			case "redacted_thinking":
+				thinking = append(thinking, map[string]any{"type": "redacted_thinking", "data": b.Data})
 			case "text":
 				d.Text = b.Text
 			}
@@ -103,8 +111,14 @@ func (m *Anthropic) Stream(ctx context.Context, req Request, emit func(Delta) er
 				d.Text = ev.Delta.Text
 			case "thinking_delta":
 				d.Reasoning = ev.Delta.Thinking
+				if blk := thinkingAt[ev.Index]; blk != nil {
+					blk["thinking"] = blk["thinking"].(string) + ev.Delta.Thinking
+				}
 			case "signature_delta":
 				res.ReasoningSignature += ev.Delta.Signature
+				if blk := thinkingAt[ev.Index]; blk != nil {
+					blk["signature"] = blk["signature"].(string) + ev.Delta.Signature
+				}
 			case "input_json_delta":
 				if i, ok := tools[ev.Index]; ok && ev.Delta.PartialJSON != "" {
 					d.ToolCalls = []ToolCallDelta{{Index: i, Arguments: ev.Delta.PartialJSON}}
@@ -132,6 +146,13 @@ func (m *Anthropic) Stream(ctx context.Context, req Request, emit func(Delta) er
 		return nil, anthropicError(err)
 	}
 	res.Usage.TotalTokens = res.Usage.InputTokens + res.Usage.OutputTokens
+	if len(thinking) > 0 {
+		blocks := make([]any, len(thinking))
+		for i, b := range thinking {
+			blocks[i] = b
+		}
+		res.ProviderFields = map[string]any{"thinking": blocks}
+	}
 	return res, nil
 }
 

@@ -66,6 +66,9 @@ func TestAnthropicStream(t *testing.T) {
 	if res.FinishReason != "tool_calls" || res.Model != "claude-test-2026" || res.ReasoningSignature != "sig-1" {
 		t.Errorf("result %+v", res)
 	}
+	if th, _ := res.ProviderFields["thinking"].([]any); len(th) != 1 || jsonLine(th[0]) != `{"signature":"sig-1","thinking":"Let me see.","type":"thinking"}` {
+		t.Errorf("provider fields %v", res.ProviderFields)
+	}
 	if u := res.Usage; u.InputTokens != 25 || u.OutputTokens != 30 || u.CachedTokens != 5 || u.TotalTokens != 55 {
 		t.Errorf("usage %+v", u)
 	}

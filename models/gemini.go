@@ -181,8 +181,8 @@ func (m *Gemini) Stream(ctx context.Context, req Request, emit func(Delta) error
 				d.Reasoning += p.Text
 			default:
 				d.Text += p.Text
-				if p.ThoughtSignature != "" {
-					res.ReasoningSignature = p.ThoughtSignature
+				if p.ThoughtSignature != "" && res.ProviderFields == nil {
+					res.ProviderFields = map[string]any{"thoughtSignature": p.ThoughtSignature}
 				}
 			}
 		}

@@ -34,7 +34,7 @@ func TestGeminiStream(t *testing.T) {
 		last["finishReason"] = "STOP"
 		writeSSE(w,
 			"data: "+jsonLine(map[string]any{"candidates": []any{part(map[string]any{"text": "Pondering.", "thought": true})}, "modelVersion": "gemini-test-001"}),
-			"data: "+jsonLine(map[string]any{"candidates": []any{part(map[string]any{"text": "Hello "})}}),
+			"data: "+jsonLine(map[string]any{"candidates": []any{part(map[string]any{"text": "Hello ", "thoughtSignature": "ts-text"})}}),
 			"data: "+jsonLine(map[string]any{"candidates": []any{part(map[string]any{"text": "world"})}}),
 			"data: "+jsonLine(map[string]any{"candidates": []any{last},
 				"usageMetadata": map[string]any{"promptTokenCount": 9, "candidatesTokenCount": 4, "thoughtsTokenCount": 3, "totalTokenCount": 16}}))
@@ -54,7 +54,7 @@ func TestGeminiStream(t *testing.T) {
 	if c := r.calls[0]; c == nil || c.Name != "search" || c.Arguments != `{"q":"x"}` || c.ID == "" {
 		t.Errorf("tool call %+v", c)
 	}
-	if res.FinishReason != "tool_calls" || res.Model != "gemini-test-001" || res.ThoughtSignatures[0] != "ts-1" {
+	if res.FinishReason != "tool_calls" || res.Model != "gemini-test-001" || res.ThoughtSignatures[0] != "ts-1" || res.ProviderFields["thoughtSignature"] != "ts-text" {
 		t.Errorf("result %+v", res)
 	}
 	if u := res.Usage; u == nil || u.InputTokens != 9 || u.OutputTokens != 7 || u.TotalTokens != 16 {

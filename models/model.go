@@ -82,6 +82,13 @@ type Result struct {
 	// ThoughtSignatures are the signatures of tool calls by index
 	// (Gemini's thoughtSignature), which a later request must send back.
 	ThoughtSignatures map[int]string
+	// ProviderFields are what else the provider returned that a later
+	// request must carry back, under the names docs/events.md ("Provider
+	// fields") gives them in reasoning.providerFields: thinking
+	// (Anthropic's thinking and redacted_thinking blocks, in order),
+	// thoughtSignature (Gemini's, of the reply's first part that is not a
+	// call). Nil when there is none.
+	ProviderFields map[string]any
 }
 
 // Usage counts the tokens of a call.
