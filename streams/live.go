@@ -202,6 +202,17 @@ type ReplyRequest struct {
 	// Pipeline and Params are the inference request's.
 	Pipeline string         `json:"pipeline,omitempty"`
 	Params   map[string]any `json:"params,omitempty"`
+	// Tools are the functions the model may call; its calls are recorded
+	// as the reply's tools, for the application to run.
+	Tools []ReplyTool `json:"tools,omitempty"`
+}
+
+// ReplyTool is a function a reply's model may call.
+type ReplyTool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	// Parameters is the JSON schema of its arguments; absent: any object.
+	Parameters map[string]any `json:"parameters,omitempty"`
 }
 
 // ReplyStop is the data of TypeReplyStop: stop the streaming message ID of

@@ -27,5 +27,19 @@ export interface ReplyRequestedV1 {
   params?: {
     [k: string]: unknown;
   };
+  /**
+   * Functions the model may call; its calls are recorded as the reply's tools, for the application to run.
+   */
+  tools?: {
+    name: string;
+    description?: string;
+    /**
+     * JSON schema of the arguments.
+     */
+    parameters?: {
+      [k: string]: unknown;
+    };
+    [k: string]: unknown;
+  }[];
   [k: string]: unknown;
 }

@@ -1,0 +1,206 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/convstream/convstream/models"
+	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/client"
+)
+
+// InstrumentationName names the orchestrator's tracer and meter.
+const InstrumentationName = "github.com/convstream/convstream/streams/orchestrator"
+
+// errStopped is the cause of a reply's cancellation by a stop request.
+var errStopped = errors.New("orchestrator: stopped by a client")
+
+// Orchestrator takes reply requests and writes the replies.
+type Orchestrator struct {
+	cfg     config
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	client  *client.Client
+	tracer  trace.Tracer
+	metrics *instruments
+
+	mu      sync.Mutex
+	models  map[string]models.Model
+	running map[string]context.CancelCauseFunc // by conversation and message id
+}
+
+// New returns an orchestrator over nc.
+func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
+	cfg := defaults()
+	for _, opt := range opts {
+		opt(&cfg)
+	}
+	if cfg.model == nil {
+		return nil, fmt.Errorf("%w: orchestrator: no model (WithModel)", streams.ErrInvalidConfig)
+	}
+	if cfg.concurrency < 1 || cfg.maxDeliver < 2 || cfg.ackWait < time.Second || cfg.replyTimeout <= 0 || cfg.inferenceTimeout <= 0 {
+		return nil, fmt.Errorf("%w: orchestrator: concurrency %d (want ≥ 1), max deliver %d (want ≥ 2: a redelivery ends a dead orchestrator's reply), ack wait %v (want ≥ 1s), reply timeout %v, inference timeout %v (want > 0)",
+			streams.ErrInvalidConfig, cfg.concurrency, cfg.maxDeliver, cfg.ackWait, cfg.replyTimeout, cfg.inferenceTimeout)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: %w", err)
+	}
+	c, err := client.New(nc, client.WithSubjects(cfg.subjects), client.WithSource(cfg.source), client.WithTracerProvider(cfg.tracer))
+	if err != nil {
+		return nil, err
+	}
+	ins, err := newInstruments(cfg.meter)
+	if err != nil {
+		return nil, err
+	}
+	return &Orchestrator{cfg: cfg, nc: nc, js: js, client: c, tracer: cfg.tracer.Tracer(InstrumentationName), metrics: ins,
+		models: map[string]models.Model{}, running: map[string]context.CancelCauseFunc{}}, nil
+}
+
+// Provision creates the replies stream, a work queue, unless it exists.
+func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (jetstream.Stream, error) {
+	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        s.RepliesStream(),
+		Description: "convstream: reply requests, each taken by one orchestrator",
+		Subjects:    []string{s.AllReplies()},
+		Retention:   jetstream.WorkQueuePolicy,
+		// A request nobody took within a day is no longer wanted.
+		MaxAge:     24 * time.Hour,
+		Duplicates: 2 * time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("orchestrator: replies stream: %w", err)
+	}
+	return st, nil
+}
+
+// Run takes reply requests until ctx ends, then waits for the replies in
+// progress (which end as interrupted when ctx's end cancels them).
+func (o *Orchestrator) Run(ctx context.Context) error {
+	st, err := Provision(ctx, o.js, o.cfg.subjects)
+	if err != nil {
+		return err
+	}
+	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       o.cfg.consumer,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       o.cfg.ackWait,
+		MaxDeliver:    o.cfg.maxDeliver,
+		MaxAckPending: -1,
+	})
+	if err != nil {
+		return fmt.Errorf("orchestrator: replies consumer: %w", err)
+	}
+	stops, err := o.nc.Subscribe(o.cfg.subjects.AllStop(), o.serveStop)
+	if err != nil {
+		return fmt.Errorf("orchestrator: stop subscription: %w", err)
+	}
+	defer func() { _ = stops.Unsubscribe() }()
+	it, err := cons.Messages(jetstream.PullMaxMessages(o.cfg.concurrency))
+	if err != nil {
+		return fmt.Errorf("orchestrator: replies: %w", err)
+	}
+	go func() { <-ctx.Done(); it.Stop() }()
+	sem := make(chan struct{}, o.cfg.concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		// A slot first, then a request: a busy orchestrator leaves requests
+		// to the others.
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		msg, err := it.Next()
+		if err != nil {
+			<-sem
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			o.cfg.log.Warn("reply requests", "err", err)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			o.handle(ctx, msg)
+		}()
+	}
+}
+
+// model returns the model a request names.
+func (o *Orchestrator) model(name string) (models.Model, error) {
+	if name == "" || name == o.cfg.model.Name() {
+		return o.cfg.model, nil
+	}
+	if o.cfg.open == nil {
+		return nil, fmt.Errorf("model %q: this orchestrator writes with %s only", name, o.cfg.model.Name())
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if m, ok := o.models[name]; ok {
+		return m, nil
+	}
+	m, err := o.cfg.open(name)
+	if err != nil {
+		return nil, err
+	}
+	o.models[name] = m
+	return m, nil
+}
+
+// register records the cancel of a reply in progress, for stops.
+func (o *Orchestrator) register(conv, id string, cancel context.CancelCauseFunc) func() {
+	key := conv + "/" + id
+	o.mu.Lock()
+	o.running[key] = cancel
+	o.mu.Unlock()
+	return func() {
+		o.mu.Lock()
+		delete(o.running, key)
+		o.mu.Unlock()
+	}
+}
+
+// serveStop cancels the reply a stop request names when this orchestrator
+// writes it, and answers; it leaves a stop of another's reply unanswered.
+func (o *Orchestrator) serveStop(m *nats.Msg) {
+	conv, ok := o.cfg.subjects.ConversationOf("stop", m.Subject)
+	if !ok {
+		return
+	}
+	ev, err := streams.DecodeEvent(m.Header, m.Data)
+	if err != nil || ev.Type() != streams.TypeReplyStop {
+		return
+	}
+	var stop streams.ReplyStop
+	if ev.DataAs(&stop) != nil || stop.ID == "" {
+		return
+	}
+	o.mu.Lock()
+	cancel := o.running[conv+"/"+stop.ID]
+	o.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel(errStopped)
+	if m.Reply == "" {
+		return
+	}
+	reply, err := streams.NewEvent("stopped:"+ev.ID(), streams.TypeReplyStop, o.cfg.source, conv, stop)
+	if err != nil {
+		return
+	}
+	if out, err := streams.EncodeEvent(m.Reply, reply, streams.Structured); err == nil {
+		_ = o.nc.PublishMsg(out)
+	}
+}
