@@ -64,6 +64,22 @@ func (t *traceFields) Keys() []string { return []string{"traceparent", "tracesta
 // eventSource returns it. The message and its buffer are scratch's (a
 // lane's), valid until its next deltaMsg.
 func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte) *nats.Msg {
+	return envelope(ctx, scratch, subject, source, id, conv, now, dataSize, data, false)
+}
+
+// appendMsg is deltaMsg for the delta of a reply's chunk, which a screen
+// receives for every few characters a model writes: only the attributes
+// CloudEvents requires and the conversation, no time or datacontenttype
+// (JSON, the structured format's default), and no Nats-Msg-Id (deltas are
+// core NATS, where nothing reads it). BenchmarkLiveReply measures its
+// bytes on the wire.
+func appendMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, dataSize int, data func([]byte) []byte) *nats.Msg {
+	return envelope(ctx, scratch, subject, source, id, conv, time.Time{}, dataSize, data, true)
+}
+
+// envelope writes a delta's structured event; lean leaves out time,
+// datacontenttype and the Nats-Msg-Id header (see appendMsg).
+func envelope(ctx context.Context, scratch *deltaScratch, subject, source, id, conv string, now time.Time, dataSize int, data func([]byte) []byte, lean bool) *nats.Msg {
 	var tf traceFields
 	propagation.TraceContext{}.Inject(ctx, &tf)
 	// The envelope's attributes, with room for a trace context: one
@@ -79,9 +95,13 @@ func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, c
 	b = jsvalue.AppendJSONString(b, id)
 	b = append(b, `,"source":`...)
 	b = jsvalue.AppendJSONString(b, source)
-	b = append(b, `,"type":"`+streams.TypeSnapshotDelta+`","datacontenttype":"`+streams.ContentTypeJSON+`","time":"`...)
-	b = now.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","data":`...)
+	if lean {
+		b = append(b, `,"type":"`+streams.TypeSnapshotDelta+`","data":`...)
+	} else {
+		b = append(b, `,"type":"`+streams.TypeSnapshotDelta+`","datacontenttype":"`+streams.ContentTypeJSON+`","time":"`...)
+		b = now.UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","data":`...)
+	}
 	b = data(b)
 	// Extensions in name order, as the SDK writes them.
 	b = append(b, `,"`+streams.ExtConversationID+`":`...)
@@ -98,6 +118,9 @@ func deltaMsg(ctx context.Context, scratch *deltaScratch, subject, source, id, c
 	if cap(b) <= maxScratch {
 		scratch.buf = b
 	}
+	if lean {
+		return scratch.leanMessage(subject, b)
+	}
 	return scratch.message(subject, id, b)
 }
 
@@ -112,6 +135,16 @@ type deltaScratch struct {
 	buf   []byte
 	msg   nats.Msg
 	msgID []string // the Nats-Msg-Id header's values, set in place
+	lean  nats.Msg // appendMsg's, without Nats-Msg-Id
+}
+
+// leanMessage returns the scratch message of an append delta.
+func (s *deltaScratch) leanMessage(subject string, data []byte) *nats.Msg {
+	if s.lean.Header == nil {
+		s.lean.Header = nats.Header{streams.HeaderContentType: {streams.ContentTypeCloudEvents}}
+	}
+	s.lean.Subject, s.lean.Data = subject, data
+	return &s.lean
 }
 
 // maxScratch is the largest buffer a lane keeps for its deltas: the first

@@ -300,7 +300,7 @@ func (w *Worker) publishChunk(ctx context.Context, d *delivery) error {
 	version := d.seq
 	n := len(st.flat)
 	size := 160 + len(st.id) + len(id) + 2*(len(text)+len(reasoning))
-	msg := deltaMsg(ctx, &d.lane.delta, w.cfg.subjects.Snapshots(st.id), w.cfg.source, deltaID(st.id, version), st.id, time.Now(),
+	msg := appendMsg(ctx, &d.lane.delta, w.cfg.subjects.Snapshots(st.id), w.cfg.source, deltaID(st.id, version), st.id,
 		size, func(b []byte) []byte { return encodeAppendDelta(b, st.id, version, st.version, d.seq, n, adds) })
 	if err := w.nc.PublishMsg(msg); err != nil {
 		return fmt.Errorf("streams: publish snapshot delta: %w", err)

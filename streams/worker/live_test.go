@@ -242,6 +242,7 @@ func TestLiveReplyRefusals(t *testing.T) {
 	ctx := context.Background()
 	const conv = "live-2"
 	errs := record(t, nc, c.Subjects().Errors(conv))
+	deltas := record(t, nc, c.Subjects().Snapshots(conv))
 	liveConv(t, c, conv)
 	send := func(ch streams.MessageChunk) {
 		if _, err := c.SendChunk(ctx, conv, ch); err != nil {
@@ -263,6 +264,20 @@ func TestLiveReplyRefusals(t *testing.T) {
 	snap := waitCaughtUp(t, c, conv, 30*time.Second)
 	if !strings.Contains(string(snap.FlatList), `"content":"one two"`) || !strings.Contains(string(snap.FlatList), `"content":"write a long story"`) {
 		t.Fatalf("flatList %s", snap.FlatList)
+	}
+	// The deltas, the lean append deltas among them, match the contract.
+	appends := 0
+	for _, e := range deltas.all() {
+		if e.err != nil {
+			t.Fatalf("delta: %v", e.err)
+		}
+		checkEvent(t, e.ev)
+		if strings.Contains(string(e.ev.Data()), `"append"`) {
+			appends++
+		}
+	}
+	if appends != 2 {
+		t.Fatalf("%d append deltas, want 2", appends)
 	}
 }
 
