@@ -54,71 +54,9 @@ func TestBrowserViewer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
-	ns := workertest.Server(t, natsembed.Config{WebSocket: "127.0.0.1:-1"})
-	nc, err := nats.Connect(ns.ClientURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	workertest.Run(t, nc, worker.WithLogger(slog.New(slog.DiscardHandler)), worker.WithPipelines(workertest.Pipelines()))
-
-	subjects, _ := streams.NewSubjects("")
-	wsURL, _ := url.Parse(ns.WebsocketURL())
-	wsPort, _ := strconv.Atoi(wsURL.Port())
-	mux := http.NewServeMux()
-	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler(ui.Config{
-		WebSocketPort: wsPort, Prefix: subjects.Prefix(), Bucket: subjects.SnapshotBucket(),
-	})))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-
-	// Load the conversation: groups, then every message, in input order.
-	const conv = "browser-1"
-	input := loadCase(t, browserCase)
-	client, err := client.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, g := range input.Groups {
-		if _, err := client.Send(ctx, conv, streams.TypeGroupsUpserted, g); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, m := range input.Messages {
-		if _, err := client.Send(ctx, conv, streams.TypeMessageAppended, m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	events := len(input.Groups) + len(input.Messages)
-	snap := waitVersion(ctx, t, client, conv, uint64(events))
-	want := ids(t, snap.FlatList)
-	if parsed := parseIDs(t, input); !slices.Equal(want, parsed) {
-		t.Fatalf("snapshot flatList %v, Parse gives %v", want, parsed)
-	}
-
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chromium),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1400, 1000),
-	)
-	defer cancelAlloc()
-	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
-	defer cancelBrowser()
-
-	page := srv.URL + "/ui/?c=" + conv
+	v := startViewer(ctx, t, chromium, browserCase, "browser-1")
+	bctx, input, snap, want, events := v.bctx, v.input, v.snap, v.want, v.events
 	version := func(v int) string { return fmt.Sprintf(`#transcript[data-version="%d"]`, v) }
-	if err := chromedp.Do(bctx,
-		chromedp.Navigate(page),
-		chromedp.WaitVisible(chromedp.CSS(version(events))),
-	); err != nil {
-		t.Fatalf("loading %s: %v", page, err)
-	}
 	rendered := evaluate[[]string](t, bctx, renderedIDs)
 	if !slices.Equal(rendered, want) {
 		t.Fatalf("rendered order %v, flatList %v", rendered, want)
@@ -184,6 +122,148 @@ func TestBrowserViewer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// toolCase is a conformance conversation that branches at tool results
+// and whose assistant messages call tools without any text.
+const toolCase = "normal-s2-0002"
+
+// TestBrowserInferenceToolCalls opens the viewer on toolCase and asks for
+// the inference context: every message of it renders, tool calls without
+// text among them (which once threw "Cannot read properties of undefined
+// (reading 'length')"), and none as "undefined". The contextTree panel
+// marks each branch point's active branch and takes more than the fixed
+// 285 px it once had in a 1400 px window.
+func TestBrowserInferenceToolCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser test skipped in -short mode")
+	}
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not installed (apt-get install chromium): browser test skipped")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	v := startViewer(ctx, t, chromium, toolCase, "browser-tools")
+	treeReady := fmt.Sprintf(`Number(document.getElementById("tree").dataset.version) >= %d`, v.events)
+	if _, err := chromedp.Run(v.bctx, chromedp.Poll[bool](treeReady, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+		t.Fatalf("the contextTree panel never showed version %d: %v", v.events, err)
+	}
+	if active := evaluate[int](t, v.bctx, `document.querySelectorAll("#tree .sub.active").length`); active == 0 {
+		t.Error("the contextTree panel marks no active branch")
+	}
+	if width := evaluate[float64](t, v.bctx, `document.getElementById("tree").getBoundingClientRect().width`); width <= 300 {
+		t.Errorf("the contextTree panel is %.0f px wide in a 1400 px window", width)
+	}
+
+	if err := chromedp.Do(v.bctx,
+		chromedp.Click(chromedp.CSS("#infer")),
+		chromedp.WaitVisible(chromedp.CSS(`#inference:is([data-state="done"], [data-state="error"])`)),
+	); err != nil {
+		t.Fatalf("inference context: %v", err)
+	}
+	if state := evaluate[string](t, v.bctx, `document.getElementById("inference").dataset.state`); state != "done" {
+		t.Fatalf("inference context: %s", evaluate[string](t, v.bctx, `document.getElementById("inference").textContent`))
+	}
+	items := evaluate[[]string](t, v.bctx, `[...document.querySelectorAll("#inference .ctx-messages li")].map(li => li.textContent)`)
+	calls := 0
+	for _, it := range items {
+		if strings.Contains(it, "undefined") {
+			t.Errorf("inference message rendered as %q", it)
+		}
+		if strings.Contains(it, "→ ") {
+			calls++
+		}
+	}
+	if calls == 0 {
+		t.Errorf("no tool call among the %d inference messages: %q", len(items), items)
+	}
+	t.Logf("inference context: %d messages, %d with tool calls", len(items), calls)
+}
+
+// viewer is the viewer of a conformance conversation in headless Chromium
+// (startViewer).
+type viewer struct {
+	bctx   context.Context
+	client *client.Client
+	conv   string
+	input  *caseInput
+	snap   *streams.Snapshot
+	want   []string // the stored snapshot's flatList ids
+	events int
+}
+
+// startViewer starts an embedded JetStream server with a WebSocket
+// listener, a worker and the viewer's HTTP server, loads the conformance
+// case name as conversation conv, and opens the viewer on it in Chromium
+// once the stored snapshot has every event.
+func startViewer(ctx context.Context, t *testing.T, chromium, name, conv string) *viewer {
+	t.Helper()
+	ns := workertest.Server(t, natsembed.Config{WebSocket: "127.0.0.1:-1"})
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	workertest.Run(t, nc, worker.WithLogger(slog.New(slog.DiscardHandler)), worker.WithPipelines(workertest.Pipelines()))
+
+	subjects, _ := streams.NewSubjects("")
+	wsURL, _ := url.Parse(ns.WebsocketURL())
+	wsPort, _ := strconv.Atoi(wsURL.Port())
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler(ui.Config{
+		WebSocketPort: wsPort, Prefix: subjects.Prefix(), Bucket: subjects.SnapshotBucket(),
+	})))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	// Load the conversation: groups, then every message, in input order.
+	input := loadCase(t, name)
+	client, err := client.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range input.Groups {
+		if _, err := client.Send(ctx, conv, streams.TypeGroupsUpserted, g); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, m := range input.Messages {
+		if _, err := client.Send(ctx, conv, streams.TypeMessageAppended, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	events := len(input.Groups) + len(input.Messages)
+	snap := waitVersion(ctx, t, client, conv, uint64(events))
+	want := ids(t, snap.FlatList)
+	if parsed := parseIDs(t, input); !slices.Equal(want, parsed) {
+		t.Fatalf("snapshot flatList %v, Parse gives %v", want, parsed)
+	}
+
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+	)
+	t.Cleanup(cancelAlloc)
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancelBrowser)
+
+	page := srv.URL + "/ui/?c=" + conv
+	version := func(v int) string { return fmt.Sprintf(`#transcript[data-version="%d"]`, v) }
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(version(events))),
+	); err != nil {
+		t.Fatalf("loading %s: %v", page, err)
+	}
+	return &viewer{bctx: bctx, client: client, conv: conv, input: input, snap: snap, want: want, events: events}
 }
 
 // evaluate runs a JavaScript expression in the page.

@@ -159,6 +159,35 @@ function errorView(err) {
   return box;
 }
 
+// contextMessageText is one line for a message of an inference context,
+// whatever its shape: text content, content parts (text, images, files),
+// tool calls with or without text, a tool's result, images beside it, or
+// nothing at all.
+function contextMessageText(m) {
+  const out = [];
+  const c = m.content;
+  if (typeof c === "string") {
+    if (c) out.push(c);
+  } else if (Array.isArray(c)) {
+    for (const p of c) {
+      if (typeof p === "string") out.push(p);
+      else if (p && typeof p.text === "string") out.push(p.text);
+      else if (p && (p.type === "image_url" || p.type === "image")) out.push("[image]");
+      else if (p && p.type) out.push(`[${p.type}]`);
+    }
+  } else if (c != null) {
+    out.push(JSON.stringify(c));
+  }
+  const images = (m.imageList || []).length;
+  if (images) out.push(`[${images} image${images > 1 ? "s" : ""}]`);
+  for (const t of m.tools || m.tool_calls || []) {
+    const name = t.apiName || t.name || t.function?.name || t.identifier || "tool";
+    out.push(`→ ${name}(${typeof t.arguments === "string" ? t.arguments : JSON.stringify(t.arguments ?? t.function?.arguments ?? "")})`);
+  }
+  if (m.tool_call_id || m.tool_call_id === "") out.unshift(`[result of ${m.tool_call_id}]`);
+  return out.join(" ") || "(no content)";
+}
+
 function inferenceView(d) {
   const box = document.createElement("div");
   const stats = d.stats || {};
@@ -169,9 +198,10 @@ function inferenceView(d) {
   for (const m of d.messages || []) {
     const li = document.createElement("li");
     const role = document.createElement("b");
-    role.textContent = m.role;
-    const text = typeof m.content === "string" ? m.content : JSON.stringify(m.content);
+    role.textContent = m.role ?? "?";
+    const text = contextMessageText(m);
     li.append(role, " ", text.length > 240 ? text.slice(0, 240) + "…" : text);
+    li.dataset.role = String(m.role ?? "");
     msgs.append(li);
   }
   const table = document.createElement("table");

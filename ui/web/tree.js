@@ -12,9 +12,9 @@ export function renderTree(root, nodes) {
     for (const n of list) {
       const li = el("li", { class: `node ${n.type}`, dataset: { id: n.id } }, label(n));
       ul.append(li);
-      for (const [name, kids] of childLists(n)) {
+      for (const [name, kids, active] of childLists(n)) {
         const sub = el("ul", { class: "tree-list" });
-        li.append(name ? el("div", { class: "sub" }, name, sub) : sub);
+        li.append(name ? el("div", { class: active ? "sub active" : "sub" }, name, sub) : sub);
         stack.push([kids, sub]);
       }
     }
@@ -43,9 +43,9 @@ function label(n) {
 function childLists(n) {
   switch (n.type) {
     case "branch":
-      return n.branches.map((b, i) => [`${i === n.activeBranchIndex ? "▸ " : ""}#${i + 1}`, b]);
+      return n.branches.map((b, i) => [`${i === n.activeBranchIndex ? "▸ active " : ""}#${i + 1}`, b, i === n.activeBranchIndex]);
     case "compare":
-      return n.columns.map((c, i) => [`column ${i + 1}`, c]);
+      return n.columns.map((c, i) => [`column ${i + 1}`, c, c[0]?.id === n.activeColumnId]);
     case "agentCouncil":
       return [["", n.members || []]];
     case "signalCallbacks":
