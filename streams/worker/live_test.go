@@ -349,3 +349,88 @@ func TestLiveReplyAcrossRestart(t *testing.T) {
 		t.Fatalf("rejections %v", codes)
 	}
 }
+
+// TestLiveReplyPartitioned: on a partitioned stream, chunks are stored in
+// their conversation's partition (P.chunks.<partition>.<id>), applied in
+// order with its events, and purged after the completion.
+func TestLiveReplyPartitioned(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	startWorker(t, nc, WithStorage(Storage{Partitions: 3}))
+	c := newClient(t, nc)
+	ctx := context.Background()
+	var text strings.Builder
+	for _, conv := range []string{"part-1", "part-2", "part-3"} {
+		errs := record(t, nc, c.Subjects().Errors(conv))
+		liveConv(t, c, conv)
+		text.Reset()
+		for i := 1; i <= 50; i++ {
+			text.WriteString(chunkText(i))
+			if _, err := c.SendChunk(ctx, conv, streams.MessageChunk{ID: "a1", Seq: uint64(i), Text: chunkText(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, 30*time.Second, conv+" text so far", func() bool {
+			s, err := c.Snapshot(ctx, conv)
+			return err == nil && strings.Contains(string(s.FlatList), `"content":"`+text.String()+`"`)
+		})
+		stored := c.Subjects().StoredChunks(conv, 3)
+		st, err := c.JetStream().Stream(ctx, c.Subjects().EventsStream())
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.Subjects().AllChunks()))
+		if err != nil || info.State.Subjects[stored] != 50 {
+			t.Fatalf("%s: chunks stored %v (want 50 under %s): %v", conv, info.State.Subjects, stored, err)
+		}
+		if _, err := c.Complete(ctx, conv, streams.MessageCompleted{ID: "a1", Status: streams.StreamDone, Content: text.String()}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 30*time.Second, conv+" done", func() bool {
+			s, err := c.Snapshot(ctx, conv)
+			return err == nil && strings.Contains(string(s.FlatList), `"streamStatus":"done"`)
+		})
+		waitFor(t, 30*time.Second, conv+" chunks purged", func() bool {
+			info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.Subjects().AllChunks()))
+			return err == nil && info.State.Subjects[stored] == 0
+		})
+		if codes := liveRejections(t, errs); len(codes) > 0 {
+			t.Fatalf("%s: rejections %v", conv, codes)
+		}
+	}
+}
+
+// TestProvisionAddsChunks: an events stream made before chunks (events
+// subjects only, the events-only partition transform) gets the chunks
+// subjects and the transform that covers them; its events keep their
+// stored subjects.
+func TestProvisionAddsChunks(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	c := newClient(t, nc)
+	ctx := context.Background()
+	s := c.Subjects()
+	old := Storage{Partitions: 4}.streamConfig(s)
+	old.Subjects, old.SubjectTransform = []string{s.AllEvents()}, s.LegacyPartitionTransform(4)
+	if _, err := c.JetStream().CreateStream(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, "old-1", streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hi"}); err != nil {
+		t.Fatal(err)
+	}
+	stream, _, err := Provision(ctx, c.JetStream(), s, Storage{Partitions: 4}, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := stream.CachedInfo().Config
+	if !sameTransform(cfg.SubjectTransform, s.PartitionTransform(4)) || len(cfg.Subjects) != 2 {
+		t.Fatalf("after Provision: subjects %v, transform %+v", cfg.Subjects, cfg.SubjectTransform)
+	}
+	if _, err := c.Send(ctx, "old-1", streams.TypeMessageAppended, map[string]any{"id": "m2", "role": "user", "content": "again"}); err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(s.AllEvents()))
+	if err != nil || info.State.Subjects[s.StoredEvents("old-1", 4)] != 2 {
+		t.Fatalf("events of old-1 by subject %v, %v", info.State.Subjects, err)
+	}
+}
