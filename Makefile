@@ -10,8 +10,11 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 all: build
 
+# build compiles every package and writes the binaries to bin/ (bin/worker,
+# bin/convctl); `go install ./cmd/...` puts them in $GOBIN instead.
 build:
 	$(GO) build ./...
+	$(GO) build -o bin/ ./cmd/...
 
 # ARGS are passed to the worker, e.g. make run ARGS="--listen 127.0.0.1:4333 --http 127.0.0.1:8181".
 run:

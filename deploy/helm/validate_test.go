@@ -168,12 +168,15 @@ func validate(objs objects) error {
 		selects(ds[0], fmt.Sprintf("topologySpreadConstraints[%d].labelSelector", i), c.LabelSelector)
 	}
 
+	// An autoscaler (an HPA, or KEDA's from a ScaledObject) owns the
+	// replica count: spec.replicas would reset it on every helm upgrade.
 	hpas := objs.ofKind("HorizontalPodAutoscaler")
-	if len(hpas) > 0 && dep.Spec.Replicas != nil {
-		add(ds[0], "spec.replicas set although a HorizontalPodAutoscaler scales it")
+	scaled := len(hpas) > 0 || len(objs.ofKind("ScaledObject")) > 0
+	if scaled && dep.Spec.Replicas != nil {
+		add(ds[0], "spec.replicas set although an autoscaler scales it")
 	}
-	if len(hpas) == 0 && (dep.Spec.Replicas == nil || *dep.Spec.Replicas < 1) {
-		add(ds[0], "spec.replicas missing without a HorizontalPodAutoscaler")
+	if !scaled && (dep.Spec.Replicas == nil || *dep.Spec.Replicas < 1) {
+		add(ds[0], "spec.replicas missing without an autoscaler")
 	}
 	for _, o := range hpas {
 		h := o.obj.(*autoscalingv2.HorizontalPodAutoscaler)
