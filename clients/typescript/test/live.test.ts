@@ -1,9 +1,11 @@
 // Live replies against the real worker: a 4,000-token reply written in
-// 1,000 chunks reaches every screen (one from the start, one that joined at
-// chunk 500, one that closed at chunk 600 and opened again at chunk 700)
-// with no gap or duplicate, and each ends on the final text.
+// 1,000 chunks reaches every screen (TypeScript ones from the start, joined
+// at chunk 500, closed at chunk 600 and opened again at chunk 700; a Go one,
+// convctl watch, the Go client's Follow, from the start) with no gap or
+// duplicate, and each ends on the same final text.
 
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { afterAll, beforeAll, expect, inject, it } from "vitest";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Client, applyDelta, messageState, openConversation, type Conversation, type ConversationSnapshot } from "../src/index.js";
 import { connectTo, newId, until } from "./helpers.js";
@@ -49,6 +51,25 @@ it("streams a 1,000-chunk reply to every screen with no gap or duplicate", async
   await first.applied(await client.append(id, { id: "a1", role: "assistant", content: "", parentId: "u1", streamStatus: "streaming" }));
   expect(first.isStreaming).toBe(true);
   const a = screen(first);
+  // The Go screen: convctl watch --flat prints the flatList after each delta.
+  const goTexts: string[] = [];
+  const goStates: string[] = [];
+  const watch = spawn(inject("worker").convctl, ["watch", "--flat", "--nats-url", `nats://${inject("worker").natsUrl}`, id]);
+  let pendingLine = "";
+  watch.stdout.on("data", (buf: Buffer) => {
+    const lines = (pendingLine + buf.toString("utf8")).split("\n");
+    pendingLine = lines.pop() ?? "";
+    for (const l of lines) {
+      if (!l.trim()) continue;
+      const v = JSON.parse(l) as { flatList: { id: string; content?: string; streamStatus?: string }[] };
+      const m = v.flatList.find((e) => e.id === "a1");
+      if (m) {
+        goTexts.push(m.content ?? "");
+        goStates.push(m.streamStatus ?? "done");
+      }
+    }
+  });
+  await until("the Go screen", () => goTexts.length > 0);
   let reconnecting: Conversation | null = await openConversation(nc, id);
   const c1 = screen(reconnecting);
   let joined: Conversation | null = null;
@@ -77,6 +98,10 @@ it("streams a 1,000-chunk reply to every screen with no gap or duplicate", async
     checkGrowth(name, s.texts, final);
     expect(s.texts.length, name).toBeGreaterThan(3);
   }
+  await until("the Go screen done", () => goStates[goStates.length - 1] === "done", 60_000);
+  watch.kill();
+  checkGrowth("Go (convctl watch)", goTexts, final);
+  expect(goTexts.length).toBeGreaterThan(3);
   checkGrowth("before reconnecting", c1.texts, c1.texts[c1.texts.length - 1] ?? "");
   expect(final.startsWith(c1.texts[c1.texts.length - 1] ?? "")).toBe(true);
   expect(first.isStreaming).toBe(false);
