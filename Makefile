@@ -16,9 +16,10 @@ build:
 	$(GO) build ./...
 	$(GO) build -o bin/ ./cmd/...
 
-# ARGS are passed to the worker, e.g. make run ARGS="--listen 127.0.0.1:4333 --http 127.0.0.1:8181".
+# make run writes replies in-process with the built-in model (no key, no network):
+# then `go run ./cmd/convctl chat chat-1 "hello"`. ARGS are passed to the worker, e.g. make run ARGS="--listen 127.0.0.1:4333 --http 127.0.0.1:8181".
 run:
-	$(GO) run ./cmd/worker $(ARGS)
+	$(GO) run ./cmd/worker --orchestrator builtin $(ARGS)
 
 test:
 	$(GO) vet $(PKGS)

@@ -31,6 +31,7 @@ func commands() map[string]command {
 		"pipeline": {summary: "run the context pipeline over a conversation and print model-ready messages and stats as JSON", run: runPipeline},
 		"send":     {summary: "publish message events (append, update, delete, groups) to a conversation over NATS", run: runSend},
 		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
+		"chat":     {summary: "send a user's message, ask for the reply and print it as it is written", run: runChat},
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
 		"doctor":   {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},

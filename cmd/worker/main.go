@@ -104,6 +104,10 @@ type options struct {
 	replyIdle          time.Duration
 	metrics            bool // Prometheus exposition at /metrics on --http
 	metricsScopeLabels bool // keep the otel_scope_* labels at /metrics
+
+	// orchestrator writes replies in-process with its model (--orchestrator;
+	// "": none).
+	orchestrator cliflags.Orchestrator
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*options, error) {
@@ -211,6 +215,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.Bind("metrics", "CONVSTREAM_METRICS")
 	fs.BoolVar(&o.metricsScopeLabels, "metrics-scope-labels", false, "keep the otel_scope_name, otel_scope_version and otel_scope_schema_url labels on every series of /metrics (the same on all of the worker's)")
 	ef.Bind("metrics-scope-labels", "CONVSTREAM_METRICS_SCOPE_LABELS")
+	o.orchestrator.Register(fs, ef, "orchestrator-", "",
+		`also write replies in this process with this model: builtin (no key, no network), openai:MODEL, anthropic:MODEL or gemini:MODEL (keys from OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or their _FILE; OPENAI_BASE_URL for vLLM, Ollama, LiteLLM); default: none, cmd/orchestrator's job`)
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
 	fs.Usage = func() { printUsage(stderr, fs) }
 	if err := ef.Parse(args, getenv); err != nil {
@@ -424,6 +430,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- w.Run(ctx) }()
+	// The orchestrator's replies end (interrupted, when ctx's end cuts
+	// them) before the connection drains.
+	waitOrchestrator := func() {}
+	if o.orchestrator.Model != "" {
+		if waitOrchestrator, err = startOrchestrator(ctx, nc, o, subjects, log, tel, getenv); err != nil {
+			return err
+		}
+	}
 	if started != nil {
 		go func() {
 			for w.Ready() != nil {
@@ -448,6 +462,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			err = errors.New("shutdown timed out; unacknowledged events will be redelivered")
 		}
 	}
+	waitOrchestrator()
 	if dErr := drain(nc, 10*time.Second); dErr != nil {
 		log.Warn("draining the NATS connection", "err", dErr)
 	}

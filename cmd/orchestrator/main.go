@@ -1,0 +1,116 @@
+// Command orchestrator writes assistants' replies: it takes reply requests
+// from the replies stream of a convstream deployment, asks a worker for
+// each conversation's context, calls the model and streams the reply back
+// (package streams/orchestrator).
+//
+// --model picks the model of requests that name none: builtin (no key, no
+// network), openai:MODEL, anthropic:MODEL or gemini:MODEL. Keys come from
+// OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or the file each
+// *_FILE variable names, never from a flag; OPENAI_BASE_URL points the
+// OpenAI client at vLLM, Ollama or LiteLLM. Traces go where the OTEL_*
+// variables say, as the worker's do.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	_ "time/tzdata"
+
+	_ "golang.org/x/crypto/x509roots/fallback"
+
+	"github.com/convstream/convstream/internal/buildinfo"
+	"github.com/convstream/convstream/internal/cliflags"
+	"github.com/convstream/convstream/internal/otelsetup"
+	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/orchestrator"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errVersion):
+		fmt.Println("orchestrator", buildinfo.Read())
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "orchestrator:", err)
+		os.Exit(1)
+	}
+}
+
+var errVersion = errors.New("version requested")
+
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ef := cliflags.NewEnv(fs)
+	var nf cliflags.NATS
+	nf.Register(fs, ef)
+	var of cliflags.Orchestrator
+	of.Register(fs, ef, "", "builtin", "model of the requests that name none: builtin, openai:MODEL, anthropic:MODEL or gemini:MODEL")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	ef.Bind("log-level", "CONVSTREAM_LOG_LEVEL")
+	version := fs.Bool("version", false, "print the version and commit of this build and exit")
+	if err := ef.Parse(args, getenv); err != nil {
+		return err
+	}
+	if *version {
+		return errVersion
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	subjects, err := streams.NewSubjects(nf.Prefix)
+	if err != nil {
+		return err
+	}
+	opts, err := of.Open(getenv)
+	if err != nil {
+		return err
+	}
+	res, err := otelsetup.Resource(ctx, "convstream-orchestrator")
+	if err != nil {
+		return err
+	}
+	tr, err := otelsetup.Traces(ctx, getenv, log, res)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tr.Shutdown(context.WithoutCancel(ctx)) }()
+	cfg := nf.Conn
+	cfg.Name, cfg.Logger, cfg.Wait = "convstream-orchestrator", log, true
+	nc, err := streams.Connect(cfg)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	if !nc.IsConnected() {
+		if err := streams.WaitConnected(ctx, nc); err != nil {
+			return err
+		}
+	}
+	opts = append(opts, orchestrator.WithSubjects(subjects), orchestrator.WithLogger(log), orchestrator.WithTracerProvider(tr.Provider))
+	o, err := orchestrator.New(nc, opts...)
+	if err != nil {
+		return err
+	}
+	log.Info("writing replies", "model", of.Model, "concurrency", of.Concurrency, "nats", nc.ConnectedUrlRedacted())
+	err = o.Run(ctx)
+	if dErr := nc.Drain(); dErr != nil && err == nil {
+		log.Warn("draining the NATS connection", "err", dErr)
+	}
+	return err
+}
