@@ -261,7 +261,7 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
-	hopts := &slog.HandlerOptions{Level: level}
+	hopts := &slog.HandlerOptions{Level: level, ReplaceAttr: readableDuration}
 	switch o.logFormat {
 	case "json":
 		return slog.New(slog.NewJSONHandler(w, hopts)), nil
@@ -269,6 +269,16 @@ func newLogger(o *options, w io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, hopts)), nil
 	}
 	return nil, fmt.Errorf("--log-format %q: want json or text", o.logFormat)
+}
+
+// readableDuration writes a duration as Go prints it ("1.5s", "250ms"),
+// as the text handler does, where the JSON handler would write
+// nanoseconds (TestLogDurations).
+func readableDuration(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }
 
 // run starts everything, waits for ctx to end, and shuts down in order:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -51,6 +52,26 @@ func httpHandler(health http.Handler, subjects streams.Subjects, inboxPrefix str
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/ui/", http.StripPrefix("/ui", ui.Handler(cfg)))
+	mux.HandleFunc("GET /{$}", serveIndex)
 	mux.Handle("/", health)
 	return mux
+}
+
+// index is what GET / answers: the worker's endpoints, linked.
+const index = `<!doctype html>
+<meta charset="utf-8"><title>convstream worker</title>
+<h1>convstream worker</h1>
+<ul>
+<li><a href="ui/">/ui/</a>: the live conversation viewer (<code>/ui/?c=CONVERSATION</code>)
+<li><a href="healthz">/healthz</a>: liveness
+<li><a href="readyz">/readyz</a>: readiness
+<li><a href="metrics">/metrics</a>: Prometheus metrics (<code>--metrics</code>)
+</ul>
+`
+
+// serveIndex serves index, so that a browser pointed at the worker's
+// --http address finds the viewer rather than a 404 (TestIndex).
+func serveIndex(rw http.ResponseWriter, _ *http.Request) {
+	rw.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = io.WriteString(rw, index)
 }
