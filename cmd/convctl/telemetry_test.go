@@ -106,7 +106,8 @@ func TestOneTraceFromSenderToProcessors(t *testing.T) {
 	if server.SpanContext.TraceID() != infer.SpanContext.TraceID() || server.Parent.SpanID() != infer.SpanContext.SpanID() {
 		t.Errorf("the worker's inference span is not a child of convctl's infer span")
 	}
-	wantAttrs(t, server, "messaging.operation.type", "process", "messaging.consumer.group.name", "q")
+	wantAttrs(t, server, "messaging.operation.type", "process", "messaging.consumer.group.name", "convstream-worker",
+		"messaging.destination.name", "convstream.inference.*", "messaging.destination.template", "convstream.inference.{conversation_id}")
 	processors := 0
 	for _, s := range spans {
 		if strings.HasPrefix(s.Name, "processor ") {

@@ -36,6 +36,9 @@ const InferenceService = "convstream-inference"
 type inferenceServer struct {
 	nc        *nats.Conn
 	subjects  streams.Subjects
+	// queueGroup is the service's queue group, the worker's consumer
+	// name: the workers of one deployment share its requests.
+	queueGroup string
 	source    string // the CloudEvents source of the replies
 	log       *slog.Logger
 	tracer    trace.Tracer
@@ -77,6 +80,7 @@ func (s *inferenceServer) start(ctx context.Context) error {
 		Name:        InferenceService,
 		Version:     "1.0.0",
 		Description: "convstream: the context of a conversation, prepared by a pipeline, for a model call",
+		QueueGroup:  s.queueGroup,
 	})
 	if err != nil {
 		return fmt.Errorf("streams: inference service: %w", err)
@@ -280,8 +284,12 @@ func (s *inferenceServer) startRequest(ctx context.Context, r micro.Request, kin
 			attribute.String("messaging.system", "nats"),
 			attribute.String("messaging.operation.name", "process"),
 			attribute.String("messaging.operation.type", "process"),
-			attribute.String("messaging.consumer.group.name", micro.DefaultQueueGroup),
-			attribute.String("messaging.destination.name", r.Subject()),
+			attribute.String("messaging.consumer.group.name", s.queueGroup),
+			// The subject the service subscribed to, not the request's:
+			// one name per endpoint, not one per conversation (semconv:
+			// a destination name of low cardinality, the template beside).
+			attribute.String("messaging.destination.name", s.subjects.Prefix()+"."+kind+".*"),
+			attribute.String("messaging.destination.template", s.subjects.Prefix()+"."+kind+".{conversation_id}"),
 			attribute.String("messaging.message.id", q.id),
 			attribute.String("convstream.conversation_id", q.conv),
 		))

@@ -98,7 +98,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	}
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
-	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, source: cfg.source, log: cfg.logger,
+	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, queueGroup: cfg.consumer, source: cfg.source, log: cfg.logger,
 		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
 		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait,
 		admission: newAdmission(cfg.inferenceWorkers, cfg.inferenceQueue, cfg.inferenceQueueWait),
