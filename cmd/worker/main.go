@@ -177,7 +177,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
 	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
 	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
-	num(&o.inferenceWorkers, "inference-workers", "CONVSTREAM_INFERENCE_WORKERS", worker.DefaultInferenceWorkers(), "inference and doctor requests served at once, off the lanes that apply events (default: the CPUs the process may use)")
+	num(&o.inferenceWorkers, "inference-workers", "CONVSTREAM_INFERENCE_WORKERS", worker.DefaultInferenceWorkers(), "inference and doctor requests served at once, off the lanes that apply events (default: half the CPUs the process may use, at least 1)")
 	num(&o.inferenceQueue, "inference-queue", "CONVSTREAM_INFERENCE_QUEUE", worker.DefaultInferenceQueue, "inference and doctor requests that may wait for a free --inference-workers slot; one more is refused at once with code busy and retryAfterMs (0: none waits)")
 	dur(&o.inferenceQueueWait, "inference-queue-wait", "CONVSTREAM_INFERENCE_QUEUE_WAIT", worker.DefaultInferenceQueueWait, "how long a request waits for a free --inference-workers slot before it is refused with code busy and retryAfterMs")
 	o.inferenceLimits.MaxExpansionBytes = enginecore.DefaultMaxExpansionBytes
