@@ -20,9 +20,12 @@ const toolNameSeparator = "____"
 type writer struct {
 	send func(ctx context.Context, c streams.MessageChunk) error
 
-	mu      sync.Mutex
-	pending streams.MessageChunk
-	has     bool
+	mu sync.Mutex
+	// pending is the next chunk, its text and reasoning in builders: while
+	// a store is slow they grow by many deltas, each appended once.
+	pending                     streams.MessageChunk
+	pendingText, pendingReasons strings.Builder
+	has                         bool
 	err     error // the first failed send
 	closed  bool
 
@@ -50,8 +53,8 @@ func (w *writer) add(d models.Delta) error {
 	}
 	w.text.WriteString(d.Text)
 	w.reasoning.WriteString(d.Reasoning)
-	w.pending.Text += d.Text
-	w.pending.Reasoning += d.Reasoning
+	w.pendingText.WriteString(d.Text)
+	w.pendingReasons.WriteString(d.Reasoning)
 	for _, tc := range d.ToolCalls {
 		piece := streams.ToolCallChunk{Index: tc.Index, ID: tc.ID, Arguments: tc.Arguments}
 		for len(w.tools) <= tc.Index {
@@ -84,7 +87,10 @@ func (w *writer) loop(ctx context.Context, failed func(error)) {
 	for {
 		w.mu.Lock()
 		c, has, closed := w.pending, w.has, w.closed
+		c.Text, c.Reasoning = w.pendingText.String(), w.pendingReasons.String()
 		w.pending = streams.MessageChunk{ID: c.ID}
+		w.pendingText.Reset()
+		w.pendingReasons.Reset()
 		w.has = false
 		w.mu.Unlock()
 		if has {
