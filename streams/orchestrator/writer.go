@@ -26,8 +26,8 @@ type writer struct {
 	pending                     streams.MessageChunk
 	pendingText, pendingReasons strings.Builder
 	has                         bool
-	err     error // the first failed send
-	closed  bool
+	err                         error // the first failed send
+	closed                      bool
 
 	// The whole reply.
 	text, reasoning strings.Builder
