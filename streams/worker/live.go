@@ -99,7 +99,10 @@ func applyChunk(conv *conversation.Conversation, live liveReplies, data map[stri
 		return streams.Reject(streams.CodeBadData, "data.text and data.reasoning must be strings")
 	}
 	if calls, ok := data["toolCalls"]; ok {
-		list, _ := calls.([]any)
+		list, ok := calls.([]any)
+		if !ok {
+			return streams.RejectAt(streams.CodeBadData, "data.toolCalls", "must be an array")
+		}
 		if err := applyToolCalls(conv, id, r, list); err != nil {
 			return err
 		}
@@ -472,7 +475,9 @@ func (w *Worker) watchReplies(ctx context.Context) func() {
 				_ = w.lanes.do(ctx, l, func() {
 					var ends []streams.MessageCompleted
 					st := l.cache.Peek(id)
-					if st == nil || len(st.live) == 0 {
+					// A partition's new owner times its replies out,
+					// not this worker.
+					if st == nil || len(st.live) == 0 || st.leaving || !w.ownsConversation(id) {
 						w.replies.forget(id)
 						return
 					}

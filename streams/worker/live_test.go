@@ -256,9 +256,20 @@ func TestLiveReplyRefusals(t *testing.T) {
 	if _, err := c.Complete(ctx, conv, streams.MessageCompleted{ID: "u1", Status: streams.StreamDone, Content: "x"}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "three rejections", func() bool { return len(liveRejections(t, errs)) >= 3 })
+	// A chunk on the events subject, a message on the chunks subject.
+	if _, err := c.Send(ctx, conv, streams.TypeMessageChunk, streams.MessageChunk{ID: "a1", Seq: 3, Text: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := c.Message(ctx, c.Subjects().Chunks(conv), streams.TypeMessageAppended, conv, map[string]any{"id": "x1", "role": "user", "content": "hi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.JetStream().PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "five rejections", func() bool { return len(liveRejections(t, errs)) >= 5 })
 	got := strings.Join(liveRejections(t, errs), ",")
-	if got != "chunk_out_of_order,not_streaming,not_streaming" {
+	if got != "chunk_out_of_order,not_streaming,not_streaming,unknown_type,unknown_type" {
 		t.Fatalf("rejections %s", got)
 	}
 	snap := waitCaughtUp(t, c, conv, 30*time.Second)

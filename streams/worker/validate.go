@@ -16,6 +16,10 @@ func (w *Worker) validate(_ context.Context, d *delivery) error {
 	if rej != nil {
 		return rej
 	}
+	// Chunks come on the chunks subject only, and only chunks do.
+	if _, chunk, _ := w.cfg.subjects.StoredKindOf(d.subject, w.partitions()); chunk != (d.event.Type() == streams.TypeMessageChunk) {
+		return streams.Reject(streams.CodeUnknownType, "event type %q is not accepted on %s", d.event.Type(), d.subject)
+	}
 	d.data, d.message = data, m
 	return nil
 }
