@@ -1,6 +1,7 @@
 package conversation
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -28,6 +29,9 @@ const (
 	// KindLostContent: a chain of assistant rows that were created but
 	// never filled in. Nothing can bring the text back; it is reported only.
 	KindLostContent FindingKind = "lost-content"
+	// KindParentCycle: messages whose parentIds lead back to themselves,
+	// which Parse drops with everything under them.
+	KindParentCycle FindingKind = "parent-cycle"
 )
 
 // Finding is one defect Diagnose attributes to a known shape.
@@ -57,8 +61,9 @@ type Finding struct {
 type Diagnosis struct {
 	// HiddenCount is the number of distinct messages the findings hide.
 	HiddenCount int `json:"hiddenCount"`
-	// Findings in the order the checks run: segment splits, concurrent
-	// forks, orphan signal turns, stale branch indexes, lost content.
+	// Findings in the order the checks run: parent cycles, segment splits,
+	// concurrent forks, orphan signal turns, stale branch indexes, lost
+	// content.
 	Findings []Finding `json:"findings"`
 }
 
@@ -94,6 +99,7 @@ func Diagnose(messages []*Message, groups []*MessageGroup, opts ...Option) (*Dia
 		collectRenderedIDs(m, rendered)
 	}
 	d := newDoctor(messages, rendered)
+	d.parentCycles()
 	d.segmentSplits()
 	d.concurrentForks()
 	d.orphanSignalTurns()
@@ -295,6 +301,50 @@ func spanMax(a, b float64) float64 {
 		return math.NaN()
 	}
 	return max(a, b)
+}
+
+// parentCycles reports each cycle of parentIds (a message its own
+// ancestor): Parse drops its messages, so a conversation holding one is
+// not healthy. Nothing says which link is wrong, so there is no repair;
+// the explanation names the cycle for a person to break.
+func (d *doctor) parentCycles() {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make(map[*dmsg]uint8, len(d.sorted))
+	var path []*dmsg
+	for _, start := range d.sorted {
+		path = path[:0]
+		m := start
+		for m != nil && state[m] == unseen {
+			state[m] = onPath
+			path = append(path, m)
+			m = d.byID[m.parent]
+		}
+		if m != nil && state[m] == onPath { // the walk came back to m
+			i := slices.Index(path, m)
+			cycle := slices.Clone(path[i:])
+			slices.SortFunc(cycle, func(a, b *dmsg) int { return a.pos - b.pos })
+			var hidden []string
+			for _, c := range cycle {
+				if !d.rendered[c.id] {
+					hidden = append(hidden, c.id)
+				}
+			}
+			d.report(Finding{
+				Kind:             KindParentCycle,
+				MessageID:        cycle[0].id,
+				HiddenMessageIDs: hidden,
+				Explanation: fmt.Sprintf("the parentIds of %s lead back to themselves, so none of them has a root: the reader drops them and everything under them; set one of their parentIds to a message outside the cycle",
+					strings.Join(ids(cycle), ", ")),
+			})
+		}
+		for _, p := range path {
+			state[p] = done
+		}
+	}
 }
 
 func (d *doctor) report(f Finding) {

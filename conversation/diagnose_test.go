@@ -610,3 +610,40 @@ func TestDiagnoseOddInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDiagnoseParentCycle: messages whose parentIds lead back to
+// themselves are dropped by Parse, so the conversation is not healthy: one
+// parent-cycle finding names the cycle, from its earliest message, and
+// hides its messages. A message under the cycle is not a member of it.
+func TestDiagnoseParentCycle(t *testing.T) {
+	doc := `[{"id":"r","role":"user","content":"q","createdAt":1},
+	  {"id":"a","role":"assistant","content":"x","parentId":"b","createdAt":2},
+	  {"id":"b","role":"user","content":"y","parentId":"c","createdAt":3},
+	  {"id":"c","role":"assistant","content":"z","parentId":"a","createdAt":4},
+	  {"id":"d","role":"user","content":"under","parentId":"c","createdAt":5}]`
+	msgs, groups, err := DecodeInputBytes([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Diagnose(msgs, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Healthy() {
+		t.Fatal("a conversation with a parent cycle diagnosed healthy")
+	}
+	var cycles []Finding
+	for _, f := range d.Findings {
+		if f.Kind == KindParentCycle {
+			cycles = append(cycles, f)
+		}
+	}
+	if len(cycles) != 1 {
+		t.Fatalf("findings %+v, want one parent cycle", d.Findings)
+	}
+	f := cycles[0]
+	if f.MessageID != "a" || !slices.Equal(f.HiddenMessageIDs, []string{"a", "b", "c"}) || f.Repairable {
+		t.Errorf("finding %+v", f)
+	}
+	t.Log(f.Explanation)
+}

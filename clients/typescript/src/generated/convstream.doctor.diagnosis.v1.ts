@@ -18,7 +18,13 @@ export interface DoctorDiagnosisV1 {
      */
     hiddenCount: number;
     findings: {
-      kind: "segment-split" | "concurrent-fork" | "orphan-signal-turn" | "stale-branch-index" | "lost-content";
+      kind:
+        | "segment-split"
+        | "concurrent-fork"
+        | "orphan-signal-turn"
+        | "stale-branch-index"
+        | "lost-content"
+        | "parent-cycle";
       messageId: string;
       hiddenMessageIds: string[];
       reattachedMessageIds?: string[];
