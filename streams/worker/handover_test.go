@@ -44,9 +44,23 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		return len(appliedSpans(0, recA)) == convs
 	})
 
-	b := startWorker(t, connect(t, ns), handoverOptions(1, recB, interval(DefaultSnapshotInterval)...)...)
-	// B pulls the partition too (it owns less than its share) but A holds
-	// the pin. Unpinning lets the next delivery pin whichever pull the
+	// B pulls the partition too (it owns less than its share and prefers
+	// it: a worker that does not prefer it waits for it to be left without
+	// an owner for the pinned TTL) but A holds the pin.
+	var b *running
+	for try := 0; b == nil; try++ {
+		if try == 20 {
+			t.Fatal("no worker B preferring the partition in 20 tries")
+		}
+		b = startWorker(t, connect(t, ns), handoverOptions(1, recB, interval(DefaultSnapshotInterval)...)...)
+		ids, err := b.w.own.members.list(ctx)
+		if err == nil && len(ids) == 2 && b.w.own.members.preferred(0, ids) {
+			break
+		}
+		b.stop(t)
+		b = nil
+	}
+	// A holds the pin. Unpinning lets the next delivery pin whichever pull the
 	// server takes first; a probe event makes one, until B has it.
 	stream := a.w.stream
 	for i := 0; ; i++ {

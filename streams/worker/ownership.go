@@ -1,8 +1,10 @@
 package worker
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -36,10 +38,11 @@ const partitionWindow = 128
 // durable consumer with the pinned-client priority policy: the server
 // delivers its events to one pull client at a time (the pinned one) and
 // pins another only when that one has not pulled for the pinned TTL or
-// gives the partition up. A worker pulls on the partitions it owns, and on
-// all the others while it owns fewer than its fair share (partitions / live
-// workers, rounded up), so that a dead worker's partitions are taken over;
-// a worker with more than its share drains and unpins the excess.
+// gives the partition up. A worker pulls on the partitions it owns, and,
+// while it owns fewer than its fair share (partitions / live workers,
+// rounded up), on those it prefers and those left without an owner (see
+// rebalance), so that a dead worker's partitions are taken over; a worker
+// with more than its share drains and unpins the excess.
 type ownership struct {
 	w       *Worker
 	cons    []jetstream.Consumer
@@ -49,6 +52,9 @@ type ownership struct {
 	mu      sync.Mutex
 	pullers map[int]*puller
 	pins    []string // by partition: the pin id of the current tenure, "" when not owned
+	// unowned holds when each partition was first seen with no pin (no
+	// worker pulling it) since it last had one; only rebalance uses it.
+	unowned map[int]time.Time
 	// retired holds the pin ids of tenures that ended: an event delivered
 	// under one of them, still buffered or queued, belongs to the
 	// partition's next owner and is handed back instead of applied.
@@ -117,13 +123,16 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 		}
 	}
 	o := &ownership{w: w, cons: cons, members: mem, work: work, pullers: map[int]*puller{}, pins: make([]string, n),
-		retired: map[string]time.Time{}}
+		retired: map[string]time.Time{}, unowned: map[int]time.Time{}}
 	w.own = o
 	w.progress.start(work, w.cfg.ackWait)
 	w.ready.Store(true)
 	w.cfg.logger.InfoContext(ctx, "worker consuming", "stream", w.stream.CachedInfo().Config.Name,
 		"partitions", n, "consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
 
+	// Workers started together see each other before the first pull: a
+	// worker alone in the bucket prefers every partition.
+	o.settle(ctx)
 	o.balance(ctx)
 
 	// As in a hand-off: the pulls go on (keeping the pins) while their
@@ -143,16 +152,39 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	return nil
 }
 
+// settle waits one balance tick after joining, unless ctx ends first.
+func (o *ownership) settle(ctx context.Context) {
+	t := time.NewTimer(o.tick())
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// tick is how often balance runs: an eighth of the pinned TTL, between
+// 250ms and 1s.
+func (o *ownership) tick() time.Duration {
+	return min(max(250*time.Millisecond, o.w.cfg.pinnedTTL/8), time.Second)
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // balance adjusts what the worker pulls, every eighth of the pinned TTL
 // (between 250ms and 1s: membership is renewed well within the TTL, and
 // partitions handed off are taken up soon), until ctx ends or the
 // connection closes.
 func (o *ownership) balance(ctx context.Context) {
-	tick := min(max(250*time.Millisecond, o.w.cfg.pinnedTTL/8), time.Second)
-	t := time.NewTicker(tick)
+	t := time.NewTicker(o.tick())
 	defer t.Stop()
 	for {
-		if o.w.nc.IsClosed() {
+		if o.w.nc.IsClosed() || ctx.Err() != nil {
 			return
 		}
 		o.rebalance(ctx)
@@ -165,14 +197,22 @@ func (o *ownership) balance(ctx context.Context) {
 }
 
 // rebalance compares what the worker owns with its fair share and starts
-// or stops pulls accordingly.
+// or stops pulls accordingly. Below its share, a worker pulls the
+// partitions it prefers (members.preferred) at once, and one no worker
+// holds only once it has stayed so for the pinned TTL:
+// workers that start together on a backlog each take their share rather
+// than the first to pull taking every partition and handing them off
+// later, behind the backlog (TestBacklogSpreads). A dead worker's
+// partitions become the survivors' preferred ones when its membership
+// expires, after the pinned TTL, as its pins lapse.
 func (o *ownership) rebalance(ctx context.Context) {
 	log := o.w.cfg.logger
 	n := len(o.cons)
-	live, err := o.members.count(ctx)
+	ids, err := o.members.list(ctx)
 	if err != nil {
 		log.WarnContext(ctx, "counting workers", "err", err)
 	}
+	live := len(ids)
 	share := (n + live - 1) / live
 	o.forgetRetired()
 	var owned []int
@@ -192,6 +232,11 @@ func (o *ownership) rebalance(ctx context.Context) {
 			if g.Group == ownerGroup {
 				pinned = g.PinnedClientID
 			}
+		}
+		if _, seen := o.unowned[p]; pinned == "" && !seen {
+			o.unowned[p] = time.Now()
+		} else if pinned != "" {
+			delete(o.unowned, p)
 		}
 		o.mu.Lock()
 		held := o.pins[p] != ""
@@ -215,8 +260,16 @@ func (o *ownership) rebalance(ctx context.Context) {
 		o.start(p)
 	}
 	if len(owned) < share {
+		// Only the worker that prefers a partition waits on it while
+		// another holds it: when the holder's pin lapses (a worker dead or
+		// stopped, or a fleet restarted on a backlog) the server pins the
+		// first pull waiting, and with every worker waiting one could take
+		// them all.
 		for p := range n {
-			o.start(p)
+			since, unowned := o.unowned[p]
+			if o.members.preferred(p, ids) || unowned && time.Since(since) >= o.w.cfg.pinnedTTL {
+				o.start(p)
+			}
 		}
 		return
 	}
@@ -225,6 +278,10 @@ func (o *ownership) rebalance(ctx context.Context) {
 			o.stop(p)
 		}
 	}
+	// What goes is what other workers prefer.
+	slices.SortStableFunc(owned, func(a, b int) int {
+		return cmp.Compare(b2i(!o.members.preferred(a, ids)), b2i(!o.members.preferred(b, ids)))
+	})
 	for _, p := range owned[share:] {
 		log.InfoContext(ctx, "giving up a partition", "partition", p, "owned", len(owned), "share", share, "workers", live)
 		o.handOff(ctx, p)
