@@ -2,7 +2,6 @@ package ui_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,125 +10,23 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/internal/workertest"
-	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/models"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/orchestrator"
 	"github.com/convstream/convstream/streams/worker"
 	"github.com/convstream/convstream/ui"
 )
 
-// replyWriter answers reply requests as an orchestrator does, with a
-// deterministic model: it writes the placeholder, a chunk every interval,
-// and the completion; a stop request ends the reply as stopped.
-type replyWriter struct {
-	c        *client.Client
-	interval time.Duration
-	chunks   int
-	mu       sync.Mutex
-	stops    map[string]context.CancelFunc
-	n        int
-}
-
-func (rw *replyWriter) run(ctx context.Context, t *testing.T, conv string) {
-	js := rw.c.JetStream()
-	s := rw.c.Subjects()
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.RepliesStream(), Subjects: []string{s.AllReplies()},
-		Retention: jetstream.WorkQueuePolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "test-writer", AckPolicy: jetstream.AckExplicitPolicy})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, err := rw.c.Conn().Subscribe(s.Stop(conv), func(m *nats.Msg) {
-		ev, err := streams.DecodeEvent(m.Header, m.Data)
-		var stop streams.ReplyStop
-		if err == nil {
-			err = json.Unmarshal(ev.Data(), &stop)
-		}
-		rw.mu.Lock()
-		cancel := rw.stops[stop.ID]
-		rw.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-		_ = m.Respond([]byte(`{}`))
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = sub.Unsubscribe() })
-	cc, err := cons.Consume(func(m jetstream.Msg) {
-		_ = m.Ack()
-		ev, err := streams.DecodeEvent(m.Headers(), m.Data())
-		var req streams.ReplyRequest
-		if err == nil {
-			err = json.Unmarshal(ev.Data(), &req)
-		}
-		if err != nil {
-			t.Errorf("reply request: %v", err)
-			return
-		}
-		go rw.write(ctx, t, req)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cc.Stop)
-}
-
-func (rw *replyWriter) write(ctx context.Context, t *testing.T, req streams.ReplyRequest) {
-	rw.mu.Lock()
-	rw.n++
-	id := fmt.Sprintf("reply-%d", rw.n)
-	wctx, cancel := context.WithCancel(ctx)
-	rw.stops[id] = cancel
-	rw.mu.Unlock()
-	parent := req.ParentID
-	if parent == "" {
-		parent = req.UserMessageID
-	}
-	conv := req.ConversationID
-	if _, err := rw.c.StartReply(ctx, conv, map[string]any{"id": id, "role": "assistant", "parentId": parent,
-		"createdAt": time.Now().UnixMilli(), "model": "test"}); err != nil {
-		t.Errorf("placeholder: %v", err)
-		return
-	}
-	var text strings.Builder
-	status := streams.StreamDone
-	for k := 1; k <= rw.chunks; k++ {
-		select {
-		case <-wctx.Done():
-			status = streams.StreamStopped
-		case <-time.After(rw.interval):
-		}
-		if status == streams.StreamStopped {
-			break
-		}
-		word := fmt.Sprintf("word%d ", k)
-		text.WriteString(word)
-		if _, err := rw.c.SendChunk(ctx, conv, streams.MessageChunk{ID: id, Seq: uint64(k), Text: word}); err != nil {
-			t.Errorf("chunk: %v", err)
-			return
-		}
-	}
-	if _, err := rw.c.Complete(ctx, conv, streams.MessageCompleted{ID: id, Status: status, Content: text.String()}); err != nil {
-		t.Errorf("completion: %v", err)
-	}
-}
-
 // TestBrowserChat runs the viewer's chat in headless Chromium against a
-// worker and a reply writer: a message typed and sent gets a reply whose
+// worker and the orchestrator with its built-in model: a message typed and sent gets a reply whose
 // text grows over at least three observations; a reload in the middle of
 // the reply picks it up and it keeps growing; stop ends it as stopped;
 // regenerate writes a second reply as a new branch, and the ‹ › buttons
@@ -150,14 +47,26 @@ func TestBrowserChat(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	workertest.Run(t, nc, worker.WithLogger(slog.New(slog.DiscardHandler)))
+	workertest.Run(t, nc, worker.WithLogger(slog.New(slog.DiscardHandler)), worker.WithPipelines(workertest.Pipelines()))
 	c, err := client.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const conv = "chat-b"
-	rw := &replyWriter{c: c, interval: 150 * time.Millisecond, chunks: 200, stops: map[string]context.CancelFunc{}}
-	rw.run(ctx, t, conv)
+	// The orchestrator with its built-in model: ten words a second, far
+	// more than the test waits for.
+	model, err := models.NewBuiltin(models.BuiltinConfig{Tokens: 2000, TokensPerChunk: 1, Rate: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	orch, err := orchestrator.New(nc, orchestrator.WithModel(model), orchestrator.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	octx, stopOrch := context.WithCancel(ctx)
+	orchDone := make(chan struct{})
+	go func() { defer close(orchDone); _ = orch.Run(octx) }()
+	t.Cleanup(func() { stopOrch(); <-orchDone })
 
 	subjects := c.Subjects()
 	wsURL, _ := url.Parse(ns.WebsocketURL())
