@@ -13,7 +13,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/worker ./cmd/worker && \
-    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/convctl ./cmd/convctl
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/convctl ./cmd/convctl && \
+    CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath -ldflags="-s -w" -o /out/orchestrator ./cmd/orchestrator
 
 # distroless static, nonroot: passwd with user 65532 "nonroot", its home,
 # /tmp, CA certificates and time zones; no shell.
@@ -26,7 +27,7 @@ LABEL org.opencontainers.image.source="https://github.com/convstream/convstream"
       org.opencontainers.image.title="convstream" \
       org.opencontainers.image.version="$VERSION" \
       org.opencontainers.image.revision="$REVISION"
-COPY --from=build /out/worker /out/convctl /usr/local/bin/
+COPY --from=build /out/worker /out/convctl /out/orchestrator /usr/local/bin/
 USER 65532:65532
 WORKDIR /home/nonroot
 ENTRYPOINT ["/usr/local/bin/worker"]

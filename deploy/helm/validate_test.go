@@ -136,9 +136,16 @@ func validate(objs objects) error {
 		}
 	}
 
-	ds := objs.ofKind("Deployment")
+	// The workers' Deployment; the orchestrator's (TestOrchestrator checks
+	// it) is left aside.
+	var ds []*object
+	for _, d := range objs.ofKind("Deployment") {
+		if d.obj.(*appsv1.Deployment).Labels["app.kubernetes.io/component"] != "orchestrator" {
+			ds = append(ds, d)
+		}
+	}
 	if len(ds) != 1 {
-		return errors.Join(append(errs, fmt.Errorf("want one Deployment, got %d", len(ds)))...)
+		return errors.Join(append(errs, fmt.Errorf("want one workers' Deployment, got %d", len(ds)))...)
 	}
 	dep := ds[0].obj.(*appsv1.Deployment)
 	podLabels := labels.Set(dep.Spec.Template.Labels)

@@ -65,7 +65,7 @@ func TestDockerfileMatches(t *testing.T) {
 		t.Errorf("CMD %q: the Go builder sets none", c)
 	}
 
-	// COPY --from=build /out/worker /out/convctl /usr/local/bin/
+	// COPY --from=build /out/worker /out/convctl /out/orchestrator /usr/local/bin/
 	copies := get("COPY")
 	var copied []string
 	for _, c := range copies {

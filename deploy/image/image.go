@@ -1,5 +1,5 @@
 // Package image builds the convstream container image without a container
-// daemon: the static binaries worker and convctl for each platform, on
+// daemon: the static binaries worker, convctl and orchestrator for each platform, on
 // nothing but a passwd file naming the non-root user, as an OCI image index
 // written to an OCI image layout.
 //
@@ -54,6 +54,7 @@ const (
 var Binaries = []Binary{
 	{Name: "worker", Package: "./cmd/worker"},
 	{Name: "convctl", Package: "./cmd/convctl"},
+	{Name: "orchestrator", Package: "./cmd/orchestrator"},
 }
 
 // Binary is one command of the image.

@@ -195,12 +195,13 @@ func checkImage(t *testing.T, img v1.Image, p v1.Platform, labels map[string]str
 		mode     int64
 		uid, gid int
 	}{
-		"/usr/local/bin/worker":  {0o755, 0, 0},
-		"/usr/local/bin/convctl": {0o755, 0, 0},
-		"/etc/passwd":            {0o644, 0, 0},
-		"/etc/group":             {0o644, 0, 0},
-		"/home/nonroot":          {0o700, 65532, 65532},
-		"/tmp":                   {0o1777, 0, 0},
+		"/usr/local/bin/worker":       {0o755, 0, 0},
+		"/usr/local/bin/convctl":      {0o755, 0, 0},
+		"/usr/local/bin/orchestrator": {0o755, 0, 0},
+		"/etc/passwd":                 {0o644, 0, 0},
+		"/etc/group":                  {0o644, 0, 0},
+		"/home/nonroot":               {0o700, 65532, 65532},
+		"/tmp":                        {0o1777, 0, 0},
 	}
 	for name, w := range want {
 		h := files[name]

@@ -249,3 +249,21 @@ attributes (sorted by key).
 {{- end }}
 {{- join "," $attrs }}
 {{- end }}
+
+{{/*
+The orchestrator's labels: a name of its own, so that no selector of the
+workers finds its pods.
+*/}}
+{{- define "convstream.orchestratorSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "convstream.name" . }}-orchestrator
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "convstream.orchestratorLabels" -}}
+helm.sh/chart: {{ include "convstream.chart" . }}
+{{ include "convstream.orchestratorSelectorLabels" . }}
+app.kubernetes.io/version: {{ include "convstream.imageTag" . | trunc 63 | trimSuffix "-" | quote }}
+app.kubernetes.io/component: orchestrator
+app.kubernetes.io/part-of: convstream
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
