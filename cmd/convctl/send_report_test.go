@@ -108,3 +108,36 @@ func TestProgressBar(t *testing.T) {
 		t.Fatalf("%q", buf.String())
 	}
 }
+
+// TestWatchWaitsForFirstEvent: following a conversation nothing was sent
+// to yet waits for its first snapshot, then prints it.
+func TestWatchWaitsForFirstEvent(t *testing.T) {
+	startWorker(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type result struct {
+		code     int
+		out, err string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := dispatch(ctx, []string{"watch", "--count", "1", "later"}, nil, &out, &errOut)
+		done <- result{code, out.String(), errOut.String()}
+	}()
+	// The watch is following (or soon will be) before the first event:
+	// what it prints must be the snapshot of that event, whenever it
+	// subscribed.
+	select {
+	case r := <-done:
+		t.Fatalf("watch returned before any event: %d\n%s", r.code, r.err)
+	case <-time.After(time.Second):
+	}
+	if code, _, errOut := convctl(t, `{"id":"m1","role":"user","content":"hi","parentId":null}`, "send", "later"); code != 0 {
+		t.Fatalf("send: %s", errOut)
+	}
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.out, `"m1"`) {
+		t.Fatalf("watch: %d\nstdout %s\nstderr %s", r.code, r.out, r.err)
+	}
+}
