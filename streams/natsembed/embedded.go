@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/convstream/convstream/streams"
@@ -98,13 +99,23 @@ func Start(cfg Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streams: embedded NATS server: %w", err)
 	}
+	var logger *serverLogger
 	if cfg.Logger != nil {
-		ns.SetLoggerV2(serverLogger{cfg.Logger.With("component", "nats-server")}, false, false, false)
+		logger = &serverLogger{l: cfg.Logger.With("component", "nats-server")}
+		ns.SetLoggerV2(logger, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
 		ns.Shutdown()
 		return nil, fmt.Errorf("streams: embedded NATS server on %s did not start", listen)
+	}
+	if logger != nil {
+		logger.started.Store(true)
+		attrs := []any{"version", server.VERSION, "clients", ns.ClientURL(), "store", opts.StoreDir}
+		if ns.WebsocketURL() != "" && cfg.WebSocket != "" {
+			attrs = append(attrs, "websocket", ns.WebsocketURL())
+		}
+		logger.l.Info("NATS server ready", attrs...)
 	}
 	return ns, nil
 }
@@ -125,12 +136,24 @@ func splitHostPort(addr, defHost string) (string, int, error) {
 	return host, port, nil
 }
 
-// serverLogger routes the NATS server's log to slog.
-type serverLogger struct{ l *slog.Logger }
+// serverLogger routes the NATS server's log to slog. Until the server is
+// ready its notices, a banner of a dozen lines (version, name, ID,
+// JetStream's limits, ...), are debug: Start says the server is ready in
+// one info line instead (TestStartupLogCondensed).
+type serverLogger struct {
+	l       *slog.Logger
+	started atomic.Bool
+}
 
-func (s serverLogger) Noticef(format string, v ...any) { s.l.Info(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Warnf(format string, v ...any)   { s.l.Warn(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Fatalf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Errorf(format string, v ...any)  { s.l.Error(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Debugf(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
-func (s serverLogger) Tracef(format string, v ...any)  { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Noticef(format string, v ...any) {
+	if !s.started.Load() {
+		s.l.Debug(fmt.Sprintf(format, v...))
+		return
+	}
+	s.l.Info(fmt.Sprintf(format, v...))
+}
+func (s *serverLogger) Warnf(format string, v ...any)  { s.l.Warn(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Fatalf(format string, v ...any) { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Errorf(format string, v ...any) { s.l.Error(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Debugf(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }
+func (s *serverLogger) Tracef(format string, v ...any) { s.l.Debug(fmt.Sprintf(format, v...)) }

@@ -1,6 +1,8 @@
 package natsembed
 
 import (
+	"bytes"
+	"log/slog"
 	"net"
 	"strings"
 	"testing"
@@ -99,4 +101,31 @@ func TestEmbeddedListensOnLoopback(t *testing.T) {
 		t.Fatalf("listening on %v", addr)
 	}
 	t.Logf("Listen \":-1\" → %v", addr)
+}
+
+// TestStartupLogCondensed: at the info level, starting the server logs one
+// line saying it is ready (with its version and URLs), not the server's
+// banner; at the debug level the banner is there.
+func TestStartupLogCondensed(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var buf bytes.Buffer
+		ns, err := Start(Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(),
+			Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Shutdown()
+		ns.WaitForShutdown()
+		startup, _, _ := strings.Cut(buf.String(), "NATS server ready")
+		lines := strings.Count(startup, "\n")
+		if !strings.Contains(buf.String(), "NATS server ready") {
+			t.Fatalf("%v: no ready line in\n%s", level, buf.String())
+		}
+		if level == slog.LevelInfo && lines > 0 {
+			t.Errorf("%v: %d lines before the ready line:\n%s", level, lines, startup)
+		}
+		if level == slog.LevelDebug && lines < 5 {
+			t.Errorf("%v: the banner (%d lines) is missing:\n%s", level, lines, startup)
+		}
+	}
 }

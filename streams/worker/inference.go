@@ -34,17 +34,17 @@ const InferenceService = "convstream-inference"
 // concurrently, as admission allows (admission.go); those it refuses are
 // answered busy (inference_reply.go).
 type inferenceServer struct {
-	nc        *nats.Conn
-	subjects  streams.Subjects
+	nc       *nats.Conn
+	subjects streams.Subjects
 	// queueGroup is the service's queue group, the worker's consumer
 	// name: the workers of one deployment share its requests.
 	queueGroup string
-	source    string // the CloudEvents source of the replies
-	log       *slog.Logger
-	tracer    trace.Tracer
-	metrics   *instruments
-	reports   *reports // rejections and failures, kept in the errors stream
-	pipelines Pipelines
+	source     string // the CloudEvents source of the replies
+	log        *slog.Logger
+	tracer     trace.Tracer
+	metrics    *instruments
+	reports    *reports // rejections and failures, kept in the errors stream
+	pipelines  Pipelines
 	// timeout bounds a pipeline run (WithInferenceTimeout); wait, how long
 	// a request waits for the events stored before it (WithInferenceWait).
 	timeout, wait time.Duration
