@@ -203,7 +203,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	// The errors stream and dead letters (docs/operations.md, "Errors stream and dead letters").
 	o.errorRetention = worker.DefaultErrorRetention()
 	dur(&o.errorRetention.MaxAge, "errors-max-age", "CONVSTREAM_ERRORS_MAX_AGE", worker.DefaultErrorsMaxAge, "oldest rejection, pipeline failure or dead letter the errors stream keeps (negative: no limit)")
-	fs.Var((*byteSize)(&o.errorRetention.MaxBytes), "errors-max-bytes", "largest size of the errors stream, e.g. 1GiB; the oldest records go beyond it (default 256MiB)")
+	fs.Var((*byteSize)(&o.errorRetention.MaxBytes), "errors-max-bytes", "largest size of the errors stream, e.g. 1GiB; past it new records are published but not kept, so that no conversation's records push out another's (default 256MiB; halved until it fits a server with less room)")
 	ef.Bind("errors-max-bytes", "CONVSTREAM_ERRORS_MAX_BYTES")
 	fs.Int64Var(&o.errorRetention.MaxPerConversation, "errors-max-per-conversation", worker.DefaultErrorsMaxPerConversation, "records the errors stream keeps per conversation, the newest (negative: no limit)")
 	ef.Bind("errors-max-per-conversation", "CONVSTREAM_ERRORS_MAX_PER_CONVERSATION")

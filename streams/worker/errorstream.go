@@ -25,8 +25,9 @@ const (
 )
 
 // ErrorRetention bounds the errors stream: records older than MaxAge go,
-// then the oldest beyond MaxBytes, and each conversation's errors subject
-// keeps its last MaxPerConversation records (P.errors.@, which gathers
+// each conversation's errors subject keeps its last MaxPerConversation
+// records, and past MaxBytes new records are published but not kept, so
+// that no conversation's records push out another's (P.errors.@, which gathers
 // those of events naming no usable conversation, counts as one). Zero
 // values take the defaults; a negative one means no limit.
 type ErrorRetention struct {
@@ -80,8 +81,12 @@ func errorsStreamConfig(s streams.Subjects, st Storage, r ErrorRetention) jetstr
 		MaxMsgsPerSubject: limit(r.MaxPerConversation, def.MaxPerConversation),
 		// A report published twice (a retry, two workers hearing one
 		// advisory) carries the same Nats-Msg-Id and is stored once.
-		Duplicates:  dup,
-		Discard:     jetstream.DiscardOld,
+		Duplicates: dup,
+		// Past MaxBytes a new record is refused (and published only, see
+		// reports.store), not room made by dropping the oldest: those are
+		// other conversations' (TestNoisyConversationKeepsOthersRecords).
+		// MaxMsgsPerSubject still drops a conversation's own oldest.
+		Discard:     jetstream.DiscardNew,
 		AllowDirect: true,
 		Placement:   st.placement(),
 	}
@@ -91,18 +96,42 @@ func errorsStreamConfig(s streams.Subjects, st Storage, r ErrorRetention) jetstr
 // created when missing; on an existing one the limits and replicas are
 // brought in line, and a change the server refuses is logged, not fatal.
 func provisionErrors(ctx context.Context, js jetstream.JetStream, want jetstream.StreamConfig, log *slog.Logger) error {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	stream, err := js.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
 		_, err = js.CreateStream(ctx, want)
+		// A byte limit is storage the server reserves: one the store has
+		// no room for is halved until it fits, down to minErrorsBytes,
+		// and then halved once more, to leave the other streams and
+		// buckets room, rather than keep the worker from starting
+		// (TestErrorsStreamFitsSmallStore).
+		shrunk := false
+		for apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && apiErr.ErrorCode == jsInsufficientResources &&
+			want.MaxBytes/2 >= minErrorsBytes; {
+			want.MaxBytes /= 2
+			shrunk = true
+			_, err = js.CreateStream(ctx, want)
+		}
+		if shrunk && err == nil {
+			if want.MaxBytes/2 >= minErrorsBytes {
+				want.MaxBytes /= 2
+				_, err = js.UpdateStream(ctx, want)
+			}
+			log.WarnContext(ctx, "errors stream made smaller: the server has no room for its byte limit", "stream", want.Name,
+				"max_bytes", want.MaxBytes)
+		}
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			err = nil // another worker was first
 		}
 	case err == nil:
 		have := stream.CachedInfo().Config
 		next := have
-		next.Replicas, next.MaxAge, next.MaxBytes, next.MaxMsgsPerSubject = want.Replicas, want.MaxAge, want.MaxBytes, want.MaxMsgsPerSubject
-		if next.Replicas != have.Replicas || next.MaxAge != have.MaxAge || next.MaxBytes != have.MaxBytes || next.MaxMsgsPerSubject != have.MaxMsgsPerSubject {
+		next.Replicas, next.MaxAge, next.MaxBytes, next.MaxMsgsPerSubject, next.Discard = want.Replicas, want.MaxAge, want.MaxBytes, want.MaxMsgsPerSubject, want.Discard
+		if next.Replicas != have.Replicas || next.MaxAge != have.MaxAge || next.MaxBytes != have.MaxBytes || next.MaxMsgsPerSubject != have.MaxMsgsPerSubject ||
+			next.Discard != have.Discard {
 			if _, uErr := js.UpdateStream(ctx, next); uErr != nil {
 				log.WarnContext(ctx, "errors stream settings not changed", "stream", want.Name, "err", uErr)
 			} else {
@@ -116,6 +145,20 @@ func provisionErrors(ctx context.Context, js jetstream.JetStream, want jetstream
 	}
 	return nil
 }
+
+// jsInsufficientResources is JetStream's error code for a stream the
+// server has no storage for (JSStorageResourcesExceededErr).
+const jsInsufficientResources jetstream.ErrorCode = 10047
+
+// minErrorsBytes is the smallest byte limit provisionErrors shrinks the
+// errors stream's to when the server has no room for the one asked.
+const minErrorsBytes = 1 << 20
+
+// errorsStreamFull reports whether a JetStream API error code says the
+// errors stream refused a record for its limits: JSStreamStoreFailed's
+// "maximum bytes exceeded" (10077) and "maximum messages exceeded"
+// (10076) under DiscardNew.
+func errorsStreamFull(code jetstream.ErrorCode) bool { return code == 10077 || code == 10076 }
 
 // reportTimeout bounds the wait for the errors stream to store a report.
 const reportTimeout = 5 * time.Second

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -37,6 +38,17 @@ func (r *reports) storeOnce(ctx context.Context, msg *nats.Msg) (duplicate bool,
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reportTimeout)
 	defer cancel()
 	ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectStream(r.subjects.ErrorsStream()))
+	if apiErr := (*jetstream.APIError)(nil); errors.As(err, &apiErr) && errorsStreamFull(apiErr.ErrorCode) {
+		// The stream keeps what it holds rather than let this record push
+		// out other conversations' (errorsStreamConfig); the subject's
+		// subscribers still get it.
+		r.log.WarnContext(ctx, "report not kept: the errors stream is full", "subject", msg.Subject,
+			"id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
+		if pErr := r.js.Conn().PublishMsg(msg); pErr != nil {
+			return false, fmt.Errorf("streams: publish %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, pErr)
+		}
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -172,4 +173,89 @@ func TestErrorsStreamLimits(t *testing.T) {
 	if !strings.Contains(string(got[0].Event.Data()), "ghost-1") {
 		t.Errorf("kept %s, want ghost-1 and ghost-2", got[0].Event.Data())
 	}
+}
+
+// TestNoisyConversationKeepsOthersRecords: 5,000 rejections spread over 100
+// conversation ids, in an errors stream whose byte limit holds a fraction
+// of them, used to evict every other conversation's records (the oldest
+// went first, across conversations). A conversation's records are bounded
+// by its own cap, and past the stream's byte limit new records are not
+// kept (their subscribers still get them): a quiet conversation's earlier
+// records are all still there, and every rejection was reported without
+// an error.
+func TestNoisyConversationKeepsOthersRecords(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	ctx := context.Background()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := streams.NewSubjects(streams.DefaultPrefix)
+	want := errorsStreamConfig(s, Storage{}, ErrorRetention{MaxBytes: 256 << 10, MaxPerConversation: 20})
+	if err := provisionErrors(ctx, js, want, testLogger(t)); err != nil {
+		t.Fatal(err)
+	}
+	rep := &reports{js: js, subjects: s, source: "urn:test", log: failureLogger(t, 5)}
+	reject := func(conv string, i int) {
+		t.Helper()
+		id := fmt.Sprintf("%s-%d", conv, i)
+		if err := rep.rejection(ctx, "rejected:"+id, streams.EventRejected{EventID: &id, Subject: s.Events(conv),
+			Code: streams.CodeNotFound, Reason: strings.Repeat("no such message ", 8), ConversationID: conv}); err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+	}
+	for i := range 10 {
+		reject("quiet", i)
+	}
+	for i := range 5000 {
+		reject(fmt.Sprintf("noisy-%d", i%100), i)
+	}
+	c := newClient(t, nc)
+	got, err := c.Errors(ctx, "quiet")
+	if err != nil || len(got) != 10 {
+		t.Fatalf("quiet kept %d of its 10 records: %v", len(got), err)
+	}
+	st, err := js.Stream(ctx, s.ErrorsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("errors stream: %d records, %d bytes", info.State.Msgs, info.State.Bytes)
+	if info.State.Bytes > uint64(want.MaxBytes) {
+		t.Errorf("errors stream holds %d bytes, over its limit of %d", info.State.Bytes, want.MaxBytes)
+	}
+}
+
+// TestErrorsStreamFitsSmallStore: the errors stream's default byte limit
+// (256 MiB), which the server reserves, kept a worker from starting on a
+// server with less storage. It is halved until it fits.
+func TestErrorsStreamFitsSmallStore(t *testing.T) {
+	ns, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
+		JetStreamMaxStore: 64 << 20, JetStreamMaxMemory: 64 << 20, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Start()
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	if !ns.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	nc := connect(t, ns)
+	startWorker(t, nc)
+	c := newClient(t, nc)
+	st, err := c.JetStream().Stream(context.Background(), c.Subjects().ErrorsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := st.CachedInfo().Config.MaxBytes; got <= 0 || got > 64<<20 {
+		t.Errorf("errors stream byte limit %d on a 64 MiB store", got)
+	}
+	if _, err := c.Send(context.Background(), "small", streams.TypeMessageDeleted, map[string]any{"id": "ghost"}); err != nil {
+		t.Fatal(err)
+	}
+	waitErrors(t, c, "small", 1, 30*time.Second)
 }
