@@ -31,6 +31,7 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nuid"
 
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/buildinfo"
@@ -294,6 +295,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	// Every line names the worker (worker.WithID).
+	workerID := nuid.Next()
+	log = log.With("worker_id", workerID)
 	subjects, err := streams.NewSubjects(o.prefix)
 	if err != nil {
 		return err
@@ -342,6 +346,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		worker.WithInferenceLimits(o.inferenceLimits),
 		worker.WithPipelines(newSpecPipelines(processors.Default(), o.pipelinesDir)),
 		worker.WithLogger(log),
+		worker.WithID(workerID),
 		worker.WithTracerProvider(tel.tracer),
 		worker.WithMeterProvider(tel.meter),
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/convstream/convstream/streams"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nuid"
 )
 
 // members counts the workers sharing a partitioned stream: each keeps a
@@ -24,8 +23,9 @@ type members struct {
 	id string
 }
 
-// joinMembers creates the bucket when missing and registers this worker.
-func joinMembers(ctx context.Context, js jetstream.JetStream, s streams.Subjects, st Storage, ttl time.Duration) (*members, error) {
+// joinMembers creates the bucket when missing and registers this worker
+// under id.
+func joinMembers(ctx context.Context, js jetstream.JetStream, s streams.Subjects, st Storage, ttl time.Duration, id string) (*members, error) {
 	cfg := jetstream.KeyValueConfig{
 		Bucket:      s.MembersBucket(),
 		Description: "convstream: live workers of a partitioned events stream (keys expire unless renewed)",
@@ -39,7 +39,7 @@ func joinMembers(ctx context.Context, js jetstream.JetStream, s streams.Subjects
 	if err != nil {
 		return nil, fmt.Errorf("streams: members bucket %s: %w", cfg.Bucket, err)
 	}
-	m := &members{kv: kv, id: nuid.Next()}
+	m := &members{kv: kv, id: id}
 	if _, err := m.count(ctx); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,7 @@ type config struct {
 	ackWait            time.Duration
 	source             string
 	logger             *slog.Logger
+	id                 string // WithID; empty: one made by New
 	tracerProvider     trace.TracerProvider
 	meterProvider      metric.MeterProvider
 	pipelines          Pipelines
@@ -250,6 +251,12 @@ func WithAckWait(d time.Duration) Option { return func(c *config) { c.ackWait = 
 
 // WithSource sets the CloudEvents source of what the worker publishes.
 func WithSource(s string) Option { return func(c *config) { c.source = s } }
+
+// WithID names the worker: in the members bucket of a partitioned stream
+// and, as attribute worker_id, on every log line, which the logger given to
+// WithLogger then carries already (a program adds it to its own lines
+// too). By default New makes a unique id and adds the attribute itself.
+func WithID(id string) Option { return func(c *config) { c.id = id } }
 
 // WithLogger sets the logger; by default nothing is logged.
 func WithLogger(l *slog.Logger) Option {

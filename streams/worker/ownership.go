@@ -105,7 +105,7 @@ func (w *Worker) runPartitioned(ctx context.Context) error {
 	w.setConsumers(cons)
 	var mem *members
 	err := w.untilAvailable(ctx, "members bucket", func() (err error) {
-		mem, err = joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL)
+		mem, err = joinMembers(ctx, w.js, w.cfg.subjects, w.cfg.storage, w.cfg.pinnedTTL, w.id)
 		return err
 	})
 	if err != nil {
@@ -349,6 +349,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 		o.w.cfg.logger.WarnContext(ctx, "handing a partition off: flush", "partition", p, "err", err)
 	}
 	o.unpin(ctx, p)
+	o.w.partitionMetrics.changed(ctx, partitionHandedOff)
 	o.w.cfg.logger.InfoContext(ctx, "partition handed off", "partition", p, "conversations", held.Load(),
 		"took", time.Since(began).Round(time.Millisecond))
 }
@@ -359,6 +360,7 @@ func (o *ownership) handOff(ctx context.Context, p int) {
 // let go once what they applied is stored (see snapshotStore.leave).
 func (o *ownership) lose(p int) {
 	o.w.cfg.logger.WarnContext(o.work, "partition lost", "partition", p)
+	o.w.partitionMetrics.changed(o.work, partitionLost)
 	o.retire(p)
 	o.w.leavePartition(o.work, p)
 }

@@ -113,6 +113,7 @@ func (o *ownership) pull(p int, pl *puller) {
 				f.tenure = acquiredTenure
 				o.w.owned[p].Store(true)
 				o.w.cfg.logger.InfoContext(o.work, "partition acquired", "partition", p)
+				o.w.partitionMetrics.changed(o.work, partitionAcquired)
 			}
 		}
 		o.w.progress.hold(pendingAckOf(m))

@@ -11,6 +11,7 @@ import (
 	"github.com/convstream/convstream/streams/worker/internal/read"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -18,13 +19,16 @@ import (
 // publishes and stores their snapshots, and answers inference requests.
 // Create it with New and start it with Run.
 type Worker struct {
+	id      string // in every log line and in the members bucket
 	nc      *nats.Conn
 	js      jetstream.JetStream
 	cfg     config
 	tracer  trace.Tracer
 	traced  bool // spans are recorded: the tracer provider is not the no-op one
 	metrics *instruments
-	handler handlerFunc
+	// partitionMetrics counts the changes of the partitions it owns.
+	partitionMetrics *partitionMetrics
+	handler          handlerFunc
 
 	// Set by Run.
 	stream  jetstream.Stream
@@ -76,6 +80,14 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every log line names the worker, with the id it has among the
+	// members of a partitioned stream: an operator follows a fault across
+	// the fleet's logs by it.
+	id := cfg.id
+	if id == "" {
+		id = nuid.Next()
+		cfg.logger = cfg.logger.With("worker_id", id)
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, fmt.Errorf("streams: %w", err)
@@ -85,6 +97,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	w := &Worker{
+		id:      id,
 		nc:      nc,
 		js:      js,
 		cfg:     cfg,
@@ -111,6 +124,9 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	if err := w.observeConsumers(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("streams: metrics: %w", err)
+	}
+	if w.partitionMetrics, err = w.observePartitions(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("streams: metrics: %w", err)
 	}
 	if err := w.observeConnection(cfg.meterProvider); err != nil {
