@@ -7,8 +7,8 @@
 // network), openai:MODEL, anthropic:MODEL or gemini:MODEL. Keys come from
 // OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or the file each
 // *_FILE variable names, never from a flag; OPENAI_BASE_URL points the
-// OpenAI client at vLLM, Ollama or LiteLLM. Traces go where the OTEL_*
-// variables say, as the worker's do.
+// OpenAI client at vLLM, Ollama or LiteLLM. Traces and metrics go where
+// the OTEL_* variables say (OTLP over HTTP), as the worker's do.
 package main
 
 import (
@@ -23,6 +23,10 @@ import (
 	"syscall"
 	_ "time/tzdata"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	_ "golang.org/x/crypto/x509roots/fallback"
 
 	"github.com/convstream/convstream/internal/buildinfo"
@@ -90,6 +94,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer func() { _ = tr.Shutdown(context.WithoutCancel(ctx)) }()
+	var mp metric.MeterProvider = metricnoop.NewMeterProvider()
+	if want, err := otelsetup.ExporterWanted(getenv, "METRICS"); err != nil {
+		return err
+	} else if want && !otelsetup.Disabled(getenv) {
+		exp, err := otlpmetrichttp.New(ctx)
+		if err != nil {
+			return fmt.Errorf("OTLP metric exporter: %w", err)
+		}
+		smp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
+			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otelsetup.LogMetricErrors(exp, log))))
+		defer func() { _ = smp.Shutdown(context.WithoutCancel(ctx)) }()
+		mp = smp
+	}
 	cfg := nf.Conn
 	cfg.Name, cfg.Logger, cfg.Wait = "convstream-orchestrator", log, true
 	nc, err := streams.Connect(cfg)
@@ -102,7 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	opts = append(opts, orchestrator.WithSubjects(subjects), orchestrator.WithLogger(log), orchestrator.WithTracerProvider(tr.Provider))
+	opts = append(opts, orchestrator.WithSubjects(subjects), orchestrator.WithLogger(log), orchestrator.WithTracerProvider(tr.Provider), orchestrator.WithMeterProvider(mp))
 	o, err := orchestrator.New(nc, opts...)
 	if err != nil {
 		return err
