@@ -104,6 +104,10 @@ func runChat(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		}
 		fmt.Fprintln(stdout)
 		printCalls(stdout, m)
+		// The next command reads the stored snapshot (the next chat its
+		// leaf), which the worker writes up to --snapshot-interval after
+		// the delta printed: wait for it, briefly.
+		awaitStored(ctx, c, conv, v.Version)
 		if status == streams.StreamDone {
 			return 0
 		}
@@ -117,6 +121,22 @@ func runChat(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 	}
 	fmt.Fprintf(stderr, "convctl chat: no end of reply %s within %v (is an orchestrator running? make run starts one)\n", replyID, *replyTimeout)
 	return 1
+}
+
+// awaitStored waits up to 5 s until the stored snapshot of conv reaches
+// version.
+func awaitStored(ctx context.Context, c *client.Client, conv string, version uint64) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if s, err := c.Snapshot(ctx, conv); err == nil && s.Version >= version {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // activeLeaf returns the id of the last message of a conversation's active
