@@ -302,6 +302,29 @@ func (c *Conversation) indexReplace(old, m *Message) bool {
 	return true
 }
 
+// Restore undoes an Update: old, which Get returned before it, takes the
+// place of the message with its id again, as if the update had not been
+// applied. A caller that refuses an update after applying it (its result
+// is over a limit) undoes it so, at the cost of the next read's rebuild
+// rather than of the whole conversation's. It fails with
+// ErrMessageNotFound when no message has old's id.
+func (c *Conversation) Restore(old *Message) error {
+	if old == nil {
+		return fmt.Errorf("%w: nil message", ErrInvalidMessage)
+	}
+	cur, ok := c.msgs.getHashed(old.ID(), old.idHash)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrMessageNotFound, old.ID())
+	}
+	if cur == old {
+		return nil
+	}
+	c.msgs.replace(old)
+	c.bytes += old.footprint() - cur.footprint()
+	c.invalidate()
+	return nil
+}
+
 // Delete removes a message. Its children stay and become roots, as messages
 // whose parent is missing do.
 func (c *Conversation) Delete(id string) error {

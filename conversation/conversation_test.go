@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/convstream/convstream/internal/jsondiff"
@@ -254,5 +255,55 @@ func TestSubAgentMessageKeptAsGiven(t *testing.T) {
 				t.Errorf("%d messages before: message %d kept as %s, given %s", before, i, enc, srcs[i])
 			}
 		}
+	}
+}
+
+// TestRestoreUndoesUpdate: an update taken back with Restore leaves the
+// conversation as Parse of the messages before it, whether the update
+// moved the message or only changed its content, and the next append is
+// applied as usual.
+func TestRestoreUndoesUpdate(t *testing.T) {
+	conv := NewConversation()
+	for i := range 20 {
+		f := fmt.Sprintf(`{"id":"m%d","role":"user","content":"c%d"}`, i, i)
+		if i > 0 {
+			f = fmt.Sprintf(`{"id":"m%d","role":"user","content":"c%d","parentId":"m%d"}`, i, i, i-1)
+		}
+		if err := conv.Append(msg(t, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkAgainstParse(t, "built", 0, conv)
+	want, err := conv.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step, patch := range []map[string]any{
+		{"content": strings.Repeat("x", 1000)},
+		{"parentId": "m3"},
+		{"parentId": nil},
+	} {
+		old, _ := conv.Get("m10")
+		if err := conv.Update("m10", patch); err != nil {
+			t.Fatal(err)
+		}
+		if err := conv.Restore(old); err != nil {
+			t.Fatal(err)
+		}
+		checkAgainstParse(t, "restored", step, conv)
+		got, err := conv.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := jsondiff.Diff(resultJSON(t, want), resultJSON(t, got)); d != "" {
+			t.Fatalf("step %d: restored differs from before the update: %s", step, d)
+		}
+	}
+	if err := conv.Append(msg(t, `{"id":"n","role":"user","content":"next","parentId":"m19"}`)); err != nil {
+		t.Fatal(err)
+	}
+	checkAgainstParse(t, "appended", 0, conv)
+	if err := conv.Restore(msg(t, `{"id":"absent","role":"user"}`)); !errors.Is(err, ErrMessageNotFound) {
+		t.Errorf("restoring an absent message: %v, want ErrMessageNotFound", err)
 	}
 }

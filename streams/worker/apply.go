@@ -26,6 +26,7 @@ func (w *Worker) apply(ctx context.Context, d *delivery) error {
 		return nil
 	}
 	d.state = st
+	d.undo = undoFor(st.conv, st.live, d.event.Type(), d.data, d.message)
 	if err := applyEvent(st.conv, &st.live, d.event.Type(), d.data, d.message); err != nil {
 		return err
 	}

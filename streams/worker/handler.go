@@ -64,6 +64,9 @@ type delivery struct {
 	// delivery (see park); nil when it was not.
 	preload *loadResult
 	dirty   bool // state changed in memory but not yet stored
+	// undo takes the event's change back should it be refused after it
+	// was applied (undo.go).
+	undo undoStep
 	// message is an append's message when validate built it straight from
 	// data already in the form a message keeps (data is then nil).
 	message *conversation.Message

@@ -43,9 +43,13 @@ func rejection(report reportRejection, remove deleteEvent, degraded limitMarker,
 			}
 			if d.dirty {
 				// Refused after the state changed (the snapshot was too
-				// large): forget it; the rebuild will not see the deleted
-				// event.
-				d.lane.cache.Drop(d.conversationID)
+				// large): the event is taken back (undo.go), or the state
+				// forgotten; the rebuild will not see the deleted event.
+				if d.state != nil && d.undo.apply(d.state.conv, d.state.live) {
+					d.lane.cache.Resize(d.state)
+				} else {
+					d.lane.cache.Drop(d.conversationID)
+				}
 				d.dirty = false
 			}
 			rej := streams.EventRejected{
