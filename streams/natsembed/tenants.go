@@ -39,6 +39,51 @@ type Tenant struct {
 	InboxPrefix string `json:"inboxPrefix,omitempty"`
 	// Users act for the tenant.
 	Users []TenantUser `json:"users"`
+	// Limits bound what the tenant's account may hold in JetStream, so
+	// that one tenant cannot take the server's storage or consumers from
+	// the others; nil means none but the server's. Tenants sharing an
+	// account share its limits: only one of them may declare them.
+	Limits *TenantLimits `json:"limits,omitempty"`
+}
+
+// TenantLimits are the JetStream limits of a tenant's account (the
+// account's jetstream block in nats-server's configuration). A zero field
+// means no limit of that kind. Past MaxStorage the server refuses the
+// account's writes (publishes, snapshot stores) with "insufficient
+// resources", past MaxStreams and MaxConsumers it refuses to create
+// more: the tenant's own streams and buckets are three (events, errors,
+// snapshots) and two with --checkpoints and --partitions (checkpoints,
+// members); its consumers, one per worker or partition, one per watch
+// of each UI.
+type TenantLimits struct {
+	// MaxStorage is the file storage the account may use, in bytes.
+	MaxStorage int64 `json:"maxStorage,omitempty"`
+	// MaxMemory is the memory storage the account may use, in bytes.
+	MaxMemory int64 `json:"maxMemory,omitempty"`
+	// MaxStreams is how many streams (buckets included) it may hold.
+	MaxStreams int `json:"maxStreams,omitempty"`
+	// MaxConsumers is how many consumers it may hold, all streams
+	// together.
+	MaxConsumers int `json:"maxConsumers,omitempty"`
+}
+
+// jetStream returns the account's jetstream block: "enabled", or the
+// limits.
+func (l *TenantLimits) jetStream() any {
+	if l == nil {
+		return "enabled"
+	}
+	block := map[string]int64{}
+	for k, v := range map[string]int64{"max_file": l.MaxStorage, "max_mem": l.MaxMemory,
+		"max_streams": int64(l.MaxStreams), "max_consumers": int64(l.MaxConsumers)} {
+		if v > 0 {
+			block[k] = v
+		}
+	}
+	if len(block) == 0 {
+		return "enabled"
+	}
+	return block
 }
 
 // TenantUser is a NATS user acting for a tenant in one role.
@@ -153,11 +198,24 @@ func CheckTenants(tenants []Tenant) error {
 			}
 			users[id] = uat
 		}
+		if l := t.Limits; l != nil && (l.MaxStorage < 0 || l.MaxMemory < 0 || l.MaxStreams < 0 || l.MaxConsumers < 0) {
+			return fmt.Errorf("%w: %s.limits: negative", streams.ErrInvalidConfig, at)
+		}
 		byAccount[t.account()] = append(byAccount[t.account()], i)
 	}
 	for account, members := range byAccount {
 		if len(members) < 2 {
 			continue
+		}
+		limited := -1
+		for _, i := range members {
+			if tenants[i].Limits != nil {
+				if limited >= 0 {
+					return fmt.Errorf("%w: tenants[%d].limits: tenants[%d] declares the limits of account %s already",
+						streams.ErrInvalidConfig, i, limited, account)
+				}
+				limited = i
+			}
 		}
 		for _, i := range members {
 			if tenants[i].InboxPrefix == "" {
@@ -198,7 +256,7 @@ func apart(a, b Tenant) error {
 
 // serverAccount is an account of a nats-server configuration file.
 type serverAccount struct {
-	JetStream string       `json:"jetstream"`
+	JetStream any          `json:"jetstream"` // "enabled" or a block of limits
 	Users     []serverUser `json:"users"`
 }
 
@@ -212,7 +270,9 @@ type serverUser struct {
 // AccountsConfig returns the nats-server configuration that declares the
 // tenants' accounts, each with JetStream enabled, and their users with
 // the permissions of their roles, as JSON (which nats-server reads):
-// {"accounts": {"ACME": {"jetstream": "enabled", "users": [...]}}}. It
+// {"accounts": {"ACME": {"jetstream": "enabled", "users": [...]}}}, the
+// jetstream block holding the account's limits where a tenant declares
+// them ({"max_file": ..., "max_streams": ..., "max_consumers": ...}). It
 // holds the users' passwords as given.
 func AccountsConfig(tenants []Tenant) ([]byte, error) {
 	if err := CheckTenants(tenants); err != nil {
@@ -225,6 +285,9 @@ func AccountsConfig(tenants []Tenant) ([]byte, error) {
 		if acc == nil {
 			acc = &serverAccount{JetStream: "enabled"}
 			accounts[t.account()] = acc
+		}
+		if t.Limits != nil {
+			acc.JetStream = t.Limits.jetStream()
 		}
 		for _, u := range t.Users {
 			p, err := streams.PermissionsFor(u.Role, s, streams.WithInboxPrefix(t.InboxPrefix))

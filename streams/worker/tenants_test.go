@@ -633,3 +633,70 @@ func mustJSON(v any) []byte {
 	b, _ := json.Marshal(v)
 	return b
 }
+
+// TestTenantQuota: with an account per tenant, tenanta's limits (8 MiB of
+// storage, 12 consumers) in the tenants file bound what its UI user can
+// take: its events are refused once the account's storage is used, and
+// its watches once the consumers are, while tenantb, on the same server,
+// goes on storing events and watching snapshots. Without limits one
+// tenant's UI filled the server's storage and tenant B could store
+// nothing.
+func TestTenantQuota(t *testing.T) {
+	none := func(string) string { return "" }
+	tenants := isolationTenants(none, none)
+	tenants[0].Limits = &natsembed.TenantLimits{MaxStorage: 8 << 20, MaxConsumers: 12}
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: tenants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	v := &violations{}
+	clients := map[string]*client.Client{}
+	for _, name := range tenantNames {
+		s, _ := streams.NewSubjects(name)
+		startWorker(t, isolationConn(t, ns.ClientURL(), name+"-worker", "", v, name+"-worker"), WithSubjects(s))
+		clients[name] = newClient(t, isolationConn(t, ns.ClientURL(), name+"-ui", "", v, name+"-ui"), client.WithSubjects(s))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	a, b := clients["tenanta"], clients["tenantb"]
+
+	big := strings.Repeat("x", 500<<10)
+	var refused error
+	for i := 0; i < 100 && refused == nil; i++ {
+		_, refused = a.Send(ctx, fmt.Sprintf("fill-%d", i), streams.TypeMessageAppended, map[string]any{"id": "m", "role": "user", "content": big})
+	}
+	if refused == nil {
+		t.Fatal("tenanta stored 50 MB under a limit of 8 MiB")
+	}
+	t.Logf("tenanta at its storage limit: %v", refused)
+
+	var watches int
+	for watches = 0; watches < 100; watches++ {
+		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+		defer wcancel()
+		if _, err := a.Watch(wctx, fmt.Sprintf("fill-%d", watches)); err != nil {
+			t.Logf("tenanta's watch %d refused: %v", watches, err)
+			break
+		}
+	}
+	if watches >= 100 {
+		t.Fatal("tenanta opened 100 watches under a limit of 12 consumers")
+	}
+
+	for i := range 5 {
+		if _, err := b.Send(ctx, "chat", streams.TypeMessageAppended, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": big}); err != nil {
+			t.Fatalf("tenantb's event %d: %v", i, err)
+		}
+	}
+	snaps, err := b.Watch(ctx, "chat")
+	if err != nil {
+		t.Fatalf("tenantb's watch: %v", err)
+	}
+	for s := range snaps {
+		if s.Version >= 5 {
+			return
+		}
+	}
+	t.Fatal("tenantb's snapshot did not reach its fifth event")
+}
