@@ -87,6 +87,9 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects) 
 func (o *Orchestrator) Run(ctx context.Context) error {
 	st, err := Provision(ctx, o.js, o.cfg.subjects)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
@@ -97,6 +100,9 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		MaxAckPending: -1,
 	})
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
 		return fmt.Errorf("orchestrator: replies consumer: %w", err)
 	}
 	stops, err := o.nc.Subscribe(o.cfg.subjects.AllStop(), o.serveStop)
@@ -109,6 +115,7 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return fmt.Errorf("orchestrator: replies: %w", err)
 	}
 	go func() { <-ctx.Done(); it.Stop() }()
+	o.cfg.log.Info("taking reply requests", "stream", o.cfg.subjects.RepliesStream(), "consumer", o.cfg.consumer, "model", o.cfg.model.Name())
 	sem := make(chan struct{}, o.cfg.concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
