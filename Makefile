@@ -148,7 +148,7 @@ ui:
 	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build:viewer
 
 # test-ts runs the tests of the TypeScript client (clients/typescript):
-# the generated types against schemas/, tsc (test/strict.ts under
+# the generated types against schemas/, tsc (test/strict-types.ts under
 # --strict among them), and vitest against a worker it builds and starts,
 # over TCP and WebSocket. make test runs it; without npm, or with its
 # registry out of reach, it says so and skips them.

@@ -41,6 +41,14 @@ const defTitles = {
   messageGroup: "MessageGroup",
   nodeList: "NodeList",
   node: "ContextNode",
+  branchIndicator: "BranchIndicator",
+  messageNode: "MessageNode",
+  assistantGroupNode: "AssistantGroupNode",
+  tasksNode: "TasksNode",
+  agentCouncilNode: "AgentCouncilNode",
+  compareNode: "CompareNode",
+  branchNode: "BranchNode",
+  signalCallbacksNode: "SignalCallbacksNode",
   stats: "Stats",
 };
 

@@ -49,6 +49,14 @@ export interface ConversationStats {
 /** A problem the worker reported about this conversation. */
 export type ConversationError = RejectedError | PipelineFailedError;
 
+/**
+ * ConversationStatus is how current the snapshot held is: `live` while
+ * deltas apply to it, `resyncing` while the stored snapshot is read again
+ * after a missed delta or a lost connection (the snapshot held is shown
+ * meanwhile).
+ */
+export type ConversationStatus = "live" | "resyncing";
+
 type Listener = (s: ConversationSnapshot) => void;
 type ErrorListener = (e: ConversationError) => void;
 
@@ -159,6 +167,31 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     this.listeners.add(fn);
     if (this.current) fn(this.current);
     return () => this.listeners.delete(fn);
+  }
+
+  /** status says whether the snapshot held is live or being read again (ConversationStatus). */
+  get status(): ConversationStatus {
+    return this.resyncs > 0 ? "resyncing" : "live";
+  }
+
+  /** onStatus calls fn with each change of status; it returns the function that stops it. */
+  onStatus(fn: (s: ConversationStatus) => void): () => void {
+    this.statusListeners.add(fn);
+    return () => this.statusListeners.delete(fn);
+  }
+
+  private resyncs = 0;
+  private statusListeners = new Set<(s: ConversationStatus) => void>();
+
+  // resyncAfter reads the stored snapshot again after a gap or a lost
+  // connection, saying `resyncing` until the read ends.
+  private resyncAfter(): void {
+    if (this.resyncs++ === 0) for (const fn of this.statusListeners) fn("resyncing");
+    void this.read()
+      .catch(() => {})
+      .finally(() => {
+        if (--this.resyncs === 0 && !this.closed) for (const fn of this.statusListeners) fn("live");
+      });
   }
 
   /** onError calls fn with each rejection or pipeline failure of this conversation; it returns the function that stops it. */
@@ -350,7 +383,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     // A gap: keep the delta for after the stored snapshot, and read it.
     this.stats.gaps++;
     if (this.pending.size < this.maxPending) this.pending.set(d.baseVersion, d);
-    void this.read();
+    this.resyncAfter();
   }
 
   private onStored(s: SnapshotUpdatedV1): void {
@@ -495,7 +528,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
         if (this.closed) break;
         if (s.type === "reconnect") {
           this.stats.reconnects++;
-          void this.read();
+          this.resyncAfter();
         }
       }
     })().catch(() => {});

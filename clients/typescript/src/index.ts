@@ -5,7 +5,7 @@ import { Client, type ClientOptions, type InferOptions } from "./client.js";
 import type { InferenceContextV1 } from "./generated/convstream.inference.context.v1.js";
 
 export { openConversation, Conversation } from "./conversation.js";
-export type { ConversationOptions, ConversationStats, ConversationError } from "./conversation.js";
+export type { ConversationOptions, ConversationStats, ConversationError, ConversationStatus } from "./conversation.js";
 export { Client } from "./client.js";
 export type { ClientOptions, InferOptions, Receipt, ReplyRequest } from "./client.js";
 export { applyDelta, fromStored, messageState, streamingMessage } from "./snapshot.js";
@@ -23,7 +23,22 @@ export {
   ClosedError,
 } from "./errors.js";
 export type { ConvstreamErrorCode } from "./errors.js";
-export type { ConversationId, Message, MessageGroup, ContextNode, NodeList, Stats } from "./generated/defs.js";
+export type {
+  ConversationId,
+  Message,
+  MessageGroup,
+  BranchIndicator,
+  ContextNode,
+  MessageNode,
+  AssistantGroupNode,
+  TasksNode,
+  AgentCouncilNode,
+  CompareNode,
+  BranchNode,
+  SignalCallbacksNode,
+  NodeList,
+  Stats,
+} from "./generated/defs.js";
 export type { SnapshotDeltaV1 } from "./generated/convstream.snapshot.delta.v1.js";
 export type { SnapshotUpdatedV1 } from "./generated/convstream.snapshot.updated.v1.js";
 export type { EventRejectedV1 } from "./generated/convstream.event.rejected.v1.js";

@@ -4,10 +4,22 @@
 import { useCallback, useEffect, useState } from "react";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { openConversation, type Conversation, type ConversationOptions } from "./conversation.js";
+import type { InferOptions } from "./client.js";
+import type { InferenceContextV1 } from "./generated/convstream.inference.context.v1.js";
 import { streamingMessage, type ConversationSnapshot } from "./snapshot.js";
+
+/**
+ * ConversationHookStatus is what a component shows: `connecting` until the
+ * conversation is open, `live` while its snapshot follows every change,
+ * `resyncing` while it is read again after a missed delta or a lost
+ * connection, `error` when it could not be opened (`error` says why).
+ */
+export type ConversationHookStatus = "connecting" | "live" | "resyncing" | "error";
 
 /** What useConversation gives a component. */
 export interface UseConversation {
+  /** connecting, live, resyncing or error (ConversationHookStatus). */
+  status: ConversationHookStatus;
   /** The followed conversation (for append, switchBranch, infer); null while it opens. */
   conversation: Conversation | null;
   /** Its snapshot; null until it has one. */
@@ -22,9 +34,13 @@ export interface UseConversation {
   stop: () => Promise<void>;
   /** regenerate asks for another reply, a new branch (Conversation.regenerate). */
   regenerate: () => Promise<void>;
+  /** switchBranch shows branch `index` under `messageId` (Conversation.switchBranch); a failure lands in `error`. */
+  switchBranch: (messageId: string, index: number) => Promise<void>;
+  /** infer asks for the inference context (Conversation.infer); it rejects when the conversation is not open. */
+  infer: (opts?: InferOptions) => Promise<InferenceContextV1>;
 }
 
-type HeldState = Pick<UseConversation, "conversation" | "snapshot" | "error">;
+type HeldState = Pick<UseConversation, "conversation" | "snapshot" | "error" | "status">;
 
 /**
  * useConversation follows conversation `id` on `nc` while the component is
@@ -32,9 +48,9 @@ type HeldState = Pick<UseConversation, "conversation" | "snapshot" | "error">;
  * nothing. `opts` are read when it opens.
  */
 export function useConversation(nc: NatsConnection | null, id: string | null, opts?: ConversationOptions): UseConversation {
-  const [state, setState] = useState<HeldState>({ conversation: null, snapshot: null, error: null });
+  const [state, setState] = useState<HeldState>({ conversation: null, snapshot: null, error: null, status: "connecting" });
   useEffect(() => {
-    setState({ conversation: null, snapshot: null, error: null });
+    setState({ conversation: null, snapshot: null, error: null, status: "connecting" });
     if (!nc || !id) return;
     let conv: Conversation | null = null;
     let gone = false;
@@ -45,11 +61,12 @@ export function useConversation(nc: NatsConnection | null, id: string | null, op
           return;
         }
         conv = c;
-        setState({ conversation: c, snapshot: c.snapshot, error: null });
+        setState({ conversation: c, snapshot: c.snapshot, error: null, status: c.status });
         c.subscribe((snapshot) => setState((s) => ({ ...s, snapshot })));
         c.onError((error) => setState((s) => ({ ...s, error })));
+        c.onStatus((status) => setState((s) => ({ ...s, status })));
       },
-      (error: Error) => !gone && setState({ conversation: null, snapshot: null, error }),
+      (error: Error) => !gone && setState({ conversation: null, snapshot: null, error, status: "error" }),
     );
     return () => {
       gone = true;
@@ -63,6 +80,14 @@ export function useConversation(nc: NatsConnection | null, id: string | null, op
   const send = useCallback(async (text: string) => void (await conv?.send(text).catch(fail)), [conv]);
   const stop = useCallback(async () => void (await conv?.stop().catch(fail)), [conv]);
   const regenerate = useCallback(async () => void (await conv?.regenerate().catch(fail)), [conv]);
+  const switchBranch = useCallback(
+    async (messageId: string, index: number) => void (await conv?.switchBranch(messageId, index).catch(fail)),
+    [conv],
+  );
+  const infer = useCallback(
+    (opts?: InferOptions) => (conv ? conv.infer(opts) : Promise.reject(new Error("conversation not open"))),
+    [conv],
+  );
   const isStreaming = state.snapshot ? streamingMessage(state.snapshot.flatList) !== undefined : false;
-  return { ...state, isStreaming, send, stop, regenerate };
+  return { ...state, isStreaming, send, stop, regenerate, switchBranch, infer };
 }

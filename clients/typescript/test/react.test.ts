@@ -21,14 +21,17 @@ afterAll(async () => {
 });
 
 it("renders the conversation as it changes and closes it on unmount", async () => {
-  let seen: Pick<UseConversation, "conversation" | "snapshot" | "error" | "isStreaming"> = {
+  let seen: Pick<UseConversation, "conversation" | "snapshot" | "error" | "isStreaming" | "status"> = {
     conversation: null,
     snapshot: null,
     error: null,
     isStreaming: false,
+    status: "connecting",
   };
+  const statuses: string[] = [];
   function Transcript({ id }: { id: string }) {
     seen = useConversation(nc, id);
+    if (statuses[statuses.length - 1] !== seen.status) statuses.push(seen.status);
     const entries = seen.snapshot?.flatList ?? [];
     return createElement("ol", null, ...entries.map((e) => createElement("li", { key: e.id }, String(e["content"]))));
   }
@@ -38,6 +41,7 @@ it("renders the conversation as it changes and closes it on unmount", async () =
   const id = newId("react");
   await act(async () => root.render(createElement(Transcript, { id })));
   await until("the conversation open", () => seen.conversation !== null);
+  expect(statuses).toEqual(["connecting", "live"]);
   const conv = seen.conversation!;
   await act(async () => {
     await conv.applied(await conv.append({ id: "u1", role: "user", content: "hello", parentId: null }));

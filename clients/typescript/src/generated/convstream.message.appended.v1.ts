@@ -14,5 +14,14 @@ export interface MessageAppendedV1 {
    * Whether the message is being written (streaming) or how its writing ended; absent: an ordinary finished message.
    */
   streamStatus?: "streaming" | "done" | "stopped" | "interrupted" | "error";
+  branch?: BranchIndicator;
+  [k: string]: unknown;
+}
+/**
+ * On a flatList entry with siblings: which of its parent's branches is shown (0-based) and how many there are. A branch switcher sets the parent's metadata.activeBranchIndex.
+ */
+export interface BranchIndicator {
+  activeBranchIndex: number;
+  count: number;
   [k: string]: unknown;
 }

@@ -6,6 +6,14 @@
  */
 export type ConversationId = string;
 /**
+ * A context-tree node in the reference's shape, one of seven by its type.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "node".
+ */
+export type ContextNode =
+  MessageNode | AssistantGroupNode | TasksNode | AgentCouncilNode | CompareNode | BranchNode | SignalCallbacksNode;
+/**
  * This interface was referenced by `Defs`'s JSON-Schema
  * via the `definition` "nodeList".
  */
@@ -14,9 +22,17 @@ export type NodeList = ContextNode[];
 export interface Defs {
   conversationId?: ConversationId;
   message?: Message;
+  branchIndicator?: BranchIndicator;
   messageGroup?: MessageGroup;
   nodeList?: NodeList;
   node?: ContextNode;
+  messageNode?: MessageNode;
+  assistantGroupNode?: AssistantGroupNode;
+  tasksNode?: TasksNode;
+  agentCouncilNode?: AgentCouncilNode;
+  compareNode?: CompareNode;
+  branchNode?: BranchNode;
+  signalCallbacksNode?: SignalCallbacksNode;
   stats?: Stats;
 }
 /**
@@ -36,6 +52,18 @@ export interface Message {
    * Whether the message is being written (streaming) or how its writing ended; absent: an ordinary finished message.
    */
   streamStatus?: "streaming" | "done" | "stopped" | "interrupted" | "error";
+  branch?: BranchIndicator;
+  [k: string]: unknown;
+}
+/**
+ * On a flatList entry with siblings: which of its parent's branches is shown (0-based) and how many there are. A branch switcher sets the parent's metadata.activeBranchIndex.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "branchIndicator".
+ */
+export interface BranchIndicator {
+  activeBranchIndex: number;
+  count: number;
   [k: string]: unknown;
 }
 /**
@@ -51,25 +79,96 @@ export interface MessageGroup {
   [k: string]: unknown;
 }
 /**
- * A context-tree node in the reference's shape.
+ * A message of the context, with the tools it called.
  *
  * This interface was referenced by `Defs`'s JSON-Schema
- * via the `definition` "node".
+ * via the `definition` "messageNode".
  */
-export interface ContextNode {
+export interface MessageNode {
   id: string;
-  type: "message" | "assistantGroup" | "compare" | "branch" | "agentCouncil" | "tasks" | "signalCallbacks";
+  type: "message";
   tools?: string[];
-  children?: NodeList;
-  members?: NodeList;
-  callbacks?: NodeList;
-  messageId?: string;
+  [k: string]: unknown;
+}
+/**
+ * An assistant turn of several messages (tool calls and their results).
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "assistantGroupNode".
+ */
+export interface AssistantGroupNode {
+  id: string;
+  type: "assistantGroup";
+  children: NodeList;
+  [k: string]: unknown;
+}
+/**
+ * Tasks run from a message.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "tasksNode".
+ */
+export interface TasksNode {
+  id: string;
+  type: "tasks";
+  messageId: string;
+  children: NodeList;
+  [k: string]: unknown;
+}
+/**
+ * Agents answering one message side by side.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "agentCouncilNode".
+ */
+export interface AgentCouncilNode {
+  id: string;
+  type: "agentCouncil";
+  messageId: string;
+  members: NodeList;
+  [k: string]: unknown;
+}
+/**
+ * Answers to one message in columns, one of them active.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "compareNode".
+ */
+export interface CompareNode {
+  id: string;
+  type: "compare";
+  messageId: string;
   activeColumnId?: string;
-  columns?: NodeList[];
-  parentMessageId?: string;
-  activeBranchIndex?: number;
-  branches?: NodeList[];
-  sourceToolMessageId?: string;
+  columns: NodeList[];
+  [k: string]: unknown;
+}
+/**
+ * The branches under one message (regenerations, edits), one of them active.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "branchNode".
+ */
+export interface BranchNode {
+  id: string;
+  type: "branch";
+  parentMessageId: string;
+  activeBranchIndex: number;
+  branches: NodeList[];
+  [k: string]: unknown;
+}
+/**
+ * The turns a tool's signal called back.
+ *
+ * This interface was referenced by `Defs`'s JSON-Schema
+ * via the `definition` "signalCallbacksNode".
+ */
+export interface SignalCallbacksNode {
+  id: string;
+  type: "signalCallbacks";
+  sourceToolMessageId: string;
+  sourceToolCallId?: unknown;
+  sourceToolName?: unknown;
+  callbacks: NodeList;
   [k: string]: unknown;
 }
 /**
