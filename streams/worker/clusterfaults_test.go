@@ -23,8 +23,8 @@ type faultFlow struct {
 
 	mu      sync.Mutex
 	live    map[string]*conversation.Conversation
-	lastSeq map[string]uint64
-	next    map[string]int // the index of each conversation's next event
+	lastSeq map[string]uint64 // the last event that changed each conversation
+	next    map[string]int    // the index of each conversation's next event
 	sent    int
 	err     error
 }
@@ -88,6 +88,7 @@ func (f *faultFlow) send(conv string) error {
 			f.mu.Lock()
 			defer f.mu.Unlock()
 			live := f.live[conv]
+			var applies error
 			switch typ {
 			case streams.TypeMessageAppended:
 				m, err := conversation.NewMessage(data)
@@ -98,11 +99,15 @@ func (f *faultFlow) send(conv string) error {
 					return fmt.Errorf("%s event %d: %w", conv, k, err)
 				}
 			case streams.TypeMessageUpdated:
-				_ = live.Update(msgID, data)
+				applies = live.Update(msgID, data)
 			case streams.TypeMessageDeleted:
-				_ = live.Delete(msgID)
+				applies = live.Delete(msgID)
 			}
-			f.lastSeq[conv] = sent.Sequence
+			if applies == nil {
+				// The snapshot's version: the last event that changed the
+				// conversation (one of a message deleted before is refused).
+				f.lastSeq[conv] = sent.Sequence
+			}
 			f.next[conv] = k + 1
 			f.sent++
 			return nil
@@ -140,14 +145,14 @@ func (f *faultFlow) run(stop <-chan struct{}, gap time.Duration) {
 // after the fault.
 const faultWindow = 500 * time.Millisecond
 
-// sequencesAt waits until at and returns each conversation's last stored
-// event then.
+// sequencesAt waits until at and returns sequences then.
 func (f *faultFlow) sequencesAt(at time.Time) map[string]uint64 {
 	time.Sleep(time.Until(at))
 	return f.sequences()
 }
 
-// sequences returns each conversation's last stored event so far.
+// sequences returns each conversation's last event so far that changed
+// it: its snapshot's version once applied.
 func (f *faultFlow) sequences() map[string]uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -159,7 +164,7 @@ func (f *faultFlow) sequences() map[string]uint64 {
 }
 
 // untilStored returns how long after since every conversation's stored
-// snapshot reached its sequence in want, polling the bucket 8 reads at a
+// snapshot reached its version in want, polling the bucket 8 reads at a
 // time (each read bounded: a read sent to a frozen replica is asked again).
 func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since time.Time, timeout time.Duration) time.Duration {
 	t.Helper()
@@ -183,7 +188,7 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 				s, err := c.Snapshot(ctx, conv)
 				cancel()
-				if err == nil && s.Sequence >= want[conv] {
+				if err == nil && s.Version >= want[conv] {
 					mu.Lock()
 					left--
 					mu.Unlock()
