@@ -364,8 +364,10 @@ func (s *snapshotStore) stored(ctx context.Context, l *lane, st *convState, b *s
 		if st.failures < math.MaxUint8 {
 			st.failures++
 		}
-		delay := min(s.interval<<min(st.failures, 10), 5*time.Second)
-		delay = max(delay, 100*time.Millisecond)
+		// From 100 ms whatever the interval (0 stores at once), doubling
+		// to 5 s: a full store was tried ten times a second for each
+		// conversation (TestFullStoreKeepsWorkerUp).
+		delay := min(max(s.interval, 100*time.Millisecond)<<min(st.failures-1, 10), 5*time.Second)
 		s.logger.WarnContext(ctx, "snapshot not stored; will retry", "conversation", st.id,
 			"version", b.version, "retry_in", delay, "err", b.err)
 		s.storeAgain(ctx, l, st, b, time.Now().Add(delay))
