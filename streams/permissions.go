@@ -181,11 +181,15 @@ func snapshotReads(s Subjects) []string {
 // UIClientPermissions returns the permissions of a viewer of the subjects
 // s: publish events and inference requests; read a snapshot (KV get) and
 // the stored errors, and watch the bucket; follow deltas and errors. Watching takes an ordered
-// consumer on the snapshot bucket's stream, so it may create consumers
-// there — and only there: not on the events stream, and it may delete or
-// change no stream, consumer or bucket, nor write a snapshot. A consumer
-// it leaves behind is removed by the server once idle (an ordered
-// consumer's inactive threshold).
+// consumer on the snapshot bucket's stream, so it may create and delete
+// consumers there — and only there: not on the events stream, and it may
+// delete or change no stream or bucket, nor write a snapshot. The
+// JetStream API's create names no durable in its subject, so permissions
+// cannot refuse a durable: a tenant's limits
+// (natsembed.TenantLimits.MaxConsumers) bound what it creates. Nor can
+// they see a push consumer's delivery subject: where tenants share an
+// account, a ui user can have its consumer deliver onto another tenant's
+// subjects; give tenants accounts of their own where UIs are not trusted.
 func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	o := permissionOpts(opts)
 	p := s.Prefix()
@@ -199,6 +203,10 @@ func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			p + ".stop.*",    // stop one
 			"$JS.API.CONSUMER.CREATE." + kvStream,
 			"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
+			// A stopped watch deletes its consumer; without this the
+			// client logged a permission violation for each and left the
+			// consumer to the server's idle timeout (TestUIWatchCleansUp).
+			"$JS.API.CONSUMER.DELETE." + kvStream + ".*",
 			"$JS.FC." + kvStream + ".>", // the watch's flow control
 		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
 		Subscribe: []string{

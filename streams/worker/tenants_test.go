@@ -585,8 +585,10 @@ func (p *prober) probeOwn(ctx context.Context) {
 	for _, st := range []string{stream, kvStream} {
 		req("stream update", "$JS.API.STREAM.UPDATE."+st, map[string]any{"name": "OTHER"})
 		req("message delete", "$JS.API.STREAM.MSG.DELETE."+st, map[string]any{"seq": 999999})
-		req("consumer delete", "$JS.API.CONSUMER.DELETE."+st+".never-made", nil)
 	}
+	// A ui deletes the consumers of its watches on the snapshot bucket's
+	// stream (TestUIWatchCleansUp); none may delete the worker's.
+	req("consumer delete", "$JS.API.CONSUMER.DELETE."+stream+".never-made", nil)
 	req("stream purge", "$JS.API.STREAM.PURGE."+stream, map[string]any{"filter": s.Events("never-used")})
 	req("stream purge", "$JS.API.STREAM.PURGE."+kvStream, map[string]any{"filter": "$KV." + bucket + ".never-used"})
 	wg.Wait()
@@ -699,4 +701,58 @@ func TestTenantQuota(t *testing.T) {
 		}
 	}
 	t.Fatal("tenantb's snapshot did not reach its fifth event")
+}
+
+// TestUIWatchCleansUp: a ui user stopping a KV watch deletes the watch's
+// consumer. Its role could not: each stop logged a permission violation
+// (six million of them for one client following another tenant's flood)
+// and left the consumer to the server's idle timeout.
+func TestUIWatchCleansUp(t *testing.T) {
+	none := func(string) string { return "" }
+	tenantInbox := func(name string) string { s, _ := streams.NewSubjects(name); return streams.TenantInboxPrefix(s) }
+	for _, setup := range []struct {
+		name    string
+		tenants []natsembed.Tenant
+		inbox   func(string) string
+	}{
+		{"account-each", isolationTenants(none, none), none},
+		{"shared-account", isolationTenants(func(string) string { return "SHARED" }, tenantInbox), tenantInbox},
+	} {
+		t.Run(setup.name, func(t *testing.T) {
+			ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: setup.tenants})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+			v := &violations{}
+			s, _ := streams.NewSubjects("tenanta")
+			wnc := isolationConn(t, ns.ClientURL(), "tenanta-worker", setup.inbox("tenanta"), v, "worker")
+			startWorker(t, wnc, WithSubjects(s))
+			ui := newClient(t, isolationConn(t, ns.ClientURL(), "tenanta-ui", setup.inbox("tenanta"), v, "ui"), client.WithSubjects(s))
+			worker := newClient(t, wnc, client.WithSubjects(s))
+			ctx := context.Background()
+			consumers := func() int {
+				st, err := worker.JetStream().Stream(ctx, "KV_"+s.SnapshotBucket())
+				if err != nil {
+					t.Fatal(err)
+				}
+				info, err := st.Info(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return info.State.Consumers
+			}
+			for i := range 5 {
+				wctx, cancel := context.WithCancel(ctx)
+				if _, err := ui.Watch(wctx, fmt.Sprintf("chat-%d", i)); err != nil {
+					t.Fatal(err)
+				}
+				cancel()
+			}
+			waitFor(t, 30*time.Second, "the watches' consumers deleted", func() bool { return consumers() == 0 })
+			if vs := v.of("ui"); len(vs) > 0 {
+				t.Errorf("the ui met permission violations: %q", vs)
+			}
+		})
+	}
 }
