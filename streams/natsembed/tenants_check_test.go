@@ -30,6 +30,12 @@ func TestCheckTenants(t *testing.T) {
 		change func([]Tenant) []Tenant
 	}{
 		{"none declared", func([]Tenant) []Tenant { return nil }},
+		{"tenants[1].limits: negative", func(l []Tenant) []Tenant { l[1].Limits = &TenantLimits{MaxConsumers: -1}; return l }},
+		{"tenants[1].limits: tenants[0] declares the limits of account S already", func(l []Tenant) []Tenant {
+			l[0].Account, l[1].Account, l[0].InboxPrefix, l[1].InboxPrefix = "S", "S", "_INBOX_a", "_INBOX_b"
+			l[0].Limits, l[1].Limits = &TenantLimits{MaxStreams: 5}, &TenantLimits{MaxStreams: 6}
+			return l
+		}},
 		{"tenants[0].prefix", func(l []Tenant) []Tenant { l[0].Prefix = "a b"; return l }},
 		{"tenants[1].account", func(l []Tenant) []Tenant { l[1].Account = "$SYS"; return l }},
 		{"tenants[0].inboxPrefix", func(l []Tenant) []Tenant { l[0].InboxPrefix = "_INBOX.>"; return l }},
