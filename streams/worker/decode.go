@@ -20,20 +20,26 @@ func (w *Worker) decode(m jetstream.Msg) *delivery {
 		d.stored = meta.Timestamp
 		d.delivered = meta.NumDelivered
 	}
-	w.decodeInto(d, m.Headers(), m.Data())
+	w.decodeInto(d, m.Headers(), m.Data(), w.cfg.limits.MaxEventBytes)
 	return d
 }
 
 // decodeStored decodes an event read from the stream by sequence (a
-// rebuild), as decode does a delivered one.
+// rebuild), as decode does a delivered one, but whatever its size: an
+// event still in the stream passed the size limit when it was delivered
+// (one refused is removed from the stream), and a limit lowered since
+// applies to new events, not to what was accepted. A rebuild under a
+// lower limit left such a message out of the conversation without a word
+// (TestLowerEventLimitKeepsStored).
 func (w *Worker) decodeStored(m *jetstream.RawStreamMsg) *delivery {
 	d := &delivery{subject: m.Subject, seq: m.Sequence, stored: m.Time, received: time.Now()}
-	w.decodeInto(d, m.Header, m.Data)
+	w.decodeInto(d, m.Header, m.Data, 0)
 	return d
 }
 
-// decodeInto fills d from an event's headers and data.
-func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
+// decodeInto fills d from an event's headers and data, refusing one over
+// maxBytes (0: any size).
+func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte, maxBytes int) {
 	d.size = len(data) + headerSize(h)
 	// The publisher sets Nats-Msg-Id to the event id; it names the event in
 	// a rejection when the event itself cannot be read.
@@ -43,8 +49,8 @@ func (w *Worker) decodeInto(d *delivery, h nats.Header, data []byte) {
 	if ok {
 		d.conversationID = id
 	}
-	if d.size > w.cfg.limits.MaxEventBytes {
-		d.decodeErr = streams.Reject(streams.CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, w.cfg.limits.MaxEventBytes)
+	if maxBytes > 0 && d.size > maxBytes {
+		d.decodeErr = streams.Reject(streams.CodeTooLarge, "event of %d bytes is over the limit of %d", d.size, maxBytes)
 		return
 	}
 	ev, err := streams.DecodeEvent(h, data)

@@ -24,7 +24,8 @@ const replayReadTries = 3
 // and returns the replay done: its conversation, and the sequence of the
 // last event that changed it (its version; 0 when none did). Events that
 // would be refused are skipped silently: they were reported when they
-// first arrived. stored says whether the conversation has a stored
+// first arrived; but not for their size, which a lowered limit does not
+// take back (see decodeStored). stored says whether the conversation has a stored
 // snapshot: only then can it have a checkpoint, which the replay starts
 // from (see checkpoint.go). Cost: for a new conversation, one read from a
 // replica (see replay.run); otherwise two from the stream's leader (three
