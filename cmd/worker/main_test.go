@@ -217,18 +217,6 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	}, io.Discard); err != nil || o.storeStall != 90*time.Second {
 		t.Errorf("CONVSTREAM_STORE_STALL_LIMIT=90s: %v, %v", o.storeStall, err)
 	}
-	for in, want := range map[string]int64{"512": 512, "64KiB": 64 << 10, "1GB": 1e9, "2M": 2 << 20, "1.5KiB": 1536} {
-		var b byteSize
-		if err := b.Set(in); err != nil || int64(b) != want {
-			t.Errorf("size %q = %d, %v", in, b, err)
-		}
-	}
-	for _, bad := range []string{"x", "10XB", "-1"} {
-		var b byteSize
-		if b.Set(bad) == nil {
-			t.Errorf("size %q accepted", bad)
-		}
-	}
 	env["CONVSTREAM_NATS_TOKEN"] = "Xy7-secret-token"
 	env["CONVSTREAM_CACHE_CONVERSATIONS"] = "many"
 	var help bytes.Buffer

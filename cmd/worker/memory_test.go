@@ -60,7 +60,7 @@ func TestTuneMemoryLimitsTheHeap(t *testing.T) {
 
 // TestParseHeapHugePages reads --heap-huge-pages: auto, off or a size.
 func TestParseHeapHugePages(t *testing.T) {
-	for in, want := range map[string]int64{"auto": autoHeapHugePages, "off": 0, "0": 0, "512MiB": 512 << 20, "2G": 2 << 30} {
+	for in, want := range map[string]int64{"auto": autoHeapHugePages, "off": 0, "0": 0, "512MiB": 512 << 20, "2Gi": 2 << 30, "2G": 2e9} {
 		if got, err := parseHeapHugePages(in); err != nil || got != want {
 			t.Errorf("parseHeapHugePages(%q) = %d, %v; want %d", in, got, err, want)
 		}

@@ -77,7 +77,7 @@ func TestSizeValues(t *testing.T) {
 // value's name.
 func TestBadSizeValues(t *testing.T) {
 	for value := range sizeValues {
-		for _, bad := range []string{"2GB", "lots", "-1", "2 Gi", "1.5", "0.3Ki", "2K", "Gi"} {
+		for _, bad := range []string{"2XB", "lots", "-1", "2 Gi", "1.5", "0.3Ki", "2K", "Gi"} {
 			t.Run(value+"="+bad, func(t *testing.T) {
 				_, _, err := render(t, nil, value+"="+bad)
 				if err == nil || !strings.Contains(err.Error(), value+"=") || !strings.Contains(err.Error(), "is not a size") {
@@ -92,4 +92,42 @@ func mustRenderSet(t *testing.T, sets ...string) objects {
 	t.Helper()
 	objs, _ := mustRender(t, nil, sets...)
 	return objs
+}
+
+// TestSizeSyntax renders worker.cacheBytes with every case of
+// cmd/worker/testdata/sizes.tsv, the list the worker's TestSizes reads:
+// the chart passes the bytes the worker would read, and refuses what the
+// worker refuses, naming the value.
+func TestSizeSyntax(t *testing.T) {
+	b, err := os.ReadFile("../../cmd/worker/testdata/sizes.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimRight(line, "\n")
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		in, want, _ := strings.Cut(line, "\t")
+		n++
+		t.Run(in, func(t *testing.T) {
+			manifest, _, err := renderManifest(t, nil, "worker.cacheBytes="+in)
+			if want == "error" {
+				if err == nil || !strings.Contains(err.Error(), "worker.cacheBytes") {
+					t.Errorf("accepted, or refused without naming the value: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			if !strings.Contains(manifest, "--cache-bytes="+want+"\n") {
+				t.Errorf("no --cache-bytes=%s in the manifest", want)
+			}
+		})
+	}
+	if n < 20 {
+		t.Fatalf("%d cases", n)
+	}
 }

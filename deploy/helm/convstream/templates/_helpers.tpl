@@ -155,10 +155,13 @@ Fails rendering on contradictory values; renders nothing otherwise.
 {{/*
 convstream.bytes: a size value as a whole number of bytes, for the
 worker's flags. Takes (dict "name" "worker.cacheBytes" "value" $v). A
-size is a plain integer (YAML number or string) or a Kubernetes quantity:
-binary Ki, Mi, Gi, Ti, Pi, Ei (also written KiB, MiB, GiB, TiB) or
-decimal k, M, G, T, P, E, with a decimal point allowed when the result is
-whole (1.5Gi). Anything else fails the render, naming the value.
+size is a plain integer (YAML number or string) or a quantity in the
+worker's flags' syntax (cmd/worker/testdata/sizes.tsv, which the chart's
+TestSizeSyntax and the worker's TestSizes both read): decimal k, M, G, T,
+P (also kB, KB, MB, GB, TB, PB) or binary Ki, Mi, Gi, Ti, Pi (also KiB,
+MiB, GiB, TiB, PiB), as Kubernetes reads quantities, with a decimal point
+allowed when the result is whole (1.5Gi). Anything else fails the render,
+naming the value.
 */}}
 {{- define "convstream.bytes" -}}
 {{- $name := .name }}
@@ -170,10 +173,10 @@ whole (1.5Gi). Anything else fails the render, naming the value.
 {{- printf "%.0f" $f }}
 {{- else if kindIs "string" $v }}
 {{- $s := trim $v }}
-{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|KiB|MiB|GiB|TiB|k|M|G|T|P|E)?$" $s) }}{{ fail $bad }}{{ end }}
+{{- if not (regexMatch "^[0-9]+(\\.[0-9]+)?(B|k|kB|KB|M|MB|G|GB|T|TB|P|PB|Ki|KiB|Mi|MiB|Gi|GiB|Ti|TiB|Pi|PiB)?$" $s) }}{{ fail $bad }}{{ end }}
 {{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" $s }}
 {{- $unit := trimPrefix $num $s | trimSuffix "B" }}
-{{- $scale := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "E" 1000000000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 "Ei" 1152921504606846976 }}
+{{- $scale := dict "" 1 "k" 1000 "K" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "P" 1000000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 "Pi" 1125899906842624 }}
 {{- if contains "." $num }}
 {{- $f := mulf (float64 $num) (get $scale $unit) }}
 {{- if ne (floor $f) $f }}{{ fail $bad }}{{ end }}
