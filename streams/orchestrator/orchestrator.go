@@ -110,30 +110,36 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return fmt.Errorf("orchestrator: stop subscription: %w", err)
 	}
 	defer func() { _ = stops.Unsubscribe() }()
-	it, err := cons.Messages(jetstream.PullMaxMessages(o.cfg.concurrency))
-	if err != nil {
-		return fmt.Errorf("orchestrator: replies: %w", err)
-	}
-	go func() { <-ctx.Done(); it.Stop() }()
 	o.cfg.log.Info("taking reply requests", "stream", o.cfg.subjects.RepliesStream(), "consumer", o.cfg.consumer, "model", o.cfg.model.Name())
 	sem := make(chan struct{}, o.cfg.concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for {
-		// A slot first, then a request: a busy orchestrator leaves requests
-		// to the others.
+		// A slot first, then one request: a request is taken only when it
+		// can be written at once, never held in a buffer where its ack wait
+		// would run out (and another orchestrator write it again), and a
+		// busy orchestrator leaves requests to the others.
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
 			return nil
 		}
-		msg, err := it.Next()
+		msg, err := o.next(ctx, cons)
 		if err != nil {
 			<-sem
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if ctx.Err() != nil {
 				return nil
 			}
 			o.cfg.log.Warn("reply requests", "err", err)
+			select {
+			case <-time.After(time.Second):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
+		}
+		if msg == nil {
+			<-sem
 			continue
 		}
 		wg.Add(1)
@@ -141,6 +147,33 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 			defer func() { <-sem; wg.Done() }()
 			o.handle(ctx, msg)
 		}()
+	}
+}
+
+// pullWait bounds one pull for a request: an empty pull is asked again.
+const pullWait = 5 * time.Second
+
+// next returns the next request, or nil when none came within pullWait.
+func (o *Orchestrator) next(ctx context.Context, cons jetstream.Consumer) (jetstream.Msg, error) {
+	// The pull ends with ctx: Fetch has no context, so a shorter wait
+	// keeps a stop prompt.
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(pullWait))
+	if err != nil {
+		return nil, err
+	}
+	for {
+		select {
+		case msg, ok := <-batch.Messages():
+			if !ok {
+				if err := batch.Error(); err != nil && !errors.Is(err, nats.ErrTimeout) {
+					return nil, err
+				}
+				return nil, nil
+			}
+			return msg, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
 }
 

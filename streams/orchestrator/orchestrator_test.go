@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/models"
@@ -263,5 +265,41 @@ func TestReplyRefused(t *testing.T) {
 	}
 	if message(c, "chat-r", "a1") != nil {
 		t.Error("a refused request started a reply")
+	}
+}
+
+// TestReplyConcurrencyBounded: an orchestrator allowed one reply at a time
+// writes two requested replies one after the other: its replies in flight
+// (the metric) never exceed one. (The stored snapshots cannot tell: the
+// first reply's completion may reach its snapshot after the second reply
+// started.)
+func TestReplyConcurrencyBounded(t *testing.T) {
+	r, c := setup(t)
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	runOrchestrator(t, r.URL, orchestrator.WithConcurrency(1), orchestrator.WithMeterProvider(mp),
+		orchestrator.WithModel(builtin(t, models.BuiltinConfig{Tokens: 30, TokensPerChunk: 1, Rate: 60})))
+	ask(t, c, "chat-c1", "one", streams.ReplyRequest{MessageID: "a1"})
+	ask(t, c, "chat-c2", "two", streams.ReplyRequest{MessageID: "a1"})
+	status := func(conv string) any { return message(c, conv, "a1")[streams.FieldStreamStatus] }
+	most := int64(0)
+	workertest.WaitFor(t, 60*time.Second, "both replies done", func() bool {
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(context.Background(), &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if sum, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == orchestrator.MetricRepliesInFlight {
+					for _, dp := range sum.DataPoints {
+						most = max(most, dp.Value)
+					}
+				}
+			}
+		}
+		return status("chat-c1") == streams.StreamDone && status("chat-c2") == streams.StreamDone
+	})
+	if most > 1 {
+		t.Errorf("%d replies in flight with a concurrency of 1", most)
 	}
 }

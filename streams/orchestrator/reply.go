@@ -144,7 +144,7 @@ func (o *Orchestrator) resume(ctx context.Context, conv, id string) (done bool) 
 		if m[streams.FieldStreamStatus] == streams.StreamStreaming {
 			content, _ := m["content"].(string)
 			if _, err := o.client.Complete(ctx, conv, streams.MessageCompleted{ID: id, Status: streams.StreamInterrupted, Content: content},
-				client.WithEventID("reply-end:"+id)); err != nil {
+				client.WithEventID("reply-end:"+conv+":"+id)); err != nil {
 				o.cfg.log.WarnContext(ctx, "interrupted reply not completed", "conversation", conv, "id", id, "err", err)
 			}
 		}
@@ -160,7 +160,7 @@ func (o *Orchestrator) write(ctx context.Context, conv, id string, req *streams.
 	taken := time.Now()
 	end := streams.MessageCompleted{ID: id, Status: streams.StreamDone}
 	complete := func() string {
-		if _, err := o.client.Complete(context.WithoutCancel(ctx), conv, end, client.WithEventID("reply-end:"+id)); err != nil {
+		if _, err := o.client.Complete(context.WithoutCancel(ctx), conv, end, client.WithEventID("reply-end:"+conv+":"+id)); err != nil {
 			o.cfg.log.WarnContext(ctx, "reply not completed", "conversation", conv, "id", id, "err", err)
 		}
 		return end.Status
@@ -178,7 +178,7 @@ func (o *Orchestrator) write(ctx context.Context, conv, id string, req *streams.
 	}
 	provider, modelName := splitModelName(model.Name())
 	placeholder["model"], placeholder["provider"] = modelName, provider
-	if _, err := o.client.StartReply(ctx, conv, placeholder, client.WithEventID("reply-start:"+id)); err != nil {
+	if _, err := o.client.StartReply(ctx, conv, placeholder, client.WithEventID("reply-start:"+conv+":"+id)); err != nil {
 		o.cfg.log.WarnContext(ctx, "reply not started", "conversation", conv, "id", id, "err", err)
 		end.Status, end.Error = streams.StreamError, &streams.MessageError{Type: string(models.ErrAgentRuntime), Message: err.Error()}
 		return complete()
