@@ -32,6 +32,22 @@ func (w *Worker) createConsumer(ctx context.Context, s jetstream.Stream, cfg jet
 	return s.CreateOrUpdateConsumer(ctx, cfg)
 }
 
+// jsConsumerStoreFailed is the JetStream API error code of a consumer
+// whose store the server could not create or load
+// (JSConsumerStoreFailedErrF, "error creating store for consumer").
+const jsConsumerStoreFailed jetstream.ErrorCode = 10012
+
+// consumerDamaged reports whether err says the server could not load a
+// consumer's state: its files were damaged while the server was down.
+// Deleting the consumer does not help (the server never loaded it, and
+// creating it again meets the same files), so the worker waits, not
+// ready and saying why, until an operator removes them (untilAvailable,
+// TestDamagedConsumerState); every start failed before, a crash loop.
+func consumerDamaged(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jsConsumerStoreFailed
+}
+
 // maxAckPendingLimit returns the limit an errCodeMaxAckPendingExcess error
 // names.
 func maxAckPendingLimit(err error) (int, bool) {

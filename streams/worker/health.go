@@ -13,6 +13,9 @@ import (
 // ErrNotReady otherwise.
 func (w *Worker) Ready() error {
 	if !w.ready.Load() {
+		if p := w.waiting.Load(); p != nil {
+			return fmt.Errorf("%w: not consuming: %w", streams.ErrNotReady, *p)
+		}
 		return fmt.Errorf("%w: not consuming", streams.ErrNotReady)
 	}
 	if !w.nc.IsConnected() {

@@ -57,6 +57,8 @@ type instruments struct {
 	gaps   metric.Int64Counter
 	byGap  [gapCauses]metric.MeasurementOption
 	healed metric.Int64Counter
+	// damaged counts damaged storage the worker found, by what.
+	damaged metric.Int64Counter
 	// asyncErrors counts the NATS connection's async errors; slow and
 	// otherAsync are the attribute options of their kinds.
 	asyncErrors      metric.Int64Counter
@@ -96,6 +98,7 @@ const (
 	MetricEventsParked       = "convstream.events.parked"
 	MetricDeliveryGaps       = "convstream.delivery.gaps"
 	MetricEventsHealed       = "convstream.events.healed"
+	MetricStorageDamaged     = "convstream.storage.damaged"
 	MetricNATSAsyncErrors    = "convstream.nats.async_errors"
 	MetricInferenceDuration  = "convstream.inference.duration"
 	MetricDeadLetters        = "convstream.events.deadlettered"
@@ -188,6 +191,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		ins.byGap[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("cause", gapCause(c).String())))
 	}
 	ins.healed = count(MetricEventsHealed, "{event}", "Events that arrived before an earlier event of their conversation (lost on the way, or held by another worker): the conversation was rebuilt from the stream, the missing events included, before the event applied.")
+	ins.damaged = count(MetricStorageDamaged, "{fault}", "Damaged storage the worker found, by what: consumer (a consumer whose state the server could not load; the worker waits, not ready, until it is removed or restored).")
 	ins.asyncErrors = count(MetricNATSAsyncErrors, "{error}", "NATS async errors on the worker's connection, by kind: slow_consumer (messages dropped by a full client buffer) or other.")
 	ins.slow = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "slow_consumer")))
 	ins.otherAsync = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "other")))
@@ -212,6 +216,11 @@ func (c gapCause) String() string { return [...]string{"sequence", "async_error"
 // deliveryGap counts a break in a consumer's deliveries.
 func (ins *instruments) deliveryGap(ctx context.Context, c gapCause) {
 	ins.gaps.Add(ctx, 1, ins.byGap[c])
+}
+
+// storageDamaged counts damaged storage found: what names it.
+func (ins *instruments) storageDamaged(ctx context.Context, what string) {
+	ins.damaged.Add(ctx, 1, metric.WithAttributeSet(attribute.NewSet(attribute.String("what", what))))
 }
 
 // healedEvent counts an event applied after its conversation was rebuilt

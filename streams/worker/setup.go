@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,10 +23,20 @@ func (w *Worker) untilAvailable(ctx context.Context, what string, call func() er
 	delay := 100 * time.Millisecond
 	for {
 		err := call()
-		if err == nil || !transientJetStream(err) || ctx.Err() != nil {
+		damaged := consumerDamaged(err)
+		if err == nil || !transientJetStream(err) && !damaged || ctx.Err() != nil {
+			w.waiting.Store(nil)
 			return err
 		}
-		w.cfg.logger.WarnContext(ctx, "JetStream not available yet; will retry", "setup", what, "retry_in", delay, "err", err)
+		cause := fmt.Errorf("%s: %w", what, err)
+		if damaged {
+			cause = fmt.Errorf("%s: its state on the server is damaged; remove its directory (obs/<consumer> under the events stream's in the server's store) or restore it: %w", what, err)
+			w.metrics.storageDamaged(ctx, "consumer")
+			w.cfg.logger.ErrorContext(ctx, "consumer state damaged on the server; will retry", "setup", what, "retry_in", delay, "err", cause)
+		} else {
+			w.cfg.logger.WarnContext(ctx, "JetStream not available yet; will retry", "setup", what, "retry_in", delay, "err", err)
+		}
+		w.waiting.Store(&cause)
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:

@@ -3,12 +3,19 @@ package worker
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/natsembed"
 )
 
 // TestLowerEventLimitKeepsStored: a worker restarted with a lower
@@ -63,4 +70,135 @@ func TestLowerEventLimitKeepsStored(t *testing.T) {
 	startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0), WithLimits(limits))
 	seq = send(3, "next")
 	checkStoredAt(t, c, want, map[string]uint64{id: seq}, 30*time.Second)
+}
+
+// damageFiles overwrites n bytes in the middle of every file under dir
+// whose path contains part, with 0xff.
+func damageFiles(t testing.TB, dir, part string, n int) int {
+	t.Helper()
+	damaged := 0
+	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.Contains(path, part) {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil || len(b) == 0 {
+			return err
+		}
+		at := len(b) / 2
+		for i := at; i < min(at+n, len(b)); i++ {
+			b[i] ^= 0xff
+		}
+		damaged++
+		return os.WriteFile(path, b, 0o600)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return damaged
+}
+
+// TestDamagedConsumerState: a consumer state file damaged while the server
+// was down stopped the worker at every start, a crash loop. The server
+// cannot load nor make again a consumer over damaged files, so the worker
+// now stays up, not ready with the cause, and once an operator removed
+// the files it goes on by itself: every conversation is Parse of its
+// events.
+func TestDamagedConsumerState(t *testing.T) {
+	dir := t.TempDir()
+	ns := startServer(t, dir)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := connect(t, ns)
+	r := startWorker(t, nc, WithSnapshotInterval(0))
+	c := newClient(t, nc)
+	want := map[string]*conversation.Conversation{}
+	last := map[string]uint64{}
+	send := func(id string, k int) {
+		t.Helper()
+		data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": "user", "content": "hi"}
+		if k > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", k-1)
+		}
+		sent, err := c.Send(context.Background(), id, streams.TypeMessageAppended, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want[id] == nil {
+			want[id] = conversation.NewConversation()
+		}
+		m, err := conversation.NewMessage(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := want[id].Append(m); err != nil {
+			t.Fatal(err)
+		}
+		last[id] = sent.Sequence
+	}
+	for k := range 5 {
+		for i := range 4 {
+			send(fmt.Sprintf("c%d", i), k)
+		}
+	}
+	checkStoredAt(t, c, want, last, 30*time.Second)
+	r.stop(t)
+	nc.Close()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	if n := damageFiles(t, dir, filepath.Join("obs", r.w.cfg.consumer, "o.dat"), 64); n == 0 {
+		t.Fatal("no consumer state file found")
+	}
+	ns = startServerAt(t, dir, port)
+	nc = connect(t, ns)
+	w, err := New(nc, WithLogger(testLogger(t)), WithSnapshotInterval(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitFor(t, 30*time.Second, "not ready for the damaged consumer", func() bool {
+		err := w.Ready()
+		return err != nil && strings.Contains(err.Error(), "damaged")
+	})
+	t.Logf("ready: %v", w.Ready())
+	select {
+	case err := <-done:
+		t.Fatalf("the worker stopped: %v", err)
+	case <-time.After(time.Second):
+	}
+	// The operator removes the damaged consumer's files.
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	removed := 0
+	_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() && filepath.Base(path) == w.cfg.consumer && filepath.Base(filepath.Dir(path)) == "obs" {
+			removed++
+			return os.RemoveAll(path)
+		}
+		return err
+	})
+	if removed == 0 {
+		t.Fatal("no consumer directory removed")
+	}
+	startServerAt(t, dir, port)
+	waitFor(t, 60*time.Second, "the worker ready", func() bool { return w.Ready() == nil })
+	c = newClient(t, nc)
+	for i := range 4 {
+		send(fmt.Sprintf("c%d", i), 5)
+	}
+	checkStoredAt(t, c, want, last, 30*time.Second)
+}
+
+// startServerAt starts an embedded JetStream server on port with its
+// store in dir, as a restart of one that ran there.
+func startServerAt(t testing.TB, dir string, port int) *server.Server {
+	t.Helper()
+	ns, err := natsembed.Start(natsembed.Config{Listen: fmt.Sprintf("127.0.0.1:%d", port), StoreDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
 }

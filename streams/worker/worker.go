@@ -31,11 +31,14 @@ type Worker struct {
 	handler          handlerFunc
 
 	// Set by Run.
-	stream  jetstream.Stream
-	lanes   *lanes
-	owned   []atomic.Bool // by partition, when partitioned
-	own     *ownership    // when partitioned
-	ready   atomic.Bool
+	stream jetstream.Stream
+	lanes  *lanes
+	owned  []atomic.Bool // by partition, when partitioned
+	own    *ownership    // when partitioned
+	ready  atomic.Bool
+	// waiting is why a setup call is being retried (untilAvailable), for
+	// Ready; nil when none is.
+	waiting atomic.Pointer[error]
 	cached  atomic.Int64 // what the lanes' caches weigh
 	held    atomic.Int64 // how many conversations they hold
 	writers *writers     // the goroutines that run snapshot and checkpoint writes
