@@ -68,6 +68,7 @@ func (w *Worker) HealthHandler() http.Handler {
 		// Conversations held at a limit are a reason to look, not to stop
 		// sending this worker work: it serves the others.
 		fmt.Fprint(rw, w.degradedReport())
+		fmt.Fprint(rw, w.eventsLostReport())
 	})
 	return mux
 }

@@ -191,7 +191,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		ins.byGap[c] = metric.WithAttributeSet(attribute.NewSet(attribute.String("cause", gapCause(c).String())))
 	}
 	ins.healed = count(MetricEventsHealed, "{event}", "Events that arrived before an earlier event of their conversation (lost on the way, or held by another worker): the conversation was rebuilt from the stream, the missing events included, before the event applied.")
-	ins.damaged = count(MetricStorageDamaged, "{fault}", "Damaged storage the worker found, by what: consumer (a consumer whose state the server could not load; the worker waits, not ready, until it is removed or restored).")
+	ins.damaged = count(MetricStorageDamaged, "{fault}", "Damaged storage the worker found, by what: consumer (a consumer whose state the server could not load; the worker waits, not ready, until it is removed or restored), events (events a stored snapshot covers missing from the events stream; the conversation is rebuilt from what it holds).")
 	ins.asyncErrors = count(MetricNATSAsyncErrors, "{error}", "NATS async errors on the worker's connection, by kind: slow_consumer (messages dropped by a full client buffer) or other.")
 	ins.slow = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "slow_consumer")))
 	ins.otherAsync = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", "other")))

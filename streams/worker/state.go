@@ -182,6 +182,7 @@ func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState
 	if err != nil {
 		return nil, false, err
 	}
+	w.checkEventsKept(ctx, id, head, r)
 	return newState(r, seq-1, head, rev), false, nil
 }
 
@@ -225,6 +226,7 @@ func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error)
 	if err != nil {
 		return nil, err
 	}
+	w.checkEventsKept(ctx, id, head, r)
 	st := newState(r, head.Sequence, head, rev)
 	st.unverified = true
 	return st, nil

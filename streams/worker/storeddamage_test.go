@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
@@ -201,4 +203,58 @@ func startServerAt(t testing.TB, dir string, port int) *server.Server {
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	return ns
+}
+
+// TestEventsLostReported: events a stored snapshot covers gone from the
+// events stream (its files lost, or removed) were never reported: the
+// conversation was rebuilt without them and served. Now the rebuild says
+// so: convstream.storage.damaged with what events, and a line on /readyz.
+func TestEventsLostReported(t *testing.T) {
+	ns := startServer(t, "")
+	nc := connect(t, ns)
+	const id = "lost"
+	first := startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0))
+	c := newClient(t, nc)
+	var seqs []uint64
+	send := func(k int) uint64 {
+		t.Helper()
+		data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": "user", "content": "hi"}
+		if k > 0 {
+			data["parentId"] = fmt.Sprintf("m%d", k-1)
+		}
+		sent, err := c.Send(context.Background(), id, streams.TypeMessageAppended, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, sent.Sequence)
+		return sent.Sequence
+	}
+	for k := range 5 {
+		send(k)
+	}
+	waitVersion(t, c, id, seqs[4], 30*time.Second)
+	first.stop(t)
+	ctx := context.Background()
+	st, err := c.JetStream().Stream(ctx, c.Subjects().EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, seq := range seqs[3:] {
+		if err := st.DeleteMsg(ctx, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reader := sdkmetric.NewManualReader()
+	r := startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0),
+		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	waitVersion(t, c, id, send(5), 30*time.Second)
+	if n := sumWhere(collect(t, reader), MetricStorageDamaged, "what", "events"); n < 1 {
+		t.Errorf("%s{what=events} = %d, want at least 1", MetricStorageDamaged, n)
+	}
+	rec := httptest.NewRecorder()
+	r.w.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if body := rec.Body.String(); !strings.Contains(body, "storage damaged") || !strings.Contains(body, id) {
+		t.Errorf("/readyz says %q, want the lost events named", body)
+	}
+	t.Logf("/readyz: %s", rec.Body.String())
 }

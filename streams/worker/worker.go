@@ -39,9 +39,11 @@ type Worker struct {
 	// waiting is why a setup call is being retried (untilAvailable), for
 	// Ready; nil when none is.
 	waiting atomic.Pointer[error]
-	cached  atomic.Int64 // what the lanes' caches weigh
-	held    atomic.Int64 // how many conversations they hold
-	writers *writers     // the goroutines that run snapshot and checkpoint writes
+	// eventsLost describes the last loss of events found (eventslost.go).
+	eventsLost atomic.Pointer[string]
+	cached     atomic.Int64 // what the lanes' caches weigh
+	held       atomic.Int64 // how many conversations they hold
+	writers    *writers     // the goroutines that run snapshot and checkpoint writes
 	// snapshots writes the snapshots to their bucket (snapshotstore.go).
 	snapshots *snapshotStore
 	// degraded holds the conversations held at a limit (degraded.go).
