@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
 
@@ -265,5 +266,39 @@ func BenchmarkRefusal(b *testing.B) {
 				waitFor(b, 30*time.Second, "the append applied", func() bool { return r.applied.Load() >= want })
 			}
 		})
+	}
+}
+
+// TestRefusedUpdateTakenBack: an update that takes a conversation at its
+// snapshot limit over it is refused and taken back in place (undo.go):
+// the next event, a delete that makes room, is applied to the
+// conversation as it was before the update, and the stored snapshot is
+// Parse of the events accepted.
+func TestRefusedUpdateTakenBack(t *testing.T) {
+	r := newRefusalRig(t, 1, 64<<10)
+	lc := r.convs[0]
+	before := r.refused.Load()
+	if _, err := r.c.Send(context.Background(), lc.id, streams.TypeMessageUpdated,
+		map[string]any{"id": lc.kept[1].ID(), "content": strings.Repeat("u", 20<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the update refused", func() bool { return r.refused.Load() > before })
+	last := lc.kept[len(lc.kept)-1]
+	sent, err := r.c.Send(context.Background(), lc.id, streams.TypeMessageDeleted, map[string]any{"id": last.ID()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lc.kept = lc.kept[:len(lc.kept)-1]
+	waitFor(t, 30*time.Second, "the delete stored", func() bool { return storedAt(r.c, lc.id, sent.Sequence) })
+	snap, err := r.c.Snapshot(context.Background(), lc.id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := conversation.Parse(lc.kept, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := snapshotDiff(t, snap, res); d != "" {
+		t.Errorf("stored snapshot differs from Parse of the events accepted: %s", d)
 	}
 }
