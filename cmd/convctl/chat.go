@@ -78,7 +78,7 @@ func runChat(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "convctl chat:", err)
 		return 1
 	}
-	_, err = c.RequestReply(ctx, streams.ReplyRequest{ConversationID: conv, UserMessageID: userID, MessageID: replyID, Model: *model})
+	sent, err := c.RequestReply(ctx, streams.ReplyRequest{ConversationID: conv, UserMessageID: userID, MessageID: replyID, Model: *model})
 	if errors.Is(err, jetstream.ErrNoStreamResponse) {
 		fmt.Fprintf(stderr, "convctl chat: no replies stream for subject prefix %q: start an orchestrator (make run, or cmd/orchestrator): %v\n", nf.Prefix, err)
 		return 1
@@ -88,7 +88,24 @@ func runChat(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		return 1
 	}
 	printed := 0
-	for v := range views {
+	// A refused request (an unknown model, one without its key) is
+	// recorded on the conversation's errors, not in it.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		var v *streams.View
+		select {
+		case <-tick.C:
+			if why := refusal(ctx, c, conv, sent.EventID); why != "" {
+				fmt.Fprintln(stderr, "convctl chat: the reply request was refused:", why)
+				return 1
+			}
+			continue
+		case v = <-views:
+		}
+		if v == nil {
+			break
+		}
 		m := findEntry(v.FlatList, replyID)
 		if m == nil {
 			continue
@@ -119,6 +136,10 @@ func runChat(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintln(stderr, "convctl chat: the reply ended", why)
 		return 1
 	}
+	if why := refusal(context.WithoutCancel(ctx), c, conv, sent.EventID); why != "" {
+		fmt.Fprintln(stderr, "convctl chat: the reply request was refused:", why)
+		return 1
+	}
 	fmt.Fprintf(stderr, "convctl chat: no end of reply %s within %v (is an orchestrator running? make run starts one)\n", replyID, *replyTimeout)
 	return 1
 }
@@ -137,6 +158,22 @@ func awaitStored(ctx context.Context, c *client.Client, conv string, version uin
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// refusal returns why the request eventID was refused, as the
+// conversation's errors record it; "" when it was not (yet).
+func refusal(ctx context.Context, c *client.Client, conv, eventID string) string {
+	errs, err := c.Errors(ctx, conv)
+	if err != nil {
+		return ""
+	}
+	for _, e := range errs {
+		var rej streams.EventRejected
+		if e.Event.Type() == streams.TypeEventRejected && e.Event.DataAs(&rej) == nil && rej.EventID != nil && *rej.EventID == eventID {
+			return rej.Code + ": " + rej.Reason
+		}
+	}
+	return ""
 }
 
 // activeLeaf returns the id of the last message of a conversation's active

@@ -13,7 +13,8 @@ import (
 )
 
 // TestChat: convctl chat sends the user's message, prints the built-in
-// model's reply and exits 0; a second message follows the first reply.
+// model's reply and exits 0; a second message follows the first reply; a
+// refused request (a model the orchestrator lacks) exits 1, saying why.
 func TestChat(t *testing.T) {
 	run := workertest.Start(t)
 	t.Setenv("CONVSTREAM_NATS_URL", run.URL)
@@ -42,6 +43,10 @@ func TestChat(t *testing.T) {
 	code, out, errOut = convctl(t, "", "chat", "chat-1", "and then?")
 	if code != 0 || !strings.HasPrefix(out, `You said "and then?". `) {
 		t.Fatalf("second chat: %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = convctl(t, "", "chat", "--model", "openai:gpt-x", "chat-2", "hi")
+	if code != 1 || !strings.Contains(errOut, "refused: bad_data") {
+		t.Errorf("a model the orchestrator lacks: %d\n%s", code, errOut)
 	}
 	code, out, _ = convctl(t, "", "watch", "--once", "--flat", "chat-1")
 	if code != 0 || strings.Count(out, `"role":"user"`) != 2 || strings.Count(out, `"streamStatus":"done"`) != 2 {
