@@ -34,6 +34,8 @@ func commands() map[string]command {
 		"chat":     {summary: "send a user's message, ask for the reply and print it as it is written", run: runChat},
 		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
 		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
+		"export":   {summary: "print a stored conversation as a document (messages in append order, groups) that import and parse read; --all DIR: every one", run: runExport},
+		"import":   {summary: "send a document export wrote to a conversation, possibly another id or --subject-prefix", run: runImport},
 		"doctor":   {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},
 
 		"permissions": {summary: "print the NATS permissions of a role (worker, ui, orchestrator) of a subject prefix, or a tenants file's accounts, as nats-server configuration", run: runPermissions},

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams"
+)
+
+// runExport implements `convctl export [flags] CONV` and
+// `convctl export --all DIR`.
+func runExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var nf natsFlags
+	nf.register(fs)
+	all := fs.Bool("all", false, "export every conversation with a stored snapshot, each to DIR/CONV.json, with progress on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: convctl export [flags] CONV | convctl export --all DIR")
+		fmt.Fprintln(stderr, `Prints the conversation CONV as a document {"messages","messageGroups"}: its messages`)
+		fmt.Fprintln(stderr, "in append order and its groups, as its events in the events stream leave them.")
+		fmt.Fprintln(stderr, "convctl import (or send --all) sends it back; convctl parse reads it.")
+		fs.PrintDefaults()
+	}
+	pos, ok := nf.parse(fs, args, "export", stderr)
+	if !ok {
+		return 2
+	}
+	if len(pos) != 1 {
+		fs.Usage()
+		return 2
+	}
+	if !*all && !streams.ValidConversationID(pos[0]) {
+		fmt.Fprintf(stderr, "convctl export: conversation id %q must match [A-Za-z0-9_-]{1,128}\n", pos[0])
+		return 2
+	}
+	nc, c, err := nf.client()
+	if err != nil {
+		fmt.Fprintln(stderr, "convctl export:", err)
+		return 1
+	}
+	defer nc.Close()
+	js, subjects := c.JetStream(), c.Subjects()
+	if !*all {
+		doc, err := exportConversation(ctx, js, subjects, pos[0])
+		if err != nil {
+			fmt.Fprintln(stderr, "convctl export:", err)
+			return 1
+		}
+		w := bufio.NewWriter(stdout)
+		if err := json.NewEncoder(w).Encode(doc); err != nil {
+			fmt.Fprintln(stderr, "convctl export:", err)
+			return 1
+		}
+		if err := w.Flush(); err != nil {
+			fmt.Fprintln(stderr, "convctl export:", err)
+			return 1
+		}
+		return 0
+	}
+	return exportAll(ctx, js, subjects, pos[0], stderr)
+}
+
+// exportAll writes every conversation with a stored snapshot to
+// dir/CONV.json, one at a time (a conversation's events are read into
+// memory, never all of them), with a progress bar on stderr. A
+// conversation that fails is reported and the others still exported.
+func exportAll(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, dir string, stderr io.Writer) int {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(stderr, "convctl export:", err)
+		return 1
+	}
+	kv, err := js.KeyValue(ctx, subjects.SnapshotBucket())
+	if err != nil {
+		fmt.Fprintf(stderr, "convctl export: snapshot bucket %s: %v\n", subjects.SnapshotBucket(), err)
+		return 1
+	}
+	keys, err := kv.Keys(ctx)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		keys, err = nil, nil
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "convctl export: list conversations:", err)
+		return 1
+	}
+	bar := newProgress(stderr, len(keys))
+	failed := 0
+	for i, conv := range keys {
+		if err := exportFile(ctx, js, subjects, conv, filepath.Join(dir, conv+".json")); err != nil {
+			bar.clear()
+			fmt.Fprintf(stderr, "convctl export: %s: %v\n", conv, err)
+			failed++
+		}
+		bar.update(i + 1)
+	}
+	bar.clear()
+	fmt.Fprintf(stderr, "convctl export: exported %d of %d conversations to %s\n", len(keys)-failed, len(keys), dir)
+	if failed > 0 {
+		return 1
+	}
+	return 0
+}
+
+// exportFile writes conversation conv's document to path, through a
+// temporary file so that a failed export leaves no partial document.
+func exportFile(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, conv, path string) error {
+	doc, err := exportConversation(ctx, js, subjects, conv)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	err = json.NewEncoder(w).Encode(doc)
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+	}
+	return err
+}
+
+// exportDocument is the document export writes: conversation.Input's
+// shape, which conversation.DecodeInput reads back.
+type exportDocument struct {
+	Messages      []*conversation.Message      `json:"messages"`
+	MessageGroups []*conversation.MessageGroup `json:"messageGroups"`
+}
+
+// exportConversation replays conversation conv's events, read from the
+// events stream in order, as the worker applies them, and returns the
+// messages and groups they leave. The stored snapshot holds only the
+// flatList and contextTree, not every message's fields, so the events are
+// the source that gives the messages exactly. An event the conversation
+// refuses is one the worker rejected (rejected events are removed from
+// the stream, and may still be there while that happens): it is skipped,
+// as the worker skips it. Streamed replies (message.chunk,
+// message.completed) are refused with an error naming the event rather
+// than exported without the text they carried.
+func exportConversation(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, conv string) (*exportDocument, error) {
+	stream, err := js.Stream(ctx, subjects.EventsStream())
+	if err != nil {
+		return nil, fmt.Errorf("events stream %s: %w", subjects.EventsStream(), err)
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.Events(conv)},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+	}
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 {
+		return nil, fmt.Errorf("%s: %w (no events in %s)", conv, streams.ErrUnknownConversation, subjects.EventsStream())
+	}
+	// No message limit: export restores what the worker holds, whatever
+	// limit it runs with.
+	c := conversation.NewConversation(conversation.WithMaxMessages(0))
+	for pending > 0 {
+		batch, err := cons.Fetch(int(min(pending, 500)))
+		if err != nil {
+			return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return nil, fmt.Errorf("event of %s: %w", conv, err)
+			}
+			pending = md.NumPending
+			if err := replay(c, m.Headers(), m.Data()); err != nil {
+				return nil, fmt.Errorf("event at sequence %d of %s: %w", md.Sequence.Stream, conv, err)
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+		}
+		if n == 0 {
+			return nil, fmt.Errorf("read the events of %s: %d events pending, none delivered", conv, pending)
+		}
+	}
+	groups := c.Groups()
+	if groups == nil {
+		groups = []*conversation.MessageGroup{}
+	}
+	return &exportDocument{Messages: c.Messages(), MessageGroups: groups}, nil
+}
+
+// replay applies one stored event to c.
+func replay(c *conversation.Conversation, h nats.Header, payload []byte) error {
+	ev, err := streams.DecodeEvent(h, payload)
+	if err != nil {
+		return err
+	}
+	data, err := streams.DecodeData(ev)
+	if err != nil {
+		return err
+	}
+	id, _ := data["id"].(string)
+	switch ev.Type() {
+	case streams.TypeMessageAppended:
+		m, err := conversation.NewMessage(data)
+		if err == nil {
+			_ = c.Append(m) // refused: the worker rejected it too
+		}
+	case streams.TypeMessageUpdated:
+		_ = c.Update(id, data)
+	case streams.TypeMessageDeleted:
+		_ = c.Delete(id)
+	case streams.TypeGroupsUpserted:
+		if g, err := conversation.NewMessageGroup(data); err == nil {
+			_ = c.UpsertGroup(g)
+		}
+	default:
+		return fmt.Errorf("%s events (a streamed reply) cannot be exported yet: only %s, %s, %s and %s are replayed",
+			ev.Type(), streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted)
+	}
+	return nil
+}
+
+// runImport implements `convctl import [flags] CONV FILE`: send --all
+// --wait of an exported document, into any conversation id and, with
+// --subject-prefix, any prefix.
+func runImport(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if asksHelp(args) {
+		fmt.Fprintln(stderr, "usage: convctl import [send flags] CONV FILE")
+		fmt.Fprintln(stderr, "Sends the document convctl export wrote (FILE, stdin for -) to conversation CONV,")
+		fmt.Fprintln(stderr, "which may be another id, or with --subject-prefix another prefix: its groups, then")
+		fmt.Fprintln(stderr, "every message in order, waiting until the worker has applied each. The flags are")
+		fmt.Fprintln(stderr, "those of convctl send (convctl help send).")
+		return 0
+	}
+	return runSend(ctx, append([]string{"--all", "--wait"}, args...), stdin, stdout, stderr)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/testcorpus"
+)
+
+// storedSnapshot returns the stored flatList and contextTree of conv.
+func storedSnapshot(t *testing.T, conv string) (flat, tree string) {
+	t.Helper()
+	code, out, errOut := convctl(t, "", "watch", "--once", conv)
+	var s struct{ FlatList, ContextTree json.RawMessage }
+	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
+		t.Fatalf("watch --once %s: %d %s %s", conv, code, out, errOut)
+	}
+	return string(s.FlatList), string(s.ContextTree)
+}
+
+// TestExportImport sends a sample of the shared conformance corpus, and a
+// conversation changed by updates, a delete and groups, exports each,
+// imports the document into a new conversation id, and checks that the
+// imported conversation's stored flatList and contextTree equal the
+// original's; export --all writes the same documents to a directory.
+func TestExportImport(t *testing.T) {
+	startWorker(t)
+	type conformanceCase struct {
+		Name  string `json:"name"`
+		Input struct {
+			Messages      json.RawMessage `json:"messages"`
+			MessageGroups json.RawMessage `json:"messageGroups"`
+		} `json:"input"`
+	}
+	docs := map[string]string{}
+	for _, f := range []string{"reference-suite", "generated-normal"} {
+		cases, err := testcorpus.Decode[conformanceCase]("../../conversation/testdata/conformance/" + f + ".jsonl.gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Every 7th case: a sample across the kinds of each file, short
+		// enough for a busy machine.
+		for i := 0; i < len(cases) && len(docs) < 16; i += 7 {
+			doc, _ := json.Marshal(map[string]any{"messages": cases[i].Input.Messages, "messageGroups": cases[i].Input.MessageGroups})
+			msgs, groups, err := conversation.DecodeInput(bytes.NewReader(doc))
+			if err != nil || len(msgs) == 0 {
+				continue
+			}
+			if _, err := conversation.Parse(msgs, groups); err != nil {
+				continue // a case of a refused conversation
+			}
+			docs[fmt.Sprintf("%s-%d", f, i)] = string(doc)
+		}
+	}
+	if len(docs) < 8 {
+		t.Fatalf("only %d corpus conversations sampled", len(docs))
+	}
+
+	// A conversation whose events are more than appends.
+	if code, out, errOut := convctl(t, demo, "send", "--all", "--wait", "edited"); code != 0 {
+		t.Fatalf("send edited: %s %s", out, errOut)
+	}
+	for _, e := range []struct{ typ, data string }{
+		{"updated", `{"id":"u1","metadata":{"activeBranchIndex":0}}`},
+		{"updated", `{"id":"a1","content":"A messaging system, edited."}`},
+		{"groups", `{"id":"g1","messageIds":["a1","a2"]}`},
+		{"deleted", `{"id":"u2"}`},
+	} {
+		if code, out, errOut := convctl(t, e.data, "send", "--type", e.typ, "--msgpack", "--wait", "edited"); code != 0 {
+			t.Fatalf("send %s %s: %s %s", e.typ, e.data, out, errOut)
+		}
+	}
+
+	convs := []string{"edited"}
+	for name, doc := range docs {
+		if code, out, errOut := convctl(t, doc, "send", "--all", "--wait", name); code != 0 {
+			t.Fatalf("send %s: %d %s %s", name, code, out, errOut)
+		}
+		convs = append(convs, name)
+	}
+	dir := t.TempDir()
+	for _, conv := range convs {
+		code, doc, errOut := convctl(t, "", "export", conv)
+		if code != 0 {
+			t.Fatalf("export %s: %d %s", conv, code, errOut)
+		}
+		if _, _, err := conversation.DecodeInput(strings.NewReader(doc)); err != nil {
+			t.Fatalf("export %s: the document does not decode: %v\n%s", conv, err, doc)
+		}
+		file := filepath.Join(dir, conv+".json")
+		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if code, out, errOut := convctl(t, "", "import", conv+"-imported", file); code != 0 {
+			t.Fatalf("import %s: %d %s %s", conv, code, out, errOut)
+		}
+		flat, tree := storedSnapshot(t, conv)
+		iflat, itree := storedSnapshot(t, conv+"-imported")
+		if flat != iflat || tree != itree {
+			t.Errorf("%s: imported differs\nflatList %s\nimported %s\ncontextTree %s\nimported    %s", conv, flat, iflat, tree, itree)
+		}
+	}
+
+	all := t.TempDir()
+	code, _, errOut := convctl(t, "", "export", "--all", all)
+	if code != 0 || !strings.Contains(errOut, fmt.Sprintf("exported %d of %d", 2*len(convs), 2*len(convs))) {
+		t.Fatalf("export --all: %d %s", code, errOut)
+	}
+	for _, conv := range convs {
+		want, _ := os.ReadFile(filepath.Join(dir, conv+".json"))
+		got, err := os.ReadFile(filepath.Join(all, conv+".json"))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("export --all %s: %v\n%s\nwant %s", conv, err, got, want)
+		}
+	}
+
+	if code, _, errOut := convctl(t, "", "export", "nothing-here"); code != 1 || !strings.Contains(errOut, "no events") {
+		t.Errorf("export of an unknown conversation: %d %s", code, errOut)
+	}
+}
