@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -155,9 +156,8 @@ type exportDocument struct {
 // the source that gives the messages exactly. An event the conversation
 // refuses is one the worker rejected (rejected events are removed from
 // the stream, and may still be there while that happens): it is skipped,
-// as the worker skips it. Streamed replies (message.chunk,
-// message.completed) are refused with an error naming the event rather
-// than exported without the text they carried.
+// as the worker skips it. An event of another type is refused with an
+// error naming it rather than left out.
 func exportConversation(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, conv string) (*exportDocument, error) {
 	stream, err := js.Stream(ctx, subjects.EventsStream())
 	if err != nil {
@@ -233,9 +233,20 @@ func replay(c *conversation.Conversation, h nats.Header, payload []byte) error {
 		if g, err := conversation.NewMessageGroup(data); err == nil {
 			_ = c.UpsertGroup(g)
 		}
+	case streams.TypeMessageCompleted:
+		// A streamed reply's chunks are not events: the events stream holds
+		// its placeholder and its completion, which carries the whole
+		// content, as a rebuild of the worker reads it.
+		var done streams.MessageCompleted
+		raw, err := json.Marshal(data)
+		if err == nil && json.Unmarshal(raw, &done) == nil && slices.Contains(streams.EndStatuses, done.Status) {
+			if _, ok := data["content"].(string); ok {
+				_ = c.Update(id, done.Patch())
+			}
+		}
 	default:
-		return fmt.Errorf("%s events (a streamed reply) cannot be exported yet: only %s, %s, %s and %s are replayed",
-			ev.Type(), streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted)
+		return fmt.Errorf("%s events cannot be exported: only %s, %s, %s, %s and %s are replayed", ev.Type(),
+			streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted, streams.TypeMessageCompleted)
 	}
 	return nil
 }

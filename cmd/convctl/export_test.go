@@ -11,6 +11,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/testcorpus"
+	"github.com/convstream/convstream/streams"
 )
 
 // storedSnapshot returns the stored flatList and contextTree of conv.
@@ -25,7 +26,7 @@ func storedSnapshot(t *testing.T, conv string) (flat, tree string) {
 }
 
 // TestExportImport sends a sample of the shared conformance corpus, and a
-// conversation changed by updates, a delete and groups, exports each,
+// conversation changed by updates, a delete, groups and a streamed reply, exports each,
 // imports the document into a new conversation id, and checks that the
 // imported conversation's stored flatList and contextTree equal the
 // original's; export --all writes the same documents to a directory.
@@ -71,6 +72,8 @@ func TestExportImport(t *testing.T) {
 		{"updated", `{"id":"a1","content":"A messaging system, edited."}`},
 		{"groups", `{"id":"g1","messageIds":["a1","a2"]}`},
 		{"deleted", `{"id":"u2"}`},
+		{"appended", `{"id":"a3","role":"assistant","content":"","parentId":"u1","createdAt":5,"streamStatus":"streaming"}`},
+		{streams.TypeMessageCompleted, `{"id":"a3","status":"done","content":"A streamed reply.","model":"m1","finishReason":"stop"}`},
 	} {
 		if code, out, errOut := convctl(t, e.data, "send", "--type", e.typ, "--msgpack", "--wait", "edited"); code != 0 {
 			t.Fatalf("send %s %s: %s %s", e.typ, e.data, out, errOut)
@@ -92,6 +95,9 @@ func TestExportImport(t *testing.T) {
 		}
 		if _, _, err := conversation.DecodeInput(strings.NewReader(doc)); err != nil {
 			t.Fatalf("export %s: the document does not decode: %v\n%s", conv, err, doc)
+		}
+		if conv == "edited" && (!strings.Contains(doc, "A streamed reply.") || !strings.Contains(doc, "edited.") || strings.Contains(doc, "And JetStream?")) {
+			t.Fatalf("export edited: not the conversation as its events leave it:\n%s", doc)
 		}
 		file := filepath.Join(dir, conv+".json")
 		if err := os.WriteFile(file, []byte(doc), 0o644); err != nil {
