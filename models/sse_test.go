@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -106,5 +105,3 @@ func jsonLine(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
-
-func lines(events ...string) string { return strings.Join(events, "\n") }

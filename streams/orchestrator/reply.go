@@ -218,9 +218,7 @@ func (o *Orchestrator) write(ctx context.Context, conv, id string, req *streams.
 		return err
 	}, func(err error) { stop(fmt.Errorf("orchestrator: chunk not stored: %w", err)) })
 	msgs := make([]map[string]any, len(ic.Messages))
-	for i, m := range ic.Messages {
-		msgs[i] = m
-	}
+	copy(msgs, ic.Messages)
 	cctx, call := o.tracer.Start(mctx, "chat "+model.Name(), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "chat"), attribute.String("gen_ai.provider.name", provider),
 		attribute.String("gen_ai.request.model", modelName)))
