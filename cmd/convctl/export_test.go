@@ -11,13 +11,15 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/testcorpus"
+	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // storedSnapshot returns the stored flatList and contextTree of conv.
-func storedSnapshot(t *testing.T, conv string) (flat, tree string) {
+func storedSnapshot(t *testing.T, conv string, flags ...string) (flat, tree string) {
 	t.Helper()
-	code, out, errOut := convctl(t, "", "watch", "--once", conv)
+	code, out, errOut := convctl(t, "", append([]string{"watch", "--once", conv}, flags...)...)
 	var s struct{ FlatList, ContextTree json.RawMessage }
 	if code != 0 || json.Unmarshal([]byte(out), &s) != nil {
 		t.Fatalf("watch --once %s: %d %s %s", conv, code, out, errOut)
@@ -29,9 +31,17 @@ func storedSnapshot(t *testing.T, conv string) (flat, tree string) {
 // conversation changed by updates, a delete, groups and a streamed reply, exports each,
 // imports the document into a new conversation id, and checks that the
 // imported conversation's stored flatList and contextTree equal the
-// original's; export --all writes the same documents to a directory.
+// original's, in the same subject prefix and in another one (a worker of
+// its own on the same server); export --all writes the same documents to
+// a directory.
 func TestExportImport(t *testing.T) {
-	startWorker(t)
+	run := workertest.Start(t)
+	t.Setenv("CONVSTREAM_NATS_URL", run.URL)
+	other, err := streams.NewSubjects("tenant2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	workertest.Run(t, run.Conn, worker.WithPipelines(workertest.Pipelines()), worker.WithSubjects(other))
 	type conformanceCase struct {
 		Name  string `json:"name"`
 		Input struct {
@@ -110,6 +120,12 @@ func TestExportImport(t *testing.T) {
 		iflat, itree := storedSnapshot(t, conv+"-imported")
 		if flat != iflat || tree != itree {
 			t.Errorf("%s: imported differs\nflatList %s\nimported %s\ncontextTree %s\nimported    %s", conv, flat, iflat, tree, itree)
+		}
+		if code, out, errOut := convctl(t, "", "import", "--subject-prefix", "tenant2", conv, file); code != 0 {
+			t.Fatalf("import %s into tenant2: %d %s %s", conv, code, out, errOut)
+		}
+		if oflat, otree := storedSnapshot(t, conv, "--subject-prefix", "tenant2"); flat != oflat || tree != otree {
+			t.Errorf("%s: imported into tenant2 differs\nflatList %s\nimported %s", conv, flat, oflat)
 		}
 	}
 
