@@ -145,6 +145,9 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			"$JS.API.DIRECT.GET." + cpStream,
 			"$JS.API.DIRECT.GET." + cpStream + ".>",
 			"$KV." + checkpoints + ".>",
+			// The replies stream: the worker creates it for the
+			// orchestrators, which may only consume from it.
+			"$JS.API.STREAM.*." + s.RepliesStream(),
 		},
 		Subscribe: []string{
 			p + ".>",
@@ -220,10 +223,17 @@ func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 // OrchestratorPermissions returns the permissions of a backend driving
 // conversations of the subjects s: publish events and inference requests;
 // read a snapshot (KV get) and the stored errors; follow deltas, errors and
-// inference results. It creates no consumer: it reads, it does not watch.
+// inference results. As cmd/orchestrator it also takes reply requests from
+// the replies stream (its info, a durable consumer on it, pulls and acks)
+// and writes the replies: chunks and completions, refusals on the errors
+// subject, answers to stop requests (TestOrchestratorRole). It creates,
+// changes, purges or deletes no stream: the worker creates the replies
+// stream (RepliesStreamConfig), and a create would let it name any
+// subjects, another tenant's too where tenants share an account.
 func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	o := permissionOpts(opts)
 	p := s.Prefix()
+	replies := s.RepliesStream()
 	return Permissions{
 		Publish: append([]string{
 			p + ".events.>",
@@ -231,6 +241,12 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			p + ".inference.*",
 			p + ".doctor.*",
 			p + ".replies.*",
+			p + ".errors.*", // a refused reply request
+			"$JS.API.STREAM.INFO." + replies,
+			"$JS.API.CONSUMER.CREATE." + replies + ".>",
+			"$JS.API.CONSUMER.INFO." + replies + ".*",
+			"$JS.API.CONSUMER.MSG.NEXT." + replies + ".*",
+			"$JS.ACK." + replies + ".>",
 		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",
@@ -239,6 +255,8 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			p + ".results.>",
 			p + ".stop.*", // stops of the replies it writes
 		},
+		// The answer to a stop goes to the requester's inbox.
+		AllowResponses: true,
 	}
 }
 

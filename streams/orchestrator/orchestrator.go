@@ -65,19 +65,31 @@ func New(nc *nats.Conn, opts ...Option) (*Orchestrator, error) {
 		models: map[string]models.Model{}, running: map[string]context.CancelCauseFunc{}}, nil
 }
 
-// Provision creates the replies stream, a work queue, unless it exists.
+// Provision creates the replies stream, a work queue
+// (streams.RepliesStreamConfig), unless it exists. A worker creates it
+// when it starts; Run calls Provision only where none did.
 func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (jetstream.Stream, error) {
-	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        s.RepliesStream(),
-		Description: "convstream: reply requests, each taken by one orchestrator",
-		Subjects:    []string{s.AllReplies()},
-		Retention:   jetstream.WorkQueuePolicy,
-		// A request nobody took within a day is no longer wanted.
-		MaxAge:     24 * time.Hour,
-		Duplicates: 2 * time.Minute,
-	})
+	st, err := js.CreateOrUpdateStream(ctx, streams.RepliesStreamConfig(s))
 	if err != nil {
 		return nil, fmt.Errorf("orchestrator: replies stream: %w", err)
+	}
+	return st, nil
+}
+
+// repliesStream returns the replies stream: looked up, since a worker
+// creates it and the orchestrator role may not (streams.OrchestratorPermissions),
+// and created only when missing.
+func repliesStream(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (jetstream.Stream, error) {
+	st, err := js.Stream(ctx, s.RepliesStream())
+	switch {
+	case err == nil:
+		return st, nil
+	case !errors.Is(err, jetstream.ErrStreamNotFound):
+		return nil, fmt.Errorf("orchestrator: replies stream %s: %w", s.RepliesStream(), err)
+	}
+	st, err = Provision(ctx, js, s)
+	if err != nil {
+		return nil, fmt.Errorf("%w (a worker of prefix %q creates it when it starts)", err, s.Prefix())
 	}
 	return st, nil
 }
@@ -85,7 +97,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects) 
 // Run takes reply requests until ctx ends, then waits for the replies in
 // progress (which end as interrupted when ctx's end cancels them).
 func (o *Orchestrator) Run(ctx context.Context) error {
-	st, err := Provision(ctx, o.js, o.cfg.subjects)
+	st, err := repliesStream(ctx, o.js, o.cfg.subjects)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting

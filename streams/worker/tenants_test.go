@@ -494,6 +494,12 @@ func (p *prober) probeOther(ctx context.Context, victimInbox string) {
 	req("durable consumer", "$JS.API.CONSUMER.DURABLE.CREATE."+stream+".probe", map[string]any{"config": map[string]any{"durable_name": "probe", "ack_policy": "explicit"}})
 	req("the worker's consumer info", "$JS.API.CONSUMER.INFO."+stream+".convstream-worker", nil)
 	req("pull from the worker's consumer", "$JS.API.CONSUMER.MSG.NEXT."+stream+".convstream-worker", map[string]any{"batch": 5, "expires": int64(time.Second)})
+	// The victim's reply requests: an orchestrator consumes its own
+	// tenant's replies stream only.
+	replies := sV.RepliesStream()
+	req("replies stream info", "$JS.API.STREAM.INFO."+replies, nil)
+	req("replies consumer", "$JS.API.CONSUMER.CREATE."+replies+".probe", pushConsumer(sV.AllReplies()))
+	req("pull from the orchestrators' consumer", "$JS.API.CONSUMER.MSG.NEXT."+replies+".convstream-orchestrator", map[string]any{"batch": 5, "expires": int64(time.Second)})
 	// Inference and events into the victim.
 	ev, _ := streams.NewEvent("probe-infer", streams.TypeInferenceRequested, "urn:probe", conv+"tcp", streams.InferenceRequest{ConversationID: conv + "tcp"})
 	if msg, err := streams.EncodeEvent(sV.Inference(conv+"tcp"), ev, streams.Structured); err == nil {
@@ -512,7 +518,7 @@ func (p *prober) probeOther(ctx context.Context, victimInbox string) {
 	}
 	req("consumer delete", "$JS.API.CONSUMER.DELETE."+stream+".convstream-worker", nil)
 	wg.Wait()
-	for _, st := range []string{kvStream, stream} {
+	for _, st := range []string{replies, kvStream, stream} {
 		req("stream delete", "$JS.API.STREAM.DELETE."+st, nil)
 		wg.Wait()
 	}
@@ -563,6 +569,9 @@ func (p *prober) probeOwn(ctx context.Context) {
 	s, _ := streams.NewSubjects(p.attacker)
 	stream, bucket := s.EventsStream(), s.SnapshotBucket()
 	kvStream := "KV_" + bucket
+	// The replies stream: an orchestrator consumes from it, none may
+	// create, change, purge or delete it (OrchestratorPermissions).
+	replies := s.RepliesStream()
 	own := &prober{nc: p.nc, who: p.who + " (own tenant)", attacker: p.attacker, victim: "nobody", through: p.through, harmless: p.harmless}
 	var wg sync.WaitGroup
 	req := func(what, subject string, body any) {
@@ -582,7 +591,8 @@ func (p *prober) probeOwn(ctx context.Context) {
 	req("pull from the worker's consumer", "$JS.API.CONSUMER.MSG.NEXT."+stream+".never-made", map[string]any{"batch": 1, "expires": int64(time.Second)})
 	req("KV put", "$KV."+bucket+".probe", map[string]any{})
 	req("stream create", "$JS.API.STREAM.CREATE."+stream+"_PROBE", map[string]any{"name": "OTHER"})
-	for _, st := range []string{stream, kvStream} {
+	req("replies stream create", "$JS.API.STREAM.CREATE."+replies+"_PROBE", map[string]any{"name": replies + "_PROBE", "subjects": []string{"probe.>"}})
+	for _, st := range []string{stream, kvStream, replies} {
 		req("stream update", "$JS.API.STREAM.UPDATE."+st, map[string]any{"name": "OTHER"})
 		req("message delete", "$JS.API.STREAM.MSG.DELETE."+st, map[string]any{"seq": 999999})
 	}
@@ -591,11 +601,13 @@ func (p *prober) probeOwn(ctx context.Context) {
 	req("consumer delete", "$JS.API.CONSUMER.DELETE."+stream+".never-made", nil)
 	req("stream purge", "$JS.API.STREAM.PURGE."+stream, map[string]any{"filter": s.Events("never-used")})
 	req("stream purge", "$JS.API.STREAM.PURGE."+kvStream, map[string]any{"filter": "$KV." + bucket + ".never-used"})
+	req("stream purge", "$JS.API.STREAM.PURGE."+replies, map[string]any{"filter": s.Replies("never-used")})
+	req("consumer delete", "$JS.API.CONSUMER.DELETE."+replies+".never-made", nil)
 	wg.Wait()
 	if p.harmless {
 		return
 	}
-	for _, st := range []string{kvStream, stream} {
+	for _, st := range []string{replies, kvStream, stream} {
 		req("stream delete", "$JS.API.STREAM.DELETE."+st, nil)
 		wg.Wait()
 	}

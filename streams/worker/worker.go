@@ -177,6 +177,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	err = w.untilAvailable(ctx, "replies stream", func() error {
+		return provisionReplies(ctx, w.js, w.cfg.subjects, w.cfg.storage)
+	})
+	if err != nil {
+		return err
+	}
 	// Before any pull: JetStream gives up on an event when a worker asks
 	// for more, and announces it then.
 	// Records are still written while the worker drains.
