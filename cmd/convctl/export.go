@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -164,7 +166,7 @@ func exportConversation(ctx context.Context, js jetstream.JetStream, subjects st
 		return nil, fmt.Errorf("events stream %s: %w", subjects.EventsStream(), err)
 	}
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.Events(conv)},
+		FilterSubjects: []string{subjects.StoredEvents(conv, partitions(stream.CachedInfo().Config.SubjectTransform))},
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
@@ -206,6 +208,25 @@ func exportConversation(ctx context.Context, js jetstream.JetStream, subjects st
 		groups = []*conversation.MessageGroup{}
 	}
 	return &exportDocument{Messages: c.Messages(), MessageGroups: groups}, nil
+}
+
+// partitions returns the partition count of an events stream's subject
+// transform (streams.Subjects.PartitionTransform): the N of its
+// {{partition(N,…)}}, 0 for an unpartitioned stream.
+func partitions(t *jetstream.SubjectTransformConfig) int {
+	if t == nil {
+		return 0
+	}
+	_, rest, ok := strings.Cut(t.Destination, "{{partition(")
+	if !ok {
+		return 0
+	}
+	n, _, _ := strings.Cut(rest, ",")
+	v, err := strconv.Atoi(n)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // replay applies one stored event to c.
