@@ -20,6 +20,9 @@ var (
 	// ErrUnknownPipeline is what a Pipelines implementation wraps when it has
 	// no spec of the requested name.
 	ErrUnknownPipeline = errors.New("streams: unknown pipeline")
+	// ErrNotStreaming is returned for a stop of a reply that has already
+	// ended: no orchestrator writes it, so none would answer.
+	ErrNotStreaming = errors.New("streams: reply not streaming")
 )
 
 // Reason codes of a rejection, machine-readable companions of its text.

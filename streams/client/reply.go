@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -54,7 +55,36 @@ func (c *Client) RequestReply(ctx context.Context, req streams.ReplyRequest, opt
 }
 
 // StopReply asks the orchestrator writing message id of a conversation to
-// stop, and returns its answer.
+// stop, and returns its answer. A reply the stored snapshot shows ended is
+// answered at once with streams.ErrNotStreaming, since no orchestrator
+// writes it (TestStopEndedReply); one the snapshot does not hold yet may be
+// being written, so the request goes out.
 func (c *Client) StopReply(ctx context.Context, conversationID, id string, opts ...SendOption) (*event.Event, error) {
+	if status, ok := c.streamStatus(ctx, conversationID, id); ok && status != streams.StreamStreaming {
+		return nil, fmt.Errorf("%w: message %s of %s is not being written (stream status %q)", streams.ErrNotStreaming, id, conversationID, status)
+	}
 	return c.request(ctx, "stop", "stop", c.subjects.Stop(conversationID), streams.TypeReplyStop, conversationID, streams.ReplyStop{ID: id}, opts)
+}
+
+// streamStatus returns the stream status of message id in the stored
+// snapshot of a conversation ("" for a message not streamed), and whether
+// the snapshot holds the message.
+func (c *Client) streamStatus(ctx context.Context, conversationID, id string) (string, bool) {
+	s, err := c.Snapshot(ctx, conversationID)
+	if err != nil {
+		return "", false
+	}
+	var list []struct {
+		ID     string `json:"id"`
+		Status string `json:"streamStatus"`
+	}
+	if json.Unmarshal(s.FlatList, &list) != nil {
+		return "", false
+	}
+	for _, m := range list {
+		if m.ID == id {
+			return m.Status, true
+		}
+	}
+	return "", false
 }

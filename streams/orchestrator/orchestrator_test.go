@@ -3,6 +3,7 @@ package orchestrator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -301,5 +302,23 @@ func TestReplyConcurrencyBounded(t *testing.T) {
 	})
 	if most > 1 {
 		t.Errorf("%d replies in flight with a concurrency of 1", most)
+	}
+}
+
+// TestStopEndedReply: a stop of a reply that has ended, or of a message
+// that is no reply, is answered at once with streams.ErrNotStreaming: no
+// orchestrator writes it, so the request would wait out its deadline.
+func TestStopEndedReply(t *testing.T) {
+	r, c := setup(t)
+	runOrchestrator(t, r.URL, orchestrator.WithModel(builtin(t, models.BuiltinConfig{Tokens: 5, TokensPerChunk: 1, Rate: 0})))
+	ask(t, c, "chat-e", "hello", streams.ReplyRequest{MessageID: "a1"})
+	waitEnded(t, c, "chat-e", "a1")
+	for _, id := range []string{"a1", "u1"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		_, err := c.StopReply(ctx, "chat-e", id)
+		cancel()
+		if !errors.Is(err, streams.ErrNotStreaming) {
+			t.Errorf("stop of %s: %v, want ErrNotStreaming", id, err)
+		}
 	}
 }
