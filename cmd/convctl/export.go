@@ -55,8 +55,9 @@ func runExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	}
 	defer nc.Close()
 	js, subjects := c.JetStream(), c.Subjects()
+	src := exportSource{js: js, subjects: subjects, snapshot: c.Snapshot}
 	if !*all {
-		doc, err := exportConversation(ctx, js, subjects, pos[0])
+		doc, err := exportConversation(ctx, src, pos[0])
 		if err != nil {
 			fmt.Fprintln(stderr, "convctl export:", err)
 			return 1
@@ -72,21 +73,21 @@ func runExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 		}
 		return 0
 	}
-	return exportAll(ctx, js, subjects, pos[0], stderr)
+	return exportAll(ctx, src, pos[0], stderr)
 }
 
 // exportAll writes every conversation with a stored snapshot to
 // dir/CONV.json, one at a time (a conversation's events are read into
 // memory, never all of them), with a progress bar on stderr. A
 // conversation that fails is reported and the others still exported.
-func exportAll(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, dir string, stderr io.Writer) int {
+func exportAll(ctx context.Context, src exportSource, dir string, stderr io.Writer) int {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		fmt.Fprintln(stderr, "convctl export:", err)
 		return 1
 	}
-	kv, err := js.KeyValue(ctx, subjects.SnapshotBucket())
+	kv, err := src.js.KeyValue(ctx, src.subjects.SnapshotBucket())
 	if err != nil {
-		fmt.Fprintf(stderr, "convctl export: snapshot bucket %s: %v\n", subjects.SnapshotBucket(), err)
+		fmt.Fprintf(stderr, "convctl export: snapshot bucket %s: %v\n", src.subjects.SnapshotBucket(), err)
 		return 1
 	}
 	keys, err := kv.Keys(ctx)
@@ -100,7 +101,7 @@ func exportAll(ctx context.Context, js jetstream.JetStream, subjects streams.Sub
 	bar := newProgress(stderr, len(keys))
 	failed := 0
 	for i, conv := range keys {
-		if err := exportFile(ctx, js, subjects, conv, filepath.Join(dir, conv+".json")); err != nil {
+		if err := exportFile(ctx, src, conv, filepath.Join(dir, conv+".json")); err != nil {
 			bar.clear()
 			fmt.Fprintf(stderr, "convctl export: %s: %v\n", conv, err)
 			failed++
@@ -117,8 +118,8 @@ func exportAll(ctx context.Context, js jetstream.JetStream, subjects streams.Sub
 
 // exportFile writes conversation conv's document to path, through a
 // temporary file so that a failed export leaves no partial document.
-func exportFile(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, conv, path string) error {
-	doc, err := exportConversation(ctx, js, subjects, conv)
+func exportFile(ctx context.Context, src exportSource, conv, path string) error {
+	doc, err := exportConversation(ctx, src, conv)
 	if err != nil {
 		return err
 	}
@@ -151,6 +152,14 @@ type exportDocument struct {
 	MessageGroups []*conversation.MessageGroup `json:"messageGroups"`
 }
 
+// exportSource is where export reads: the events stream, and the stored
+// snapshot it checks its replay against.
+type exportSource struct {
+	js       jetstream.JetStream
+	subjects streams.Subjects
+	snapshot func(ctx context.Context, conv string) (*streams.Snapshot, error)
+}
+
 // exportConversation replays conversation conv's events, read from the
 // events stream in order, as the worker applies them, and returns the
 // messages and groups they leave. The stored snapshot holds only the
@@ -159,9 +168,13 @@ type exportDocument struct {
 // refuses is one the worker rejected (rejected events are removed from
 // the stream, and may still be there while that happens): it is skipped,
 // as the worker skips it. An event of another type is refused with an
-// error naming it rather than left out.
-func exportConversation(ctx context.Context, js jetstream.JetStream, subjects streams.Subjects, conv string) (*exportDocument, error) {
-	stream, err := js.Stream(ctx, subjects.EventsStream())
+// error naming it rather than left out. The replay's flatList must name
+// the messages the stored snapshot's does when that snapshot stands for
+// the events read: events gone from the stream (a retention limit, a
+// purge) fail the export instead of leaving messages out in silence.
+func exportConversation(ctx context.Context, src exportSource, conv string) (*exportDocument, error) {
+	subjects := src.subjects
+	stream, err := src.js.Stream(ctx, subjects.EventsStream())
 	if err != nil {
 		return nil, fmt.Errorf("events stream %s: %w", subjects.EventsStream(), err)
 	}
@@ -173,6 +186,7 @@ func exportConversation(ctx context.Context, js jetstream.JetStream, subjects st
 		return nil, fmt.Errorf("read the events of %s: %w", conv, err)
 	}
 	pending := cons.CachedInfo().NumPending
+	var last uint64
 	if pending == 0 {
 		return nil, fmt.Errorf("%s: %w (no events in %s)", conv, streams.ErrUnknownConversation, subjects.EventsStream())
 	}
@@ -191,7 +205,7 @@ func exportConversation(ctx context.Context, js jetstream.JetStream, subjects st
 			if err != nil {
 				return nil, fmt.Errorf("event of %s: %w", conv, err)
 			}
-			pending = md.NumPending
+			pending, last = md.NumPending, md.Sequence.Stream
 			if err := replay(c, m.Headers(), m.Data()); err != nil {
 				return nil, fmt.Errorf("event at sequence %d of %s: %w", md.Sequence.Stream, conv, err)
 			}
@@ -203,11 +217,50 @@ func exportConversation(ctx context.Context, js jetstream.JetStream, subjects st
 			return nil, fmt.Errorf("read the events of %s: %d events pending, none delivered", conv, pending)
 		}
 	}
+	if err := checkReplay(ctx, src, conv, c, last); err != nil {
+		return nil, err
+	}
 	groups := c.Groups()
 	if groups == nil {
 		groups = []*conversation.MessageGroup{}
 	}
 	return &exportDocument{Messages: c.Messages(), MessageGroups: groups}, nil
+}
+
+// checkReplay compares the ids of the replayed conversation's flatList
+// with the stored snapshot's, when the snapshot took every event read
+// into account (Sequence) and no later one changed it (Version): then
+// they are the same conversation. A snapshot behind or ahead of the
+// events read is not compared.
+func checkReplay(ctx context.Context, src exportSource, conv string, c *conversation.Conversation, last uint64) error {
+	s, err := src.snapshot(ctx, conv)
+	if errors.Is(err, streams.ErrUnknownConversation) {
+		return nil // events no worker has applied yet
+	}
+	if err != nil {
+		return fmt.Errorf("%s: stored snapshot: %w", conv, err)
+	}
+	if s.Sequence < last || s.Version > last {
+		return nil
+	}
+	var stored []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(s.FlatList, &stored); err != nil {
+		return fmt.Errorf("%s: stored snapshot's flatList: %w", conv, err)
+	}
+	flat, err := c.FlatList()
+	if err != nil {
+		return fmt.Errorf("%s: the replayed conversation: %w", conv, err)
+	}
+	same := len(flat) == len(stored)
+	for i := 0; same && i < len(flat); i++ {
+		same = flat[i].ID() == stored[i].ID
+	}
+	if !same {
+		return fmt.Errorf("%s: the events stream no longer holds every event of the conversation: the replay's flatList (%d messages) is not the stored snapshot's (%d, version %d); nothing exported", conv, len(flat), len(stored), s.Version)
+	}
+	return nil
 }
 
 // partitions returns the partition count of an events stream's subject

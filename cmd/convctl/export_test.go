@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/testcorpus"
@@ -150,5 +153,28 @@ func TestExportImport(t *testing.T) {
 
 	if code, _, errOut := convctl(t, "", "export", "nothing-here"); code != 1 || !strings.Contains(errOut, "no events") {
 		t.Errorf("export of an unknown conversation: %d %s", code, errOut)
+	}
+
+	// Events gone from the stream (purged by hand here, as a retention
+	// limit would) fail the export rather than leave messages out.
+	def, _ := streams.NewSubjects(streams.DefaultPrefix)
+	js, err := jetstream.New(run.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, def.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastMsg, err := stream.GetLastMsgForSubject(ctx, def.Events("edited"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(def.Events("edited")), jetstream.WithPurgeSequence(lastMsg.Sequence)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := convctl(t, "", "export", "edited"); code != 1 || out != "" || !strings.Contains(errOut, "no longer holds every event") {
+		t.Errorf("export with its first events purged: %d %s %s", code, out, errOut)
 	}
 }
