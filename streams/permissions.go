@@ -148,6 +148,11 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			// The replies stream: the worker creates it for the
 			// orchestrators, which may only consume from it.
 			"$JS.API.STREAM.*." + s.RepliesStream(),
+			// cmd/worker --orchestrator takes reply requests on the
+			// worker's connection (TestOrchestratorRole).
+			"$JS.API.CONSUMER.*." + s.RepliesStream() + ".>",
+			"$JS.API.CONSUMER.MSG.NEXT." + s.RepliesStream() + ".*",
+			"$JS.ACK." + s.RepliesStream() + ".>",
 		},
 		Subscribe: []string{
 			p + ".>",

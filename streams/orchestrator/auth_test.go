@@ -24,8 +24,16 @@ import (
 // replies stream: the orchestrator takes a reply request, streams the
 // built-in model's reply to its end, refuses a request for a model it
 // lacks on the errors subject, and answers a stop request, without a
-// single permission violation on its connection.
+// single permission violation on its connection. It runs the same as the
+// worker's user, as cmd/worker --orchestrator does on the worker's
+// connection.
 func TestOrchestratorRole(t *testing.T) {
+	for _, user := range []string{"acme-orch", "acme-worker"} {
+		t.Run(user, func(t *testing.T) { testOrchestratorAs(t, user) })
+	}
+}
+
+func testOrchestratorAs(t *testing.T, user string) {
 	s, err := streams.NewSubjects("acme")
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +61,7 @@ func TestOrchestratorRole(t *testing.T) {
 	}
 	workertest.Run(t, conn("acme-worker"), worker.WithSubjects(s), worker.WithPipelines(workertest.Pipelines()))
 
-	onc := conn("acme-orch")
+	onc := conn(user)
 	o, err := orchestrator.New(onc, orchestrator.WithSubjects(s),
 		orchestrator.WithModel(builtin(t, models.BuiltinConfig{Tokens: 10000, TokensPerChunk: 1, Rate: 50})))
 	if err != nil {
