@@ -79,6 +79,18 @@ soak-ci:
 	SOAK_EVENTS=20000 SOAK_CONVERSATIONS=100 SOAK_KILLS=5 \
 		$(GO) test -tags soak -count=1 -timeout 15m -run '^TestCrashLoopSoak$$' -v ./cmd/worker/
 
+# upgrade-test: TestRollingUpgrade (internal/upgradetest, build tag
+# upgrade) builds cmd/worker of the previous release from its commit (git
+# archive of the history; modules from the cache or the proxy) and of this
+# tree, and with events flowing rolls one NATS server's workers forward to
+# this release and back, every conversation equal to Parse throughout
+# (docs/operations.md, "Upgrades"). It skips itself, saying so, where git
+# history lacks that commit (a shallow clone); UPGRADE_FROM=<commit> names
+# another previous release.
+.PHONY: upgrade-test
+upgrade-test:
+	$(GO) test -tags upgrade -count=1 -timeout 10m -run '^TestRollingUpgrade$$' -v ./internal/upgradetest/
+
 # The lab lives in bench/, a Go module of its own (bench/README.md): the
 # load generator convload, the echo worker, load-compare and the scale-out
 # measurement. load, load-compare and scale run bench/Makefile's targets;

@@ -168,7 +168,11 @@ func anthropicError(err error) error {
 		if msg == "" {
 			msg = http.StatusText(ae.StatusCode)
 		}
-		return statusError(status, string(ae.Type()), msg, err)
+		e := statusError(status, string(ae.Type()), msg, err)
+		if ae.Response != nil {
+			withRetryAfter(e, ae.Response.Header)
+		}
+		return e
 	}
 	return runtimeError(err)
 }

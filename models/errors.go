@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // ErrorType classifies a model call's failure with LobeHub's names for
@@ -50,6 +51,9 @@ type Error struct {
 	// Status is the HTTP status of the provider's answer; 0 when there was
 	// none.
 	Status int `json:"-"`
+	// RetryAfter is the wait the provider asked for before a retry
+	// (Retry-After, retry-after-ms); 0 when it asked none.
+	RetryAfter time.Duration `json:"-"`
 	// Err is the error it was made from.
 	Err error `json:"-"`
 }

@@ -134,7 +134,7 @@ func (m *Gemini) Stream(ctx context.Context, req Request, emit func(Delta) error
 		if msg == "" {
 			msg = strings.TrimSpace(string(raw))
 		}
-		return nil, statusError(resp.StatusCode, e.Error.Status, msg, fmt.Errorf("gemini: %s", resp.Status))
+		return nil, withRetryAfter(statusError(resp.StatusCode, e.Error.Status, msg, fmt.Errorf("gemini: %s", resp.Status)), resp.Header)
 	}
 	res := &Result{Provider: "gemini", Model: m.model}
 	calls := 0

@@ -132,7 +132,11 @@ func openAIError(err error) error {
 		if msg == "" {
 			msg = ae.Error()
 		}
-		return statusError(ae.StatusCode, code, msg, err)
+		e := statusError(ae.StatusCode, code, msg, err)
+		if ae.Response != nil {
+			withRetryAfter(e, ae.Response.Header)
+		}
+		return e
 	}
 	var se *ssestream.StreamError
 	if errors.As(err, &se) {

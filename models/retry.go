@@ -14,20 +14,29 @@ const (
 	DefaultRetries       = 3
 	DefaultRetryDelay    = 500 * time.Millisecond
 	DefaultRetryMaxDelay = 8 * time.Second
+	// DefaultMaxRetryAfter is the longest Retry-After honoured: a provider
+	// asking for more fails the call at once.
+	DefaultMaxRetryAfter = 30 * time.Second
 )
 
 // Retry says how a call the provider refused with 429 or 5xx is tried
 // again: up to Retries more times, waiting Delay, then twice as long each
 // time up to MaxDelay, each wait shortened by up to a quarter at random
-// so that many callers refused at once do not come back at once.
+// so that many callers refused at once do not come back at once. When the
+// provider says how long to wait (Retry-After, retry-after-ms), the wait
+// is at least that, up to MaxRetryAfter; a provider asking for longer, or
+// for longer than the call's context has left, fails the call at once
+// with its refusal, since a retry sooner would be refused again
+// (MaxRetryAfter 0: MaxDelay).
 type Retry struct {
 	Retries         int
 	Delay, MaxDelay time.Duration
+	MaxRetryAfter   time.Duration
 }
 
 // DefaultRetry returns the Retry models use unless told otherwise.
 func DefaultRetry() Retry {
-	return Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay}
+	return Retry{Retries: DefaultRetries, Delay: DefaultRetryDelay, MaxDelay: DefaultRetryMaxDelay, MaxRetryAfter: DefaultMaxRetryAfter}
 }
 
 // wait returns the wait before retry n (0-based).
@@ -74,7 +83,21 @@ func (m *retrying) Stream(ctx context.Context, req Request, emit func(Delta) err
 		if err == nil || emitted || n >= m.retry.Retries || !errors.As(err, &e) || !e.Retryable() {
 			return res, err
 		}
-		t := time.NewTimer(m.retry.wait(n))
+		wait := m.retry.wait(n)
+		if e.RetryAfter > 0 {
+			limit := m.retry.MaxRetryAfter
+			if limit <= 0 {
+				limit = m.retry.MaxDelay
+			}
+			if e.RetryAfter > limit {
+				return res, err
+			}
+			wait = max(wait, e.RetryAfter)
+		}
+		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
+			return res, err
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -2,6 +2,8 @@ package schemas
 
 import (
 	"testing"
+
+	"github.com/convstream/convstream/streams"
 )
 
 func TestCompileAll(t *testing.T) {
@@ -9,12 +11,7 @@ func TestCompileAll(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{Envelope,
-		"convstream.message.appended.v1", "convstream.message.updated.v1", "convstream.message.deleted.v1",
-		"convstream.groups.upserted.v1", "convstream.snapshot.updated.v1", "convstream.snapshot.delta.v1", "convstream.inference.requested.v1",
-		"convstream.inference.context.v1", "convstream.pipeline.failed.v1", "convstream.event.rejected.v1",
-		"convstream.event.deadlettered.v1", "convstream.doctor.requested.v1", "convstream.doctor.diagnosis.v1",
-		"convstream.message.chunk.v1", "convstream.message.completed.v1", "convstream.reply.requested.v1", "convstream.reply.stop.v1"}
+	want := append([]string{Envelope}, streams.Types()...)
 	for _, n := range want {
 		if _, ok := s.byName[n]; !ok {
 			t.Errorf("no schema %s", n)
@@ -53,6 +50,8 @@ func TestValidateExamples(t *testing.T) {
 		{"convstream.message.deleted.v1", `{"id":""}`, false},
 		{"convstream.groups.upserted.v1", `{"id":"g1","mode":"compare","parentMessageId":"m1"}`, true},
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[{"id":"m1"}],"contextTree":[{"id":"m1","type":"message"}]}`, true},
+		{"convstream.snapshot.updated.v1", `{"format":1,"conversationId":"c1","version":1,"sequence":4,"flatList":[],"contextTree":[]}`, true},
+		{"convstream.snapshot.updated.v1", `{"format":0,"conversationId":"c1","version":1,"sequence":4,"flatList":[],"contextTree":[]}`, false},
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c 1","version":1,"sequence":4,"flatList":[],"contextTree":[]}`, false},
 		{"convstream.snapshot.updated.v1", `{"conversationId":"c1","version":1,"sequence":4,"flatList":[],"contextTree":[{"id":"x","type":"bogus"}]}`, false},
 		{"convstream.snapshot.delta.v1", `{"conversationId":"c1","version":3,"baseVersion":2,"sequence":9,"from":1,"length":2,"flatList":[{"id":"m2"}]}`, true},

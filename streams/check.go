@@ -10,7 +10,7 @@ import (
 
 // CheckEvent checks a message event read from the subject of conversation
 // id against the contract: an event type the events stream accepts
-// (EventTypes), a conversationid extension equal to id, and data that is a
+// (EventTypes()), a conversationid extension equal to id, and data that is a
 // JSON object (JSON or msgpack) with a string "id" and fields of the types
 // the schemas give them. It returns the decoded data or, for an append
 // whose JSON data is already in a message's form, the message itself

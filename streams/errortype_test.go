@@ -19,7 +19,7 @@ func TestErrorType(t *testing.T) {
 		err  error
 		want string
 	}{
-		{Reject(CodeNotFound, "no message %q", "x"), CodeNotFound},
+		{Reject(CodeNotFound, "no message %q", "x"), string(CodeNotFound)},
 		{fmt.Errorf("streams: send: %w", jetstream.ErrNoStreamResponse), "no_stream_response"},
 		{fmt.Errorf("streams: inference request: %w", nats.ErrNoResponders), "no_responders"},
 		{fmt.Errorf("x: %w", context.DeadlineExceeded), "timeout"},

@@ -6,19 +6,8 @@ package streams
 // model writes it; a TypeMessageCompleted on the events subject ends it
 // with its final fields. The events stream stores the chunks only until
 // the completion: the worker then purges them, so the stream keeps
-// replies, not chunks. docs/events.md gives the reasoning.
-const (
-	// TypeMessageChunk carries a MessageChunk, on Subjects.Chunks.
-	TypeMessageChunk = "convstream.message.chunk.v1"
-	// TypeMessageCompleted carries a MessageCompleted, on Subjects.Events.
-	TypeMessageCompleted = "convstream.message.completed.v1"
-	// TypeReplyRequested carries a ReplyRequest, on Subjects.Replies: the
-	// orchestrator's work queue.
-	TypeReplyRequested = "convstream.reply.requested.v1"
-	// TypeReplyStop carries a ReplyStop, a core NATS request on
-	// Subjects.Stop.
-	TypeReplyStop = "convstream.reply.stop.v1"
-)
+// replies, not chunks. docs/events.md gives the reasoning. Their types
+// are in eventtypes.go.
 
 // FieldStreamStatus is the message field that says whether a message is
 // being written: one of the Stream constants. A message without it is an

@@ -62,7 +62,24 @@ func ParseRole(s string) (Role, error) {
 // PermissionOption configures the permissions a role is given.
 type PermissionOption func(*permissionOptions)
 
-type permissionOptions struct{ inbox string }
+type permissionOptions struct {
+	inbox string
+	erase bool
+}
+
+// WithErase lets a ui or orchestrator user erase conversations (publish
+// on Subjects.AllErase): without it they may not. A worker user always
+// may.
+func WithErase() PermissionOption { return func(o *permissionOptions) { o.erase = true } }
+
+// grants returns the subjects a client role publishes on for what the
+// options granted it.
+func (o permissionOptions) grants(s Subjects) []string {
+	if o.erase {
+		return []string{s.AllErase()}
+	}
+	return nil
+}
 
 // WithInboxPrefix names the inbox prefix the user's connections use
 // (ConnConfig.InboxPrefix, nats.CustomInboxPrefix); the user may
@@ -153,6 +170,11 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			"$JS.API.CONSUMER.*." + s.RepliesStream() + ".>",
 			"$JS.API.CONSUMER.MSG.NEXT." + s.RepliesStream() + ".*",
 			"$JS.ACK." + s.RepliesStream() + ".>",
+			// Erasures (erase.go): the receipts stream, and the secure
+			// deletes of a conversation's replies and error records.
+			"$JS.API.STREAM.*." + s.ReceiptsStream(),
+			"$JS.API.STREAM.MSG.*." + s.RepliesStream(),
+			"$JS.API.STREAM.MSG.*." + s.ErrorsStream(),
 		},
 		Subscribe: []string{
 			p + ".>",
@@ -164,8 +186,8 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 		// Inference and discovery replies go to the requester's inbox.
 		AllowResponses: true,
 	}
-	// The errors stream (errorstream.go): the worker creates it and reads
-	// the max-deliveries advisories of its consumers (deadletter.go);
+	// The errors stream (reports_errorstream.go): the worker creates it and reads
+	// the max-deliveries advisories of its consumers (reports_deadletter.go);
 	// clients read it (Client.Errors).
 	perms.Publish = append(perms.Publish, errorsWriterPermissions(s)...)
 	perms.Publish = append(perms.Publish, errorsReaderPermissions(s)...)
@@ -194,7 +216,9 @@ func snapshotReads(s Subjects) []string {
 // delete or change no stream or bucket, nor write a snapshot. The
 // JetStream API's create names no durable in its subject, so permissions
 // cannot refuse a durable: a tenant's limits
-// (natsembed.TenantLimits.MaxConsumers) bound what it creates. Nor can
+// (natsembed.TenantLimits.MaxConsumers) bound how many it creates, and
+// the bucket's consumer limits how long one lives unused
+// (worker.Storage.WatchIdle). Nor can
 // they see a push consumer's delivery subject: where tenants share an
 // account, a ui user can have its consumer deliver onto another tenant's
 // subjects; give tenants accounts of their own where UIs are not trusted.
@@ -216,7 +240,7 @@ func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			// consumer to the server's idle timeout (TestUIWatchCleansUp).
 			"$JS.API.CONSUMER.DELETE." + kvStream + ".*",
 			"$JS.FC." + kvStream + ".>", // the watch's flow control
-		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
+		}, append(append(snapshotReads(s), errorsReaderPermissions(s)...), o.grants(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",
 			p + ".snapshots.>",
@@ -252,7 +276,7 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			"$JS.API.CONSUMER.INFO." + replies + ".*",
 			"$JS.API.CONSUMER.MSG.NEXT." + replies + ".*",
 			"$JS.ACK." + replies + ".>",
-		}, append(snapshotReads(s), errorsReaderPermissions(s)...)...),
+		}, append(append(snapshotReads(s), errorsReaderPermissions(s)...), o.grants(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",
 			p + ".snapshots.>",

@@ -64,7 +64,7 @@ func ErrorType(err error) string {
 	var re *RejectError
 	switch {
 	case errors.As(err, &re):
-		return re.Code
+		return string(re.Code)
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, nats.ErrTimeout):
 		return "timeout"
 	case errors.Is(err, context.Canceled):

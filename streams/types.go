@@ -8,55 +8,6 @@ import (
 	"github.com/convstream/convstream/providers"
 )
 
-// Event types of the contract. Every type has a JSON Schema of its data in
-// schemas/ under the type's name.
-const (
-	// TypeMessageAppended carries one message object; id required.
-	TypeMessageAppended = "convstream.message.appended.v1"
-	// TypeMessageUpdated carries an id and a JSON merge patch (RFC 7386).
-	TypeMessageUpdated = "convstream.message.updated.v1"
-	// TypeMessageDeleted carries {"id"}.
-	TypeMessageDeleted = "convstream.message.deleted.v1"
-	// TypeGroupsUpserted carries one message-group object; id required.
-	TypeGroupsUpserted = "convstream.groups.upserted.v1"
-	// TypeSnapshotUpdated carries a Snapshot: the value of the snapshot
-	// bucket.
-	TypeSnapshotUpdated = "convstream.snapshot.updated.v1"
-	// TypeSnapshotDelta carries a SnapshotDelta: what one applied event
-	// changed in the flatList, published on the snapshots subject.
-	TypeSnapshotDelta = "convstream.snapshot.delta.v1"
-	// TypeInferenceRequested carries an InferenceRequest.
-	TypeInferenceRequested = "convstream.inference.requested.v1"
-	// TypeInferenceContext carries an InferenceContext.
-	TypeInferenceContext = "convstream.inference.context.v1"
-	// TypePipelineFailed carries a PipelineFailed.
-	TypePipelineFailed = "convstream.pipeline.failed.v1"
-	// TypeEventRejected carries an EventRejected.
-	TypeEventRejected = "convstream.event.rejected.v1"
-	// TypeEventDeadLettered carries an EventDeadLettered.
-	TypeEventDeadLettered = "convstream.event.deadlettered.v1"
-	// TypeDoctorRequested carries a DoctorRequest.
-	TypeDoctorRequested = "convstream.doctor.requested.v1"
-	// TypeDoctorDiagnosis carries a DoctorDiagnosis.
-	TypeDoctorDiagnosis = "convstream.doctor.diagnosis.v1"
-)
-
-// EventTypes lists the types accepted on the events stream: on a
-// conversation's events subject, and TypeMessageChunk on its chunks
-// subject.
-var EventTypes = []string{TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted,
-	TypeMessageCompleted, TypeMessageChunk}
-
-// isEventType reports whether t is accepted on the events stream.
-func isEventType(t string) bool {
-	switch t {
-	case TypeMessageAppended, TypeMessageUpdated, TypeMessageDeleted, TypeGroupsUpserted,
-		TypeMessageCompleted, TypeMessageChunk:
-		return true
-	}
-	return false
-}
-
 // ExtConversationID is the CloudEvents extension attribute naming the
 // conversation an event belongs to.
 const ExtConversationID = "conversationid"
@@ -72,6 +23,9 @@ const (
 // Snapshot is the data of TypeSnapshotUpdated and the value stored in the
 // snapshot bucket under the conversation id.
 type Snapshot struct {
+	// Format is the snapshot's form, SnapshotFormat when written by this
+	// release; 0 (absent) is read as format 1.
+	Format         int    `json:"format,omitempty"`
 	ConversationID string `json:"conversationId"`
 	// Version is the events-stream sequence of the last event that changed
 	// the conversation: it increases with every applied event, and names
@@ -103,9 +57,9 @@ type SnapshotDelta struct {
 	Keep     int               `json:"keep,omitempty"`
 	FlatList []json.RawMessage `json:"flatList"`
 	// Append, on the delta of a chunk, adds text to entries of the flatList
-	// instead (From and Length are then the list's length, FlatList empty,
-	// so that a reader that knows no appends keeps its list): a UI
-	// receives the new characters only.
+	// instead: a UI receives the new characters only. Such a delta carries
+	// Version, BaseVersion, Length (the list's, unchanged) and Append only,
+	// the least a follower needs (FillAppend fills the rest).
 	Append []TextAppend `json:"append,omitempty"`
 }
 
@@ -187,11 +141,11 @@ type PipelineFailed struct {
 	// Processor names the failing processor ("" when the pipeline failed
 	// outside any processor, for example on a timeout).
 	Processor string `json:"processor"`
-	// Code says what failed, machine-readable (the Failed constants).
-	Code     string `json:"code"`
-	Message  string `json:"message"`
-	Cause    string `json:"cause"`
-	Pipeline string `json:"pipeline"`
+	// Code says what failed, machine-readable (FailureCodes lists them).
+	Code     FailureCode `json:"code"`
+	Message  string      `json:"message"`
+	Cause    string      `json:"cause"`
+	Pipeline string      `json:"pipeline"`
 }
 
 // EventRejected is the data of TypeEventRejected.
@@ -201,8 +155,9 @@ type EventRejected struct {
 	// Subject is the NATS subject the event arrived on.
 	Subject string `json:"subject"`
 	Reason  string `json:"reason"`
-	// Code is the reason's machine-readable form (Code constants).
-	Code string `json:"code"`
+	// Code is the reason's machine-readable form (RejectCodes lists
+	// them).
+	Code RejectCode `json:"code"`
 	// Path names the attribute or data field at fault, when one is
 	// (RejectError.Path).
 	Path string `json:"path,omitempty"`

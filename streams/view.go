@@ -28,7 +28,7 @@ func ViewOf(s *Snapshot) (*View, error) {
 // delta that does not follow leaves the view as it is: the follower has
 // missed one and must reload the stored snapshot.
 func (v *View) Apply(d *SnapshotDelta) bool {
-	if d.BaseVersion != v.Version && d.From != 0 {
+	if d.BaseVersion != v.Version && (d.From != 0 || len(d.Append) > 0) {
 		return false
 	}
 	list, ok := d.Apply(v.FlatList)
@@ -36,7 +36,30 @@ func (v *View) Apply(d *SnapshotDelta) bool {
 		return false
 	}
 	v.FlatList, v.Version, v.Sequence = list, d.Version, d.Sequence
+	if v.Sequence == 0 {
+		v.Sequence = d.Version // a chunk's delta: the event applied is the version's
+	}
 	return true
+}
+
+// FillAppend fills the fields a chunk's delta leaves out (docs/events.md,
+// "Snapshots"), which carries only version, baseVersion, length and
+// append: its conversation (that of the subject it came on), its
+// sequence (its version's) and from (the list's length). Other deltas are
+// left as they are.
+func (d *SnapshotDelta) FillAppend(conversationID string) {
+	if len(d.Append) == 0 {
+		return
+	}
+	if d.ConversationID == "" {
+		d.ConversationID = conversationID
+	}
+	if d.Sequence == 0 {
+		d.Sequence = d.Version
+	}
+	if d.FlatList == nil {
+		d.From = d.Length
+	}
 }
 
 // Apply applies a delta to the flatList of its base version and returns

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
@@ -234,7 +235,7 @@ func startViewer(ctx context.Context, t *testing.T, chromium, name, conv string)
 		}
 	}
 	events := len(input.Groups) + len(input.Messages)
-	snap := waitVersion(ctx, t, client, conv, uint64(events))
+	snap := natstest.WaitVersion(t, client, conv, uint64(events), 20*time.Second)
 	want := ids(t, snap.FlatList)
 	if parsed := parseIDs(t, input); !slices.Equal(want, parsed) {
 		t.Fatalf("snapshot flatList %v, Parse gives %v", want, parsed)
@@ -385,18 +386,4 @@ func setActiveBranch(t *testing.T, in *caseInput, parentID string, to int) {
 		return
 	}
 	t.Fatalf("parent %s not in the input", parentID)
-}
-
-func waitVersion(ctx context.Context, t *testing.T, c *client.Client, conv string, version uint64) *streams.Snapshot {
-	t.Helper()
-	var snap *streams.Snapshot
-	workertest.WaitFor(t, 20*time.Second, fmt.Sprintf("snapshot version %d", version), func() bool {
-		s, err := c.Snapshot(ctx, conv)
-		if err == nil && s.Version >= version {
-			snap = s
-			return true
-		}
-		return false
-	})
-	return snap
 }

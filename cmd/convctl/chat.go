@@ -170,7 +170,7 @@ func refusal(ctx context.Context, c *client.Client, conv, eventID string) string
 	for _, e := range errs {
 		var rej streams.EventRejected
 		if e.Event.Type() == streams.TypeEventRejected && e.Event.DataAs(&rej) == nil && rej.EventID != nil && *rej.EventID == eventID {
-			return rej.Code + ": " + rej.Reason
+			return string(rej.Code) + ": " + rej.Reason
 		}
 	}
 	return ""

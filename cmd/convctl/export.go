@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,12 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // runExport implements `convctl export [flags] CONV` and
@@ -32,7 +33,7 @@ func runExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: convctl export [flags] CONV | convctl export --all DIR")
 		fmt.Fprintln(stderr, `Prints the conversation CONV as a document {"messages","messageGroups"}: its messages`)
-		fmt.Fprintln(stderr, "in append order and its groups, as its events in the events stream leave them.")
+		fmt.Fprintln(stderr, "in append order and its groups, as its checkpoint and the events after it leave them.")
 		fmt.Fprintln(stderr, "convctl import (or send --all) sends it back; convctl parse reads it.")
 		fs.PrintDefaults()
 	}
@@ -62,12 +63,7 @@ func runExport(ctx context.Context, args []string, _ io.Reader, stdout, stderr i
 			fmt.Fprintln(stderr, "convctl export:", err)
 			return 1
 		}
-		w := bufio.NewWriter(stdout)
-		if err := json.NewEncoder(w).Encode(doc); err != nil {
-			fmt.Fprintln(stderr, "convctl export:", err)
-			return 1
-		}
-		if err := w.Flush(); err != nil {
+		if err := writeJSON(stdout, doc); err != nil {
 			fmt.Fprintln(stderr, "convctl export:", err)
 			return 1
 		}
@@ -128,11 +124,7 @@ func exportFile(ctx context.Context, src exportSource, conv, path string) error 
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriter(f)
-	err = json.NewEncoder(w).Encode(doc)
-	if err == nil {
-		err = w.Flush()
-	}
+	err = writeJSON(f, doc)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -164,67 +156,148 @@ type exportSource struct {
 // events stream in order, as the worker applies them, and returns the
 // messages and groups they leave. The stored snapshot holds only the
 // flatList and contextTree, not every message's fields, so the events are
-// the source that gives the messages exactly. An event the conversation
-// refuses is one the worker rejected (rejected events are removed from
-// the stream, and may still be there while that happens): it is skipped,
-// as the worker skips it. An event of another type is refused with an
-// error naming it rather than left out. The replay's flatList must name
-// the messages the stored snapshot's does when that snapshot stands for
-// the events read: events gone from the stream (a retention limit, a
-// purge) fail the export instead of leaving messages out in silence.
+// the source that gives the messages exactly. A worker compacting the
+// stream (worker.WithEventCompaction) purges the events its checkpoint of
+// the conversation covers: the replay starts from that checkpoint, and
+// starts over when the checkpoint changed while the events after it were
+// read (a compaction then may have removed some before they were read).
+// An event the conversation refuses is one the worker rejected (rejected
+// events are removed from the stream, and may still be there while that
+// happens): it is skipped, as the worker skips it. An event of another
+// type is refused with an error naming it rather than left out. The
+// replay's flatList must name the messages the stored snapshot's does when
+// that snapshot stands for the events read: events gone from the stream
+// (a retention limit, a purge) fail the export instead of leaving messages
+// out in silence.
 func exportConversation(ctx context.Context, src exportSource, conv string) (*exportDocument, error) {
 	subjects := src.subjects
 	stream, err := src.js.Stream(ctx, subjects.EventsStream())
 	if err != nil {
 		return nil, fmt.Errorf("events stream %s: %w", subjects.EventsStream(), err)
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{subjects.StoredEvents(conv, partitions(stream.CachedInfo().Config.SubjectTransform))},
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-	})
+	// No checkpoint bucket: a deployment with checkpoints off, which
+	// compacts nothing.
+	checkpoints, err := src.js.KeyValue(ctx, subjects.CheckpointBucket())
+	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+		return nil, fmt.Errorf("checkpoint bucket %s: %w", subjects.CheckpointBucket(), err)
+	}
+	for try := 1; ; try++ {
+		c, last, rev, err := replayEvents(ctx, stream, checkpoints, subjects, conv)
+		if err != nil && !errors.Is(err, errNoneDelivered) {
+			return nil, err
+		}
+		// Events counted pending and purged before they were delivered
+		// (TestExportEraseImport, under load) left their checkpoint
+		// changed: read again from it.
+		if now, cpErr := checkpointRevision(ctx, checkpoints, conv); cpErr != nil {
+			return nil, fmt.Errorf("%s: checkpoint: %w", conv, cpErr)
+		} else if err != nil && now == rev {
+			return nil, err
+		} else if now != rev {
+			if try == exportTries {
+				return nil, fmt.Errorf("%s: its checkpoint changed while its events were read, %d times", conv, try)
+			}
+			continue
+		}
+		if err := checkReplay(ctx, src, conv, c, last); err != nil {
+			return nil, err
+		}
+		groups := c.Groups()
+		if groups == nil {
+			groups = []*conversation.MessageGroup{}
+		}
+		return &exportDocument{Messages: c.Messages(), MessageGroups: groups}, nil
+	}
+}
+
+// exportTries is how many times an export starts over from a checkpoint
+// that changed while the events after it were read.
+const exportTries = 4
+
+// checkpointRevision returns the revision of conversation conv's
+// checkpoint in bucket (0: none, or no bucket).
+func checkpointRevision(ctx context.Context, bucket jetstream.KeyValue, conv string) (uint64, error) {
+	if bucket == nil {
+		return 0, nil
+	}
+	entry, err := bucket.Get(ctx, conv)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
 	if err != nil {
-		return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+		return 0, err
 	}
-	pending := cons.CachedInfo().NumPending
-	var last uint64
-	if pending == 0 {
-		return nil, fmt.Errorf("%s: %w (no events in %s)", conv, streams.ErrUnknownConversation, subjects.EventsStream())
-	}
+	return entry.Revision(), nil
+}
+
+// errNoneDelivered is the error of a fetch that ended, after
+// exportFetchWait, with none of the events counted pending: compaction may
+// have purged them meanwhile.
+var errNoneDelivered = errors.New("none delivered")
+
+// exportFetchWait bounds each fetch of a conversation's events.
+const exportFetchWait = 10 * time.Second
+
+// replayEvents returns conversation conv as its checkpoint in checkpoints
+// (nil: none) and the events of stream after it leave it, with the
+// sequence of the last event read (or the checkpoint's) and the
+// checkpoint's revision (0: none).
+func replayEvents(ctx context.Context, stream jetstream.Stream, checkpoints jetstream.KeyValue, subjects streams.Subjects, conv string) (*conversation.Conversation, uint64, uint64, error) {
 	// No message limit: export restores what the worker holds, whatever
 	// limit it runs with.
-	c := conversation.NewConversation(conversation.WithMaxMessages(0))
+	noLimit := conversation.WithMaxMessages(0)
+	c := conversation.NewConversation(noLimit)
+	var last, rev uint64
+	if checkpoints != nil {
+		cp, err := worker.ReadCheckpoint(ctx, checkpoints, conv, noLimit)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return nil, 0, 0, fmt.Errorf("%s: %w", conv, err)
+		default:
+			c, last, rev = cp.Conversation, cp.Sequence, cp.Revision
+		}
+	}
+	cfg := jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{subjects.StoredEvents(conv, partitions(stream.CachedInfo().Config.SubjectTransform))},
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	}
+	if last > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, last+1
+	}
+	cons, err := stream.OrderedConsumer(ctx, cfg)
+	if err != nil {
+		return nil, 0, 0, fmt.Errorf("read the events of %s: %w", conv, err)
+	}
+	pending := cons.CachedInfo().NumPending
+	if pending == 0 && rev == 0 {
+		return nil, 0, 0, fmt.Errorf("%s: %w (no events in %s)", conv, streams.ErrUnknownConversation, subjects.EventsStream())
+	}
 	for pending > 0 {
-		batch, err := cons.Fetch(int(min(pending, 500)))
+		batch, err := cons.Fetch(int(min(pending, 500)), jetstream.FetchMaxWait(exportFetchWait))
 		if err != nil {
-			return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+			return nil, 0, 0, fmt.Errorf("read the events of %s: %w", conv, err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			n++
 			md, err := m.Metadata()
 			if err != nil {
-				return nil, fmt.Errorf("event of %s: %w", conv, err)
+				return nil, 0, 0, fmt.Errorf("event of %s: %w", conv, err)
 			}
 			pending, last = md.NumPending, md.Sequence.Stream
 			if err := replay(c, m.Headers(), m.Data()); err != nil {
-				return nil, fmt.Errorf("event at sequence %d of %s: %w", md.Sequence.Stream, conv, err)
+				return nil, 0, 0, fmt.Errorf("event at sequence %d of %s: %w", md.Sequence.Stream, conv, err)
 			}
 		}
 		if err := batch.Error(); err != nil {
-			return nil, fmt.Errorf("read the events of %s: %w", conv, err)
+			return nil, 0, 0, fmt.Errorf("read the events of %s: %w", conv, err)
 		}
 		if n == 0 {
-			return nil, fmt.Errorf("read the events of %s: %d events pending, none delivered", conv, pending)
+			return nil, 0, 0, fmt.Errorf("read the events of %s: %d events pending: %w", conv, pending, errNoneDelivered)
 		}
 	}
-	if err := checkReplay(ctx, src, conv, c, last); err != nil {
-		return nil, err
-	}
-	groups := c.Groups()
-	if groups == nil {
-		groups = []*conversation.MessageGroup{}
-	}
-	return &exportDocument{Messages: c.Messages(), MessageGroups: groups}, nil
+	return c, last, rev, nil
 }
 
 // checkReplay compares the ids of the replayed conversation's flatList

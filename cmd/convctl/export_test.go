@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/testcorpus"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
@@ -30,24 +32,11 @@ func storedSnapshot(t *testing.T, conv string, flags ...string) (flat, tree stri
 	return string(s.FlatList), string(s.ContextTree)
 }
 
-// TestExportImport sends a sample of the shared conformance corpus, and a
-// conversation changed by updates, a delete, groups and a streamed reply, exports each,
-// imports the document into a new conversation id, and checks that the
-// imported conversation's stored flatList and contextTree equal the
-// original's, in the same subject prefix and in another one (a worker of
-// its own on the same server); export --all writes the same documents to
-// a directory.
-func TestExportImport(t *testing.T) {
-	run := workertest.Start(t)
-	t.Setenv("CONVSTREAM_NATS_URL", run.URL)
-	other, err := streams.NewSubjects("tenant2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The other prefix's events stream is partitioned: export finds a
-	// conversation's events under their partition's subjects.
-	workertest.Run(t, run.Conn, worker.WithPipelines(workertest.Pipelines()), worker.WithSubjects(other),
-		worker.WithStorage(worker.Storage{Partitions: 3}))
+// corpusDocs returns documents (as `convctl send --all` reads them) of
+// every step-th case of the shared conformance corpus files, at most n of
+// them (0: no limit), by name: the cases Parse accepts.
+func corpusDocs(t *testing.T, files []string, step, n int) map[string]string {
+	t.Helper()
 	type conformanceCase struct {
 		Name  string `json:"name"`
 		Input struct {
@@ -56,14 +45,12 @@ func TestExportImport(t *testing.T) {
 		} `json:"input"`
 	}
 	docs := map[string]string{}
-	for _, f := range []string{"reference-suite", "generated-normal"} {
+	for _, f := range files {
 		cases, err := testcorpus.Decode[conformanceCase]("../../conversation/testdata/conformance/" + f + ".jsonl.gz")
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Every 7th case: a sample across the kinds of each file, short
-		// enough for a busy machine.
-		for i := 0; i < len(cases) && len(docs) < 16; i += 7 {
+		for i := 0; i < len(cases) && (n == 0 || len(docs) < n); i += step {
 			doc, _ := json.Marshal(map[string]any{"messages": cases[i].Input.Messages, "messageGroups": cases[i].Input.MessageGroups})
 			msgs, groups, err := conversation.DecodeInput(bytes.NewReader(doc))
 			if err != nil || len(msgs) == 0 {
@@ -75,6 +62,34 @@ func TestExportImport(t *testing.T) {
 			docs[fmt.Sprintf("%s-%d", f, i)] = string(doc)
 		}
 	}
+	return docs
+}
+
+// TestExportImport sends a sample of the shared conformance corpus, and a
+// conversation changed by updates, a delete, groups and a streamed reply, exports each,
+// imports the document into a new conversation id, and checks that the
+// imported conversation's stored flatList and contextTree equal the
+// original's, in the same subject prefix and in another one (a worker of
+// its own on the same server); export --all writes the same documents to
+// a directory.
+func TestExportImport(t *testing.T) {
+	// A one-conversation cache: each conversation sent evicts the one
+	// before, whose checkpoint is written and whose events are compacted
+	// away (worker.WithEventCompaction, on by default), so that export
+	// starts from checkpoints.
+	run := workertest.Start(t, worker.WithCacheConversations(1))
+	t.Setenv("CONVSTREAM_NATS_URL", run.URL)
+	other, err := streams.NewSubjects("tenant2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The other prefix's events stream is partitioned: export finds a
+	// conversation's events under their partition's subjects.
+	workertest.Run(t, run.Conn, worker.WithPipelines(workertest.Pipelines()), worker.WithSubjects(other),
+		worker.WithStorage(worker.Storage{Partitions: 3}))
+	// Every 7th case: a sample across the kinds of each file, short
+	// enough for a busy machine.
+	docs := corpusDocs(t, []string{"reference-suite", "generated-normal"}, 7, 16)
 	if len(docs) < 8 {
 		t.Fatalf("only %d corpus conversations sampled", len(docs))
 	}
@@ -103,6 +118,26 @@ func TestExportImport(t *testing.T) {
 		}
 		convs = append(convs, name)
 	}
+	def, _ := streams.NewSubjects(streams.DefaultPrefix)
+	js, err := jetstream.New(run.Conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	stream, err := js.Stream(ctx, def.EventsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	storedEvents := func(conv string) uint64 {
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(def.Events(conv)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Subjects[def.Events(conv)]
+	}
+	// Compaction keeps a conversation's last event alone.
+	natstest.WaitFor(t, time.Minute, "the events of edited compacted", func() bool { return storedEvents("edited") == 1 })
+
 	dir := t.TempDir()
 	for _, conv := range convs {
 		code, doc, errOut := convctl(t, "", "export", conv)
@@ -155,24 +190,22 @@ func TestExportImport(t *testing.T) {
 		t.Errorf("export of an unknown conversation: %d %s", code, errOut)
 	}
 
-	// Events gone from the stream (purged by hand here, as a retention
-	// limit would) fail the export rather than leave messages out.
-	def, _ := streams.NewSubjects(streams.DefaultPrefix)
-	js, err := jetstream.New(run.Conn)
+	// Events gone from the stream (compacted, and the checkpoint that
+	// held them removed by hand here, as an operator might) fail the
+	// export rather than leave messages out: only the last event the
+	// checkpoint covered and a later edit are left.
+	if code, out, errOut := convctl(t, `{"id":"a1","content":"Edited again."}`, "send", "--type", "updated", "--wait", "edited"); code != 0 {
+		t.Fatalf("send an edit: %s %s", out, errOut)
+	}
+	checkpoints, err := js.KeyValue(ctx, def.CheckpointBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	stream, err := js.Stream(ctx, def.EventsStream())
-	if err != nil {
+	if err := checkpoints.Purge(ctx, "edited"); err != nil {
 		t.Fatal(err)
 	}
-	lastMsg, err := stream.GetLastMsgForSubject(ctx, def.Events("edited"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := stream.Purge(ctx, jetstream.WithPurgeSubject(def.Events("edited")), jetstream.WithPurgeSequence(lastMsg.Sequence)); err != nil {
-		t.Fatal(err)
+	if n := storedEvents("edited"); n != 2 {
+		t.Fatalf("edited: %d events stored, want 2", n)
 	}
 	if code, out, errOut := convctl(t, "", "export", "edited"); code != 1 || out != "" || !strings.Contains(errOut, "no longer holds every event") {
 		t.Errorf("export with its first events purged: %d %s %s", code, out, errOut)

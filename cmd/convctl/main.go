@@ -27,16 +27,18 @@ type command struct {
 // commands lists every subcommand by name.
 func commands() map[string]command {
 	return map[string]command{
-		"parse":    {summary: "parse a conversation and print contextTree, flatList and messageMap as JSON", run: runParse},
-		"pipeline": {summary: "run the context pipeline over a conversation and print model-ready messages and stats as JSON", run: runPipeline},
-		"send":     {summary: "publish message events (append, update, delete, groups) to a conversation over NATS", run: runSend},
-		"watch":    {summary: "print a conversation's snapshot each time it changes", run: runWatch},
-		"chat":     {summary: "send a user's message, ask for the reply and print it as it is written", run: runChat},
-		"infer":    {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
-		"errors":   {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
-		"export":   {summary: "print a stored conversation as a document (messages in append order, groups) that import and parse read; --all DIR: every one", run: runExport},
-		"import":   {summary: "send a document export wrote to a conversation, possibly another id or --subject-prefix", run: runImport},
-		"doctor":   {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},
+		"parse":      {summary: "parse a conversation and print contextTree, flatList and messageMap as JSON", run: runParse},
+		"pipeline":   {summary: "run the context pipeline over a conversation and print model-ready messages and stats as JSON", run: runPipeline},
+		"send":       {summary: "publish message events (append, update, delete, groups) to a conversation over NATS", run: runSend},
+		"watch":      {summary: "print a conversation's snapshot each time it changes", run: runWatch},
+		"chat":       {summary: "send a user's message, ask for the reply and print it as it is written", run: runChat},
+		"infer":      {summary: "ask the worker for a conversation's model-ready context", run: runInfer},
+		"errors":     {summary: "print the rejections, pipeline failures and dead letters stored for a conversation", run: runErrors},
+		"export":     {summary: "print a stored conversation as a document (messages in append order, groups) that import and parse read; --all DIR: every one", run: runExport},
+		"import":     {summary: "send a document export wrote to a conversation, possibly another id or --subject-prefix", run: runImport},
+		"erase":      {summary: "erase a stored conversation everywhere (events, snapshot, checkpoint, errors, replies; on disk) and print the receipt", run: runErase},
+		"compaction": {summary: "print whether workers compact the events stream; --enable: turn it on for a stream an earlier release made", run: runCompaction},
+		"doctor":     {summary: "find messages of a conversation a user cannot see, print the findings and proposed repairs as JSON (--fix: the repaired messages)", run: runDoctor},
 
 		"permissions": {summary: "print the NATS permissions of a role (worker, ui, orchestrator) of a subject prefix, or a tenants file's accounts, as nats-server configuration", run: runPermissions},
 	}

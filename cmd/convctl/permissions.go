@@ -19,9 +19,10 @@ func runPermissions(_ context.Context, args []string, _ io.Reader, stdout, stder
 	role := fs.String("role", "", "worker, ui or orchestrator")
 	prefix := fs.String("subject-prefix", streams.DefaultPrefix, "subject prefix of the tenant")
 	inbox := fs.String("inbox-prefix", "", "inbox prefix of the user's connections (--nats-inbox-prefix); default _INBOX, right only in an account of the tenant's own")
+	erase := fs.Bool("erase", false, "grant a ui or orchestrator user the right to erase conversations (a worker user has it)")
 	tenants := fs.String("tenants", "", `a tenants file ({"tenants": [...]}, as the worker's --embedded-tenants): print the nats-server accounts that declare them`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: convctl permissions --role worker|ui|orchestrator [--subject-prefix P] [--inbox-prefix I]")
+		fmt.Fprintln(stderr, "usage: convctl permissions --role worker|ui|orchestrator [--subject-prefix P] [--inbox-prefix I] [--erase]")
 		fmt.Fprintln(stderr, "       convctl permissions --tenants FILE")
 		fmt.Fprintln(stderr, "Prints the NATS permissions of a role of one subject prefix as the JSON of a")
 		fmt.Fprintln(stderr, "nats-server user's permissions block, or the accounts of a tenants file, each")
@@ -67,7 +68,11 @@ func runPermissions(_ context.Context, args []string, _ io.Reader, stdout, stder
 			return 2
 		}
 	}
-	p, err := streams.PermissionsFor(r, s, streams.WithInboxPrefix(*inbox))
+	opts := []streams.PermissionOption{streams.WithInboxPrefix(*inbox)}
+	if *erase {
+		opts = append(opts, streams.WithErase())
+	}
+	p, err := streams.PermissionsFor(r, s, opts...)
 	if err == nil {
 		var out []byte
 		if out, err = streams.ConfigJSON(p); err == nil {

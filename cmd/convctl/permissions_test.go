@@ -29,16 +29,26 @@ func TestPermissionsCommand(t *testing.T) {
 		if !strings.Contains(out, `"_INBOX_acme.>"`) || strings.Contains(out, `"_INBOX.>"`) || strings.Contains(out, `\u003e`) {
 			t.Errorf("%s: inbox: %s", role, out)
 		}
+		_, granted, _ := convctl(t, "", "permissions", "--role", string(role), "--subject-prefix", "acme", "--erase")
+		if mayErase := strings.Contains(out, `"acme.erase.*"`) || strings.Contains(out, `"acme.>"`); mayErase != (role == streams.RoleWorker) {
+			t.Errorf("%s: may erase %v without --erase: %s", role, mayErase, out)
+		}
+		if !strings.Contains(granted, `"acme.erase.*"`) && !strings.Contains(granted, `"acme.>"`) {
+			t.Errorf("%s --erase: may not erase: %s", role, granted)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "tenants.json")
 	if err := os.WriteFile(path, []byte(`{"tenants": [
-  {"prefix": "acme", "users": [{"user": "acme-ui", "password": "pw", "role": "ui"}, {"user": "acme-worker", "password": "pw", "role": "worker"}]},
+  {"prefix": "acme", "users": [{"user": "acme-ui", "password": "pw", "role": "ui", "erase": true}, {"user": "acme-worker", "password": "pw", "role": "worker"}]},
   {"prefix": "beta", "users": [{"nkey": "UDXU4RCSJNZOIQHZNWXHXORDPRTGNJAHAHFRGZNEEJCPQTT2M7NLCNF4", "role": "orchestrator"}]}]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	code, out, errOut := convctl(t, "", "permissions", "--tenants", path)
 	if code != 0 {
 		t.Fatalf("--tenants: %d %s", code, errOut)
+	}
+	if !strings.Contains(out, `"acme.erase.*"`) || strings.Contains(out, `"beta.erase.*"`) {
+		t.Errorf("--tenants: the erase right is acme-ui's only:\n%s", out)
 	}
 	opts := &server.Options{}
 	if err := opts.ProcessConfigString(out); err != nil {

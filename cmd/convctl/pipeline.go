@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,12 +136,7 @@ func pipelineCommand(ctx context.Context, reg *processors.Registry, args []strin
 			Stats     enginecore.Stats `json:"stats"`
 		}{built, res.Metadata, res.IsAborted, res.Stats}
 	}
-	w := bufio.NewWriter(stdout)
-	if err := json.NewEncoder(w).Encode(out); err != nil {
-		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
-		return 1
-	}
-	if err := w.Flush(); err != nil {
+	if err := writeJSON(stdout, out); err != nil {
 		fmt.Fprintf(stderr, "convctl pipeline: %v\n", err)
 		return 1
 	}

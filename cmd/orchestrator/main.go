@@ -18,9 +18,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 	_ "time/tzdata"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
@@ -31,6 +34,7 @@ import (
 
 	"github.com/convstream/convstream/internal/buildinfo"
 	"github.com/convstream/convstream/internal/cliflags"
+	"github.com/convstream/convstream/internal/healthswitch"
 	"github.com/convstream/convstream/internal/otelsetup"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/orchestrator"
@@ -52,6 +56,10 @@ func main() {
 
 var errVersion = errors.New("version requested")
 
+// DefaultHTTP is the default of --http: beside a worker's 127.0.0.1:8080
+// on one machine.
+const DefaultHTTP = "127.0.0.1:8081"
+
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("orchestrator", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -60,6 +68,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	nf.Register(fs, ef)
 	var of cliflags.Orchestrator
 	of.Register(fs, ef, "", "builtin", "model of the requests that name none: builtin, openai:MODEL, anthropic:MODEL or gemini:MODEL")
+	httpAddr := fs.String("http", DefaultHTTP, `address of /healthz, /readyz and /metrics ("off" to disable)`)
+	ef.Bind("http", "CONVSTREAM_HTTP")
+	metrics := fs.Bool("metrics", true, "serve the metrics at /metrics on the --http listener in the Prometheus text format, beside any OTLP export")
+	ef.Bind("metrics", "CONVSTREAM_METRICS")
+	scopeLabels := fs.Bool("metrics-scope-labels", false, "keep the otel_scope_name, otel_scope_version and otel_scope_schema_url labels on every series of /metrics")
+	ef.Bind("metrics-scope-labels", "CONVSTREAM_METRICS_SCOPE_LABELS")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	ef.Bind("log-level", "CONVSTREAM_LOG_LEVEL")
 	version := fs.Bool("version", false, "print the version and commit of this build and exit")
@@ -94,7 +108,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer func() { _ = tr.Shutdown(context.WithoutCancel(ctx)) }()
-	var mp metric.MeterProvider = metricnoop.NewMeterProvider()
+	serveHTTP := *httpAddr != "" && *httpAddr != "off"
+	var readers []sdkmetric.Reader
 	if want, err := otelsetup.ExporterWanted(getenv, "METRICS"); err != nil {
 		return err
 	} else if want && !otelsetup.Disabled(getenv) {
@@ -102,10 +117,45 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err != nil {
 			return fmt.Errorf("OTLP metric exporter: %w", err)
 		}
-		smp := sdkmetric.NewMeterProvider(sdkmetric.WithResource(res),
-			sdkmetric.WithReader(sdkmetric.NewPeriodicReader(otelsetup.LogMetricErrors(exp, log))))
+		readers = append(readers, sdkmetric.NewPeriodicReader(otelsetup.LogMetricErrors(exp, log)))
+	}
+	var metricsHandler http.Handler
+	if serveHTTP && *metrics && !otelsetup.Disabled(getenv) {
+		reader, h, err := otelsetup.Prometheus(*scopeLabels)
+		if err != nil {
+			return err
+		}
+		readers, metricsHandler = append(readers, reader), h
+	}
+	var mp metric.MeterProvider = metricnoop.NewMeterProvider()
+	if len(readers) > 0 {
+		mpOpts := []sdkmetric.Option{sdkmetric.WithResource(res)}
+		for _, r := range readers {
+			mpOpts = append(mpOpts, sdkmetric.WithReader(r))
+		}
+		smp := sdkmetric.NewMeterProvider(mpOpts...)
 		defer func() { _ = smp.Shutdown(context.WithoutCancel(ctx)) }()
 		mp = smp
+	}
+	// The probes answer before NATS is reached: live, not ready.
+	health := healthswitch.New("connecting to NATS")
+	if serveHTTP {
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return fmt.Errorf("--http: %w", err)
+		}
+		srv := &http.Server{Handler: otelsetup.WithMetrics(health, metricsHandler), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("health endpoint", "err", err)
+			}
+		}()
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			_ = srv.Shutdown(sctx)
+		}()
+		log.Info("serving /healthz and /readyz", "addr", ln.Addr().String(), "metrics", metricsHandler != nil)
 	}
 	cfg := nf.Conn
 	cfg.Name, cfg.Logger, cfg.Wait = "convstream-orchestrator", log, true
@@ -124,6 +174,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
+	health.Set(o.HealthHandler())
 	log.Info("writing replies", "model", of.Model, "concurrency", of.Concurrency, "nats", nc.ConnectedUrlRedacted())
 	err = o.Run(ctx)
 	if dErr := nc.Drain(); dErr != nil && err == nil {

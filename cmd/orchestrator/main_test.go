@@ -1,34 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams/natsembed"
 )
 
-// syncBuffer is a bytes.Buffer safe for the logger and the test at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer is a log sink safe for the orchestrator and the test at once.
+type syncBuffer = natstest.SyncBuffer
 
 // TestRun starts the orchestrator with a provider model whose key is in
 // the environment, and checks that it runs, stops on its context, and
@@ -45,7 +29,7 @@ func TestRun(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"--nats-url", ns.ClientURL(), "--model", "openai:gpt-test", "--log-level", "debug"}, getenv, &out)
 	}()
-	workertest.WaitFor(t, 30*time.Second, "the orchestrator to start", func() bool { return strings.Contains(out.String(), "taking reply requests") })
+	natstest.WaitFor(t, 30*time.Second, "the orchestrator to start", func() bool { return strings.Contains(out.String(), "taking reply requests") })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

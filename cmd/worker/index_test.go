@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convstream/convstream/internal/healthswitch"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -17,7 +18,7 @@ func TestIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(httpHandler(newHealthSwitch("nats://127.0.0.1:4222"), subjects, "", nil))
+	srv := httptest.NewServer(httpHandler(healthswitch.New("waiting for NATS at nats://127.0.0.1:4222"), subjects, "", nil))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/")
 	if err != nil {

@@ -137,7 +137,7 @@ func TestInferenceDoublingRefused(t *testing.T) {
 			if err := json.Unmarshal(ev.Data(), &failed); err != nil {
 				t.Fatal(err)
 			}
-			if failed.Code != worker.FailedLimit || failed.Processor != "PlaceholderVariablesProcessor" || !strings.Contains(failed.Cause, tc.limit) {
+			if failed.Code != streams.FailedLimit || failed.Processor != "PlaceholderVariablesProcessor" || !strings.Contains(failed.Cause, tc.limit) {
 				t.Errorf("failed = %+v", failed)
 			}
 			t.Logf("refused in %v: %s", elapsed, failed.Message)

@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 	_ "time/tzdata" // time zones for SystemDateProvider on hosts without zoneinfo
@@ -36,6 +35,8 @@ import (
 	"github.com/convstream/convstream/enginecore"
 	"github.com/convstream/convstream/internal/buildinfo"
 	"github.com/convstream/convstream/internal/cliflags"
+	"github.com/convstream/convstream/internal/healthswitch"
+	"github.com/convstream/convstream/internal/otelsetup"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
@@ -81,6 +82,7 @@ type options struct {
 	limits                    worker.Limits
 	pipelinesDir              string
 	inferenceTimeout, ackWait time.Duration
+	eraseTimeout              time.Duration
 	inferenceWait             time.Duration
 	inferenceWorkers          int
 	inferenceQueue            int
@@ -93,6 +95,8 @@ type options struct {
 	headsFrom                 int64
 	storeStall                time.Duration
 	checkpoints               bool
+	compactEvents             bool
+	compactRatio              float64
 	logLevel, logFormat       string
 	gcPercent                 int
 	idleGC                    time.Duration
@@ -147,7 +151,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	var maxPingsOut int
 	dur(&pingInterval, "ping-interval", "CONVSTREAM_PING_INTERVAL", streams.DefaultPingInterval, "how often the worker pings its NATS server; with --max-pings-out unanswered, it reconnects to another server and reports not ready meanwhile")
 	num(&maxPingsOut, "max-pings-out", "CONVSTREAM_MAX_PINGS_OUT", streams.DefaultMaxPingsOut, "unanswered pings after which the NATS server is taken for gone (frozen or cut off) and another is tried")
-	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", "convstream-worker", "durable consumer name; workers sharing it share the events")
+	str(&o.consumer, "consumer", "CONVSTREAM_CONSUMER", worker.DefaultConsumerName, "durable consumer name; workers sharing it share the events")
 	num(&o.storage.StreamReplicas, "stream-replicas", "CONVSTREAM_STREAM_REPLICAS", 1, "replicas of the events stream")
 	num(&o.storage.BucketReplicas, "bucket-replicas", "CONVSTREAM_BUCKET_REPLICAS", 1, "replicas of the snapshot bucket")
 	fs.Var((*byteSize)(&o.storage.StreamMaxBytes), "stream-max-bytes", "largest size of the events stream, e.g. 10GiB (default: no limit; old events are dropped beyond it)")
@@ -157,11 +161,14 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
 	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
 	ef.Bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
+	dur(&o.storage.WatchIdle, "watch-idle", "CONVSTREAM_WATCH_IDLE", worker.DefaultWatchIdle, "longest a consumer on the snapshot bucket (a UI's watch, or a durable a UI login made) lives unused; one asking for more is refused (0 or negative: no limit)")
 	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
+	fs.BoolVar(&o.storage.Reconcile, "reconcile", false, "change the settings of the existing events, errors and checkpoint streams, snapshot bucket and consumers (replicas, limits, duplicate window, ack wait, max deliver, pinned TTL) to this worker's; without it a worker whose settings differ stays not ready, naming them, until they agree (docs/operations.md, \"Changing settings\")")
+	ef.Bind("reconcile", "CONVSTREAM_RECONCILE")
 	dur(&o.pinnedTTL, "pinned-ttl", "CONVSTREAM_PINNED_TTL", worker.DefaultPinnedTTL, "with --partitions: how long a silent worker keeps its partitions before another takes them over")
-	num(&o.lanes, "lanes", "CONVSTREAM_LANES", 4*runtime.GOMAXPROCS(0), "conversations applied in parallel")
+	num(&o.lanes, "lanes", "CONVSTREAM_LANES", worker.DefaultLanes(), "conversations applied in parallel")
 	num(&o.loads, "loads", "CONVSTREAM_LOADS", worker.DefaultLoads, "conversations loaded from the store at once, off their lanes (a new conversation, or one the cache let go)")
-	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", 10_000, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
+	num(&o.cache, "cache-conversations", "CONVSTREAM_CACHE_CONVERSATIONS", worker.DefaultCacheConversations, "conversations kept in memory (least recently used dropped, rebuilt from JetStream)")
 	o.cacheBytes = worker.DefaultCacheBytes
 	fs.Var((*byteSize)(&o.cacheBytes), "cache-bytes", "memory the cached conversations may take, estimated from their JSON and structures, e.g. 512MiB (least recently used stored and dropped past it; 0: no limit; default 1GiB)")
 	ef.Bind("cache-bytes", "CONVSTREAM_CACHE_BYTES")
@@ -176,8 +183,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	ef.Bind("max-snapshot-bytes", "CONVSTREAM_MAX_SNAPSHOT_BYTES")
 	num(&o.limits.MaxBranchDepth, "max-branch-depth", "CONVSTREAM_MAX_BRANCH_DEPTH", worker.DefaultMaxBranchDepth, "most branch points that may nest in a conversation's context tree (a branch inside a branch ...); an event nesting them deeper is rejected too_deep")
 	str(&o.pipelinesDir, "pipelines-dir", "CONVSTREAM_PIPELINES_DIR", "", "directory of pipeline specs NAME.yaml|.yml|.json (default: the built-in spec only)")
-	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", 30*time.Second, "longest pipeline run")
-	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", 2*time.Second, "how long an inference request waits for events stored before it to be applied")
+	dur(&o.inferenceTimeout, "inference-timeout", "CONVSTREAM_INFERENCE_TIMEOUT", worker.DefaultInferenceTimeout, "longest pipeline run")
+	dur(&o.eraseTimeout, "erase-timeout", "CONVSTREAM_ERASE_TIMEOUT", worker.DefaultEraseTimeout, "longest erasure of a conversation (convctl erase); one that runs out answers with the error, and asked again erases what is left")
+	dur(&o.inferenceWait, "inference-wait", "CONVSTREAM_INFERENCE_WAIT", worker.DefaultInferenceWait, "how long an inference request waits for events stored before it to be applied")
 	num(&o.inferenceWorkers, "inference-workers", "CONVSTREAM_INFERENCE_WORKERS", worker.DefaultInferenceWorkers(), "inference and doctor requests served at once, off the lanes that apply events (default: half the CPUs the process may use, at least 1)")
 	num(&o.inferenceQueue, "inference-queue", "CONVSTREAM_INFERENCE_QUEUE", worker.DefaultInferenceQueue, "inference and doctor requests that may wait for a free --inference-workers slot; one more is refused at once with code busy and retryAfterMs (0: none waits)")
 	dur(&o.inferenceQueueWait, "inference-queue-wait", "CONVSTREAM_INFERENCE_QUEUE_WAIT", worker.DefaultInferenceQueueWait, "how long a request waits for a free --inference-workers slot before it is refused with code busy and retryAfterMs")
@@ -192,8 +200,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	fs.Var((*byteSize)(&o.headsFrom), "heads-confirmed-from", "with --bucket-replicas above 1: the mean size of the snapshots read from which a worker reads their heads with a direct get the bucket's leader confirms, instead of from the leader, e.g. 64KiB (0: always; 1TiB: never; default 32KiB, measured on loopback)")
 	ef.Bind("heads-confirmed-from", "CONVSTREAM_HEADS_CONFIRMED_FROM")
 	dur(&o.storeStall, "store-stall-limit", "CONVSTREAM_STORE_STALL_LIMIT", worker.DefaultStoreStallLimit, "how long snapshot writes may all fail, none succeeding, before /readyz reports the worker not ready (failed writes are retried, their events kept unacknowledged; 0: never)")
-	fs.BoolVar(&o.checkpoints, "checkpoints", true, "write a conversation's messages to the checkpoint bucket when letting go of it (eviction, hand-off, stop) or when it goes idle (--cache-idle), so that its next rebuild replays only later events; false: every rebuild replays from the first event, and no checkpoint bucket is needed")
+	fs.BoolVar(&o.checkpoints, "checkpoints", worker.DefaultCheckpoints, "write a conversation's messages to the checkpoint bucket when letting go of it (eviction, hand-off, stop) or when it goes idle (--cache-idle), so that its next rebuild replays only later events; false: every rebuild replays from the first event, and no checkpoint bucket is needed")
 	ef.Bind("checkpoints", "CONVSTREAM_CHECKPOINTS")
+	fs.BoolVar(&o.compactEvents, "compact-events", worker.DefaultEventCompaction, "once a conversation's checkpoint is written, purge its events up to it from the events stream, which then stays bounded by what conversations hold rather than by their history; needs --checkpoints (a compacted stream rebuilds its conversations from their checkpoints); only on a stream that says it may be compacted: one this release created, or one turned on with convctl compaction --enable")
+	ef.Bind("compact-events", "CONVSTREAM_COMPACT_EVENTS")
+	fs.Float64Var(&o.compactRatio, "compact-ratio", worker.DefaultCompactRatio, "with --compact-events: checkpoint a busy conversation, and so purge its events, once its events since its last checkpoint add up to more than this multiple of what it holds; the events stream then holds about 1+ratio times what busy conversations hold (lower: more checkpoint writes; 0: only the rebuild bound's checkpoints)")
+	ef.Bind("compact-ratio", "CONVSTREAM_COMPACT_RATIO")
 	dur(&o.shutdownTimeout, "shutdown-timeout", "CONVSTREAM_SHUTDOWN_TIMEOUT", 30*time.Second, "longest graceful shutdown")
 	num(&o.gcPercent, "gc-percent", "CONVSTREAM_GC_PERCENT", defaultGCPercent, "garbage collector target, as GOGC (which wins when set): heap growth in percent of the live heap before a collection")
 	dur(&o.idleGC, "idle-gc", "CONVSTREAM_IDLE_GC", defaultIdleGC, "collect garbage after a period this long in which the process was nearly idle, when a collection is at least an eighth due, so that it does not fall under load (0: off)")
@@ -244,6 +256,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 		return nil, err
 	}
 	o.heapHugePages = hh
+	if o.storage.WatchIdle <= 0 {
+		o.storage.WatchIdle = -1 // no limit: Storage's zero is the default
+	}
 	if o.memoryLimitRatio < 0 || o.memoryLimitRatio > 1 {
 		return nil, fmt.Errorf("--memory-limit-ratio %v: want 0 to 1", o.memoryLimitRatio)
 	}
@@ -335,10 +350,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		worker.WithHeadsConfirmedFrom(o.headsFrom),
 		worker.WithStoreStallLimit(o.storeStall),
 		worker.WithCheckpoints(o.checkpoints),
+		worker.WithEventCompaction(o.compactEvents),
+		worker.WithCompactRatio(o.compactRatio),
 		worker.WithErrorRetention(o.errorRetention),
 		worker.WithMaxDeliver(o.maxDeliver),
 		worker.WithReplyIdleTimeout(o.replyIdle),
 		worker.WithInferenceTimeout(o.inferenceTimeout),
+		worker.WithEraseTimeout(o.eraseTimeout),
 		worker.WithInferenceWait(o.inferenceWait),
 		worker.WithInferenceWorkers(o.inferenceWorkers),
 		worker.WithInferenceQueue(o.inferenceQueue),
@@ -392,7 +410,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	// The health endpoints serve before NATS is reached, so that
 	// Kubernetes sees a live process that is not ready while it waits.
-	health := newHealthSwitch(natsURL)
+	health := healthswitch.New("waiting for NATS at " + streams.RedactURL(natsURL))
 	var httpSrv *http.Server
 	httpAddr := ""
 	if o.httpAddr != "" && o.httpAddr != "off" {
@@ -401,7 +419,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("--http: %w", err)
 		}
 		httpAddr = ln.Addr().String()
-		httpSrv = &http.Server{Handler: withMetrics(httpHandler(health, subjects, o.conn.InboxPrefix, ns), tel.metrics), ReadHeaderTimeout: 5 * time.Second}
+		httpSrv = &http.Server{Handler: otelsetup.WithMetrics(httpHandler(health, subjects, o.conn.InboxPrefix, ns), tel.metrics), ReadHeaderTimeout: 5 * time.Second}
 		go func() {
 			if err := httpSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				log.Error("health endpoint", "err", err)
@@ -434,7 +452,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return err
 	}
-	health.set(w.HealthHandler())
+	health.Set(w.HealthHandler())
 
 	if _, err := servePprof(ctx, o.pprofAddr, log); err != nil {
 		return err

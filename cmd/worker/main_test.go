@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -29,22 +29,7 @@ import (
 )
 
 // syncBuffer is a log sink safe for the worker's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+type syncBuffer = natstest.SyncBuffer
 
 // TestRunServesAndStops runs the worker as main does, on free ports, and
 // uses it as convctl would: health endpoints, an event, its snapshot, an
@@ -196,8 +181,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 		"--stream-replicas=3", "--bucket-replicas=3", "--stream-max-bytes=10GiB", "--stream-max-age=720h",
 		"--duplicate-window=5m", "--placement-cluster=east", "--placement-tags=ssd,fast",
 		"--max-event-bytes=1048576", "--max-messages=10000", "--max-snapshot-bytes=0", "--cache-conversations=10000",
-		"--cache-bytes=536870912", "--partitions=6", "--pinned-ttl=15s", "--snapshot-interval=100ms", "--snapshot-max-interval=2s",
-		"--heads-confirmed-from=64KiB", "--store-stall-limit=3m", "--checkpoints=false", "--pipelines-dir=/etc/convstream/pipelines", "--ack-wait=2m"}
+		"--cache-bytes=536870912", "--partitions=6", "--pinned-ttl=15s", "--watch-idle=10m", "--snapshot-interval=100ms", "--snapshot-max-interval=2s",
+		"--heads-confirmed-from=64KiB", "--store-stall-limit=3m", "--checkpoints=false", "--reconcile", "--pipelines-dir=/etc/convstream/pipelines", "--ack-wait=2m"}
 	o, err = parseFlags(chart, func(string) string { return "" }, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -205,8 +190,8 @@ func TestFlagsFromEnvironment(t *testing.T) {
 	st := o.storage
 	if st.StreamReplicas != 3 || st.BucketReplicas != 3 || st.StreamMaxBytes != 10<<30 || st.StreamMaxAge != 720*time.Hour ||
 		st.DuplicateWindow != 5*time.Minute || st.PlacementCluster != "east" || len(st.PlacementTags) != 2 ||
-		st.Partitions != 6 || o.pinnedTTL != 15*time.Second || o.snapshotInterval != 100*time.Millisecond || o.snapshotMax != 2*time.Second || o.headsFrom != 64<<10 || o.storeStall != 3*time.Minute || o.checkpoints ||
-		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" || o.cacheBytes != 512<<20 {
+		st.Partitions != 6 || !st.Reconcile || o.pinnedTTL != 15*time.Second || o.snapshotInterval != 100*time.Millisecond || o.snapshotMax != 2*time.Second || o.headsFrom != 64<<10 || o.storeStall != 3*time.Minute || o.checkpoints ||
+		o.pipelinesDir != "/etc/convstream/pipelines" || o.ackWait != 2*time.Minute || o.conn.Creds == "" || o.cacheBytes != 512<<20 || st.WatchIdle != 10*time.Minute {
 		t.Errorf("chart flags: %+v", o)
 	}
 	if o, err = parseFlags(nil, func(string) string { return "" }, io.Discard); err != nil || o.storeStall != worker.DefaultStoreStallLimit || o.headsFrom != worker.DefaultHeadsConfirmedFrom {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,11 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
+	"github.com/convstream/convstream/internal/promtest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -32,16 +29,18 @@ func TestPrometheusMetrics(t *testing.T) {
 	rw := startRun(t)
 	c := rw.client
 
-	families := scrapeLinted(t, rw.http)
+	families := promtest.ScrapeLinted(t, rw.http)
 	zero := map[string]string{
 		"convstream_events_applied_total":      `type="` + streams.TypeMessageAppended + `"`,
 		"convstream_events_failed_total":       `type="` + streams.TypeMessageUpdated + `"`,
 		"convstream_events_skipped_total":      `type="` + streams.TypeMessageDeleted + `"`,
+		"convstream_events_reapplied_total":    `type="` + streams.TypeMessageUpdated + `"`,
 		"convstream_cache_evictions_total":     `reason="unused"`,
 		"convstream_events_deadlettered_total": ``,
 		"convstream_inference_requests_total":  `outcome="failed"`,
 		"convstream_snapshot_writes_total":     `outcome="conflict"`,
 		"convstream_checkpoints_total":         `outcome="busy"`,
+		"convstream_compactions_total":         `outcome="failed"`,
 		"convstream_rebuilds_total":            `from="checkpoint"`,
 	}
 	for name, labels := range zero {
@@ -50,7 +49,7 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Errorf("no counter %s before any event", name)
 			continue
 		}
-		if v, ok := seriesValue(f, labels); !ok || v != 0 {
+		if v, ok := promtest.SeriesValue(f, labels); !ok || v != 0 {
 			t.Errorf("%s{%s} = %v (there: %v), want 0 from the start", name, labels, v, ok)
 		}
 	}
@@ -63,7 +62,7 @@ func TestPrometheusMetrics(t *testing.T) {
 			t.Errorf("no %s in /metrics", name)
 		}
 	}
-	if v, ok := seriesValue(families["convstream_nats_connected"], ""); !ok || v != 1 {
+	if v, ok := promtest.SeriesValue(families["convstream_nats_connected"], ""); !ok || v != 1 {
 		t.Errorf("convstream_nats_connected = %v, want 1", v)
 	}
 	for name, f := range families {
@@ -91,8 +90,8 @@ func TestPrometheusMetrics(t *testing.T) {
 	if _, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "scraped"}); err != nil {
 		t.Fatal(err)
 	}
-	families = scrapeLinted(t, rw.http)
-	applied, _ := seriesValue(families["convstream_events_applied_total"], `type="`+streams.TypeMessageAppended+`"`)
+	families = promtest.ScrapeLinted(t, rw.http)
+	applied, _ := promtest.SeriesValue(families["convstream_events_applied_total"], `type="`+streams.TypeMessageAppended+`"`)
 	if applied != 1 {
 		t.Errorf("convstream_events_applied_total = %v, want 1", applied)
 	}
@@ -103,73 +102,10 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	if f := families["convstream_consumer_pending"]; f == nil || f.GetType() != dto.MetricType_GAUGE {
 		t.Errorf("no gauge convstream_consumer_pending")
-	} else if _, ok := seriesValue(f, `consumer="convstream-worker"`); !ok {
+	} else if _, ok := promtest.SeriesValue(f, `consumer="convstream-worker"`); !ok {
 		t.Errorf("convstream_consumer_pending has no series of consumer convstream-worker: %v", f.GetMetric())
 	}
 	t.Logf("/metrics: %d families, convstream_events_applied_total %v", len(families), applied)
-}
-
-// scrapeLinted gets /metrics from addr, requires it to pass the lint of
-// promtool check metrics, and returns its families.
-func scrapeLinted(t *testing.T, addr string) map[string]*dto.MetricFamily {
-	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/plain") {
-		t.Fatalf("GET /metrics: %s, Content-Type %q", resp.Status, resp.Header.Get("Content-Type"))
-	}
-	problems, err := promlint.New(bytes.NewReader(body)).Lint()
-	if err != nil {
-		t.Fatalf("promtool check metrics: %v", err)
-	}
-	for _, p := range problems {
-		t.Errorf("promtool check metrics: %s: %s", p.Metric, p.Text)
-	}
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("parse /metrics: %v", err)
-	}
-	return families
-}
-
-// seriesValue returns the value of f's series that has every label of
-// labels (`name="value",...`; empty: the first series) and whether there
-// is one.
-func seriesValue(f *dto.MetricFamily, labels string) (float64, bool) {
-	if f == nil {
-		return 0, false
-	}
-	for _, m := range f.GetMetric() {
-		have := map[string]bool{}
-		for _, l := range m.GetLabel() {
-			have[fmt.Sprintf("%s=%q", l.GetName(), l.GetValue())] = true
-		}
-		match := true
-		for _, want := range strings.Split(labels, ",") {
-			if want != "" && !have[want] {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		}
-		return 0, true
-	}
-	return 0, false
 }
 
 // BenchmarkMetricsScrape measures a Prometheus scrape of /metrics (served

@@ -87,7 +87,7 @@ func setupTelemetry(ctx context.Context, getenv func(string) string, log *slog.L
 		log.Info("exporting metrics over OTLP/HTTP")
 	}
 	if o.prometheus {
-		reader, handler, err := prometheusReader(o.scopeLabels)
+		reader, handler, err := otelsetup.Prometheus(o.scopeLabels)
 		if err != nil {
 			return nil, err
 		}

@@ -22,13 +22,13 @@ var flagTopics = []topic{
 	{"Embedded server (without --nats-url)", []string{"listen", "data-dir", "max-payload", "websocket", "websocket-origins",
 		"embedded-config", "embedded-user", "embedded-password", "embedded-token", "embedded-tenants"}},
 	{"Storage (streams and buckets)", []string{"stream-replicas", "bucket-replicas", "stream-max-bytes", "stream-max-age",
-		"duplicate-window", "placement-cluster", "placement-tags", "partitions", "pinned-ttl", "ack-wait", "max-deliver",
-		"snapshot-interval", "snapshot-max-interval", "heads-confirmed-from", "store-stall-limit", "checkpoints",
+		"duplicate-window", "placement-cluster", "placement-tags", "partitions", "pinned-ttl", "ack-wait", "max-deliver", "reconcile",
+		"snapshot-interval", "snapshot-max-interval", "heads-confirmed-from", "store-stall-limit", "checkpoints", "compact-events",
 		"errors-max-age", "errors-max-bytes", "errors-max-per-conversation"}},
 	{"Conversation limits", []string{"max-event-bytes", "max-messages", "max-snapshot-bytes", "max-branch-depth"}},
 	{"Inference", []string{"pipelines-dir", "inference-timeout", "inference-wait", "inference-workers", "inference-queue", "inference-queue-wait", "inference-max-expansion-bytes", "inference-max-expansion-depth"}},
 	{"Caching", []string{"cache-conversations", "cache-bytes", "cache-idle", "cache-ttl", "loads"}},
-	{"Processing", []string{"lanes", "shutdown-timeout", "reply-idle-timeout"}},
+	{"Processing", []string{"lanes", "shutdown-timeout", "reply-idle-timeout", "erase-timeout"}},
 	{"Telemetry, health and logs (OTEL_* variables configure OTLP export)", []string{"http", "metrics", "metrics-scope-labels", "pprof", "log-level", "log-format"}},
 }
 

@@ -13,6 +13,7 @@ import (
 // fields of their spec the chart may set.
 var customKinds = map[string]map[string]bool{
 	"monitoring.coreos.com/v1 ServiceMonitor": {"selector": true, "namespaceSelector": true, "endpoints": true},
+	"monitoring.coreos.com/v1 PodMonitor":     {"selector": true, "namespaceSelector": true, "podMetricsEndpoints": true},
 	"monitoring.coreos.com/v1 PrometheusRule": {"groups": true},
 	"keda.sh/v1alpha1 ScaledObject":           {"scaleTargetRef": true, "minReplicaCount": true, "maxReplicaCount": true, "pollingInterval": true, "cooldownPeriod": true, "triggers": true},
 }

@@ -6,14 +6,18 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
 // TestOrchestrator renders the orchestrator's Deployment: the image's
 // orchestrator command with the model and NATS flags, keys from a Secret
-// as environment (never arguments), and labels that the workers' selector
-// does not match (nor its own the workers' pods); the rest of the release
-// still passes validate.
+// as environment (never arguments), its HTTP port with the liveness,
+// readiness and startup probes on /healthz and /readyz, and labels that
+// the workers' selector does not match (nor its own the workers' pods);
+// the rest of the release still passes validate. With the ServiceMonitor
+// on, a PodMonitor scrapes the orchestrator's pods at /metrics.
 func TestOrchestrator(t *testing.T) {
 	objs, _ := mustRender(t, nil, "orchestrator.enabled=true", "orchestrator.model=openai:gpt-4.1-mini",
 		"orchestrator.apiKeysSecret=model-keys", "orchestrator.openaiBaseURL=http://vllm:8000/v1", "orchestrator.concurrency=8")
@@ -40,7 +44,7 @@ func TestOrchestrator(t *testing.T) {
 	if !slices.Equal(c.Command, []string{"orchestrator"}) || c.Image != "ghcr.io/convstream/convstream:0.1.0" {
 		t.Errorf("command %q image %q", c.Command, c.Image)
 	}
-	want := []string{"--nats-url=nats://nats:4222", "--subject-prefix=convstream", "--model=openai:gpt-4.1-mini", "--concurrency=8"}
+	want := []string{"--nats-url=nats://nats:4222", "--subject-prefix=convstream", "--model=openai:gpt-4.1-mini", "--concurrency=8", "--http=0.0.0.0:8080"}
 	if !slices.Equal(c.Args, want) {
 		t.Errorf("args %q, want %q", c.Args, want)
 	}
@@ -49,6 +53,14 @@ func TestOrchestrator(t *testing.T) {
 	}
 	if env := envOf(c); env["OPENAI_BASE_URL"].Value != "http://vllm:8000/v1" {
 		t.Errorf("env %+v", c.Env)
+	}
+	if len(c.Ports) != 1 || c.Ports[0].Name != "http" || c.Ports[0].ContainerPort != 8080 {
+		t.Errorf("ports %+v", c.Ports)
+	}
+	for name, p := range map[string]*corev1.Probe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe, "/healthz ": c.StartupProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != strings.TrimSpace(name) || p.HTTPGet.Port.String() != "http" {
+			t.Errorf("probe %s: %+v", name, p)
+		}
 	}
 	ws, _ := metav1LabelSelector(worker)
 	os, _ := metav1LabelSelector(orch)
@@ -60,6 +72,27 @@ func TestOrchestrator(t *testing.T) {
 	}
 	if objs, _ := mustRender(t, nil); len(objs.ofKind("Deployment")) != 1 {
 		t.Error("an orchestrator by default")
+	}
+
+	objs, _ = mustRender(t, []string{"values-observability.yaml"}, "orchestrator.enabled=true", "orchestrator.httpPort=9090")
+	pms := objs.ofKind("PodMonitor")
+	if len(pms) != 1 {
+		t.Fatalf("kinds %v: want one PodMonitor", objs.kinds())
+	}
+	pm := pms[0].obj.(*unstructured.Unstructured)
+	ep, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(ep) != 1 || ep[0].(map[string]any)["path"] != "/metrics" || ep[0].(map[string]any)["port"] != "http" {
+		t.Errorf("PodMonitor endpoints %v", ep)
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	for _, o := range objs.ofKind("Deployment") {
+		d := o.obj.(*appsv1.Deployment)
+		if matches := labels.SelectorFromSet(sel).Matches(labels.Set(d.Spec.Template.Labels)); matches != strings.HasSuffix(d.Name, "-orchestrator") {
+			t.Errorf("PodMonitor selector %v matches %s: %v", sel, d.Name, matches)
+		}
+		if strings.HasSuffix(d.Name, "-orchestrator") && d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort != 9090 {
+			t.Errorf("orchestrator.httpPort=9090: ports %+v", d.Spec.Template.Spec.Containers[0].Ports)
+		}
 	}
 }
 

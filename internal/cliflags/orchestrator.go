@@ -48,6 +48,8 @@ func (o *Orchestrator) Register(fs *flag.FlagSet, env *Env, prefix, modelDefault
 	bind("builtin-tokens-per-chunk", "CONVSTREAM_BUILTIN_TOKENS_PER_CHUNK")
 	fs.IntVar(&o.Retry.Retries, prefix+"model-retries", models.DefaultRetries, "times a call a provider refused with 429 or 5xx is tried again (0: never)")
 	bind("model-retries", "CONVSTREAM_MODEL_RETRIES")
+	fs.DurationVar(&o.Retry.MaxRetryAfter, prefix+"model-max-retry-after", models.DefaultMaxRetryAfter, "longest Retry-After of a 429 or 5xx that is waited out before a retry; a provider asking for longer fails the reply at once")
+	bind("model-max-retry-after", "CONVSTREAM_MODEL_MAX_RETRY_AFTER")
 	o.Retry.Delay, o.Retry.MaxDelay = models.DefaultRetryDelay, models.DefaultRetryMaxDelay
 }
 

@@ -1,7 +1,11 @@
-// Package natstest makes credentials for tests against real NATS servers:
-// a certificate authority with server and client certificates, and an
-// operator with an account and users (JWTs, creds files). Everything is
-// generated fresh in a test's temporary directory.
+// Package natstest is what tests against real NATS servers share, as
+// nats.go's jetstream/test is for its tests: a JetStream server
+// (StartServer), a cluster of them in this process or in child processes
+// (StartCluster, StartProcessCluster), a connection (Connect), a wait for a
+// condition (WaitFor), something run until ready and stopped with the test
+// (Serve), and credentials: a certificate authority with server and client
+// certificates, and an operator with an account and users (JWTs, creds
+// files), generated fresh in a test's temporary directory.
 package natstest
 
 import (

@@ -1,30 +1,26 @@
 // Package workertest starts what the tests of the commands and packages
 // above streams/worker talk to: an embedded JetStream server (Server), a
 // worker on a connection (Run), or both with the built-in pipelines
-// (Start), each stopped when the test ends; WaitFor polls a condition with
-// a deadline. The worker's own tests, inside its package, cannot import it
-// and keep their helpers there.
+// (Start), each stopped when the test ends. What does not need a worker
+// (a plain server, a connection, a wait for a condition, a run until
+// ready) is internal/natstest's, which the worker's own tests use too.
 package workertest
 
 import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
 	"github.com/convstream/convstream/streams/worker"
 )
-
-// ReadyWithin is how long Start waits for the worker: generous, since the
-// machine running the tests may be loaded.
-const ReadyWithin = time.Minute
 
 // Running is a started server and worker.
 type Running struct {
@@ -73,35 +69,17 @@ func Server(t testing.TB, cfg natsembed.Config) *server.Server {
 	return ns
 }
 
-// Run runs a worker on nc with opts, waits up to ReadyWithin until it is
-// ready, and stops it when t ends. The func returned stops it earlier and
-// waits for it.
+// Run runs a worker on nc with opts, waits up to natstest.ReadyWithin
+// until it is ready, and stops it when t ends. The func returned stops it
+// earlier and waits for it.
 func Run(t testing.TB, nc *nats.Conn, opts ...worker.Option) (*worker.Worker, func()) {
 	t.Helper()
 	w, err := worker.New(nc, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { _ = w.Run(ctx); close(done) }()
-	stop := sync.OnceFunc(func() { cancel(); <-done })
-	t.Cleanup(stop)
-	WaitFor(t, ReadyWithin, "the worker ready", func() bool { return w.Ready() == nil })
-	return w, stop
-}
-
-// WaitFor polls cond until it holds, and fails t when it does not within
-// timeout.
-func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	s := natstest.Serve(t, w.Run, w.Ready)
+	return w, sync.OnceFunc(func() { s.Cancel(); <-s.Done() })
 }
 
 // Start runs an embedded JetStream server on a free loopback port and a

@@ -50,7 +50,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func New(nc *nats.Conn, opts ...Option) (*Client, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("streams: %w", err)
+		return nil, fmt.Errorf("client: %w", err)
 	}
 	s, _ := streams.NewSubjects(streams.DefaultPrefix)
 	c := &Client{nc: nc, js: js, subjects: s, source: "urn:convstream:client",
@@ -100,7 +100,7 @@ type Sent struct {
 	Duplicate bool
 }
 
-// Send publishes an event of type typ (one of EventTypes) about a
+// Send publishes an event of type typ (one of EventTypes()) about a
 // conversation and waits until JetStream has stored it.
 func (c *Client) Send(ctx context.Context, conversationID, typ string, data any, opts ...SendOption) (*Sent, error) {
 	return c.sendTo(ctx, c.subjects.Events(conversationID), conversationID, typ, data, opts)
@@ -129,7 +129,7 @@ func (c *Client) sendTo(ctx context.Context, subject, conversationID, typ string
 	}
 	ack, err := c.js.PublishMsg(ctx, msg)
 	if err != nil {
-		return nil, fail(span, fmt.Errorf("streams: send %s: %w", typ, err))
+		return nil, fail(span, fmt.Errorf("client: send %s: %w", typ, err))
 	}
 	span.SetAttributes(attribute.Int64("messaging.nats.stream_sequence", int64(ack.Sequence)))
 	return &Sent{EventID: o.id, Sequence: ack.Sequence, Duplicate: ack.Duplicate}, nil
@@ -194,37 +194,41 @@ func (c *Client) request(ctx context.Context, name, what, subject, typ, conv str
 	}
 	reply, err := c.nc.RequestMsgWithContext(ctx, msg)
 	if err != nil {
-		return nil, fail(span, fmt.Errorf("streams: %s request: %w", what, err))
+		return nil, fail(span, fmt.Errorf("client: %s request: %w", what, err))
 	}
 	out, err := streams.DecodeEvent(reply.Header, reply.Data)
 	if err != nil {
 		desc := reply.Header.Get("Nats-Service-Error")
-		return nil, fail(span, fmt.Errorf("streams: %s reply is not a CloudEvent (%s): %w", what, desc, err))
+		return nil, fail(span, fmt.Errorf("client: %s reply is not a CloudEvent (%s): %w", what, desc, err))
 	}
 	span.SetAttributes(attribute.String("cloudevents.event_type", out.Type()))
 	return out, nil
 }
 
 // Snapshot returns the stored snapshot of a conversation, or an error
-// wrapping ErrUnknownConversation.
+// wrapping ErrUnknownConversation (none stored) or ErrNewerFormat (one this
+// release cannot read).
 func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.Snapshot, error) {
 	if err := checkConversationID(conversationID); err != nil {
 		return nil, err
 	}
 	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
 	if err != nil {
-		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
+		return nil, fmt.Errorf("client: snapshot bucket: %w", err)
 	}
 	e, err := kv.Get(ctx, conversationID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, fmt.Errorf("%w: %s", streams.ErrUnknownConversation, conversationID)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("streams: snapshot %s: %w", conversationID, err)
+		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
 	}
 	var s streams.Snapshot
 	if err := json.Unmarshal(e.Value(), &s); err != nil {
-		return nil, fmt.Errorf("streams: snapshot %s: %w", conversationID, err)
+		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
+	}
+	if err := streams.CheckSnapshotFormat(s.Format); err != nil {
+		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
 	}
 	return &s, nil
 }
@@ -233,18 +237,19 @@ func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.
 // and then every new one, until ctx ends; the channel is closed then.
 // Snapshots come from the snapshot bucket, so none is missed between
 // reading the current state and following changes, though a fast run of
-// versions may arrive as its latest.
+// versions may arrive as its latest. A value that is not a snapshot this
+// release reads (malformed, or of a newer format) is skipped.
 func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *streams.Snapshot, error) {
 	if err := checkConversationID(conversationID); err != nil {
 		return nil, err
 	}
 	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
 	if err != nil {
-		return nil, fmt.Errorf("streams: snapshot bucket: %w", err)
+		return nil, fmt.Errorf("client: snapshot bucket: %w", err)
 	}
 	w, err := kv.Watch(ctx, conversationID)
 	if err != nil {
-		return nil, fmt.Errorf("streams: watch %s: %w", conversationID, err)
+		return nil, fmt.Errorf("client: watch %s: %w", conversationID, err)
 	}
 	out := make(chan *streams.Snapshot)
 	go func() {
@@ -265,8 +270,8 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *stre
 					continue // the end-of-initial-values marker, or a delete
 				}
 				var s streams.Snapshot
-				if json.Unmarshal(e.Value(), &s) != nil {
-					continue
+				if json.Unmarshal(e.Value(), &s) != nil || streams.CheckSnapshotFormat(s.Format) != nil {
+					continue // not a snapshot this release reads
 				}
 				select {
 				case out <- &s:

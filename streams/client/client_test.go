@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -46,7 +47,7 @@ func TestClientRoundTrip(t *testing.T) {
 		t.Fatalf("the same event id again: %+v, %v; want a duplicate", again, err)
 	}
 
-	workertest.WaitFor(t, 30*time.Second, "the snapshot at the last event", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the snapshot at the last event", func() bool {
 		s, err := c.Snapshot(ctx, "c1")
 		return err == nil && s.Version == last.Sequence
 	})
@@ -76,7 +77,7 @@ func TestClientRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	workertest.WaitFor(t, 30*time.Second, "the rejection recorded", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the rejection recorded", func() bool {
 		errs, err := c.Errors(ctx, "c1")
 		if err != nil {
 			return false

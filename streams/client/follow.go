@@ -21,11 +21,11 @@ func (c *Client) Deltas(ctx context.Context, conversationID string) (<-chan *str
 	msgs := make(chan *nats.Msg, 1024)
 	sub, err := c.nc.ChanSubscribe(c.subjects.Snapshots(conversationID), msgs)
 	if err != nil {
-		return nil, fmt.Errorf("streams: subscribe to snapshots of %s: %w", conversationID, err)
+		return nil, fmt.Errorf("client: subscribe to snapshots of %s: %w", conversationID, err)
 	}
 	if err := c.nc.FlushTimeout(5 * time.Second); err != nil {
 		_ = sub.Unsubscribe()
-		return nil, fmt.Errorf("streams: subscribe to snapshots of %s: %w", conversationID, err)
+		return nil, fmt.Errorf("client: subscribe to snapshots of %s: %w", conversationID, err)
 	}
 	out := make(chan *streams.SnapshotDelta)
 	go func() {
@@ -44,6 +44,7 @@ func (c *Client) Deltas(ctx context.Context, conversationID string) (<-chan *str
 				if json.Unmarshal(ev.Data(), &d) != nil {
 					continue
 				}
+				d.FillAppend(conversationID)
 				select {
 				case out <- &d:
 				case <-ctx.Done():

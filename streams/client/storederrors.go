@@ -36,7 +36,7 @@ func (c *Client) Errors(ctx context.Context, conversationID string) ([]StoredErr
 	name, subject := c.subjects.ErrorsStream(), c.subjects.Errors(conversationID)
 	stream, err := c.js.Stream(ctx, name)
 	if err != nil {
-		return nil, fmt.Errorf("streams: errors stream %s: %w", name, err)
+		return nil, fmt.Errorf("client: errors stream %s: %w", name, err)
 	}
 	var out []StoredError
 	for seq := uint64(1); ; {
@@ -45,7 +45,7 @@ func (c *Client) Errors(ctx context.Context, conversationID string) ([]StoredErr
 			return out, nil
 		}
 		if err != nil {
-			return out, fmt.Errorf("streams: read %s: %w", subject, err)
+			return out, fmt.Errorf("client: read %s: %w", subject, err)
 		}
 		seq = m.Sequence + 1
 		ev, err := streams.DecodeEvent(m.Header, m.Data)

@@ -97,7 +97,7 @@ func Start(cfg Config) (*server.Server, error) {
 	}
 	ns, err := server.NewServer(opts)
 	if err != nil {
-		return nil, fmt.Errorf("streams: embedded NATS server: %w", err)
+		return nil, fmt.Errorf("natsembed: embedded NATS server: %w", err)
 	}
 	var logger *serverLogger
 	if cfg.Logger != nil {
@@ -107,7 +107,7 @@ func Start(cfg Config) (*server.Server, error) {
 	go ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("streams: embedded NATS server on %s did not start", listen)
+		return nil, fmt.Errorf("natsembed: embedded NATS server on %s did not start", listen)
 	}
 	if logger != nil {
 		logger.started.Store(true)

@@ -96,6 +96,9 @@ type TenantUser struct {
 	NKey string `json:"nkey,omitempty"`
 	// Role is worker, ui or orchestrator.
 	Role streams.Role `json:"role"`
+	// Erase grants a ui or orchestrator user the right to erase
+	// conversations (streams.WithErase); a worker user has it.
+	Erase bool `json:"erase,omitempty"`
 }
 
 // tenantsFile is the JSON file LoadTenants reads.
@@ -290,7 +293,11 @@ func AccountsConfig(tenants []Tenant) ([]byte, error) {
 			acc.JetStream = t.Limits.jetStream()
 		}
 		for _, u := range t.Users {
-			p, err := streams.PermissionsFor(u.Role, s, streams.WithInboxPrefix(t.InboxPrefix))
+			opts := []streams.PermissionOption{streams.WithInboxPrefix(t.InboxPrefix)}
+			if u.Erase {
+				opts = append(opts, streams.WithErase())
+			}
+			p, err := streams.PermissionsFor(u.Role, s, opts...)
 			if err != nil {
 				return nil, err
 			}

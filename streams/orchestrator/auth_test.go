@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/models"
 	"github.com/convstream/convstream/streams"
@@ -86,12 +87,12 @@ func testOrchestratorAs(t *testing.T, user string) {
 	if _, err := c.RequestReply(ctx, streams.ReplyRequest{ConversationID: "chat-x", MessageID: "a1", Model: "openai:gpt-x"}); err != nil {
 		t.Fatal(err)
 	}
-	workertest.WaitFor(t, 60*time.Second, "the refusal", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "the refusal", func() bool {
 		errs, err := c.Errors(ctx, "chat-x")
 		return err == nil && len(errs) == 1
 	})
 	ask(t, c, "chat-r", "hello", streams.ReplyRequest{MessageID: "a1"})
-	workertest.WaitFor(t, 60*time.Second, "some text", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "some text", func() bool {
 		s, _ := message(c, "chat-r", "a1")["content"].(string)
 		return len(s) > 20
 	})

@@ -28,7 +28,7 @@ func BenchmarkChunkOverhead(b *testing.B) {
 	delta := models.Delta{Text: "abcd"}
 	b.Run("writer", func(b *testing.B) {
 		done := make(chan struct{}, 1)
-		w := newWriter(context.Background(), "a1", func(context.Context, streams.MessageChunk) error { done <- struct{}{}; return nil }, func(error) {})
+		w := newWriter(context.Background(), "a1", 0, func(context.Context, streams.MessageChunk) error { done <- struct{}{}; return nil }, func(error) {})
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := w.add(delta); err != nil {
@@ -57,7 +57,7 @@ func BenchmarkChunkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		sent := 0
-		w := newWriter(ctx, "a1", func(ctx context.Context, chunk streams.MessageChunk) error {
+		w := newWriter(ctx, "a1", 0, func(ctx context.Context, chunk streams.MessageChunk) error {
 			sent++
 			_, err := c.SendChunk(ctx, "bench", chunk)
 			return err
@@ -88,7 +88,7 @@ func BenchmarkChunkOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		done := make(chan struct{}, 1)
-		w := newWriter(ctx, "a1", func(ctx context.Context, chunk streams.MessageChunk) error {
+		w := newWriter(ctx, "a1", 0, func(ctx context.Context, chunk streams.MessageChunk) error {
 			_, err := c.SendChunk(ctx, "bench", chunk)
 			done <- struct{}{}
 			return err

@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/convstream/convstream/streams"
 )
 
 // Metric names.
@@ -48,6 +50,14 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	if ins.replies, err = m.Int64Counter(MetricReplies, metric.WithDescription("replies ended, by status")); err != nil {
 		return nil, err
 	}
+	// Every status and the replies in flight are there from the start, at
+	// zero, so that a rate() alert has data before the first reply
+	// (cmd/orchestrator's TestMetricsEndpoint).
+	ctx := context.Background()
+	for _, status := range []string{streams.StreamDone, streams.StreamStopped, streams.StreamInterrupted, streams.StreamError} {
+		ins.replies.Add(ctx, 0, metric.WithAttributes(attribute.String("convstream.stream_status", status)))
+	}
+	ins.inFlight.Add(ctx, 0)
 	return &ins, nil
 }
 

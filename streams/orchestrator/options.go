@@ -29,6 +29,13 @@ const (
 	DefaultReplyTimeout = 10 * time.Minute
 	// DefaultInferenceTimeout bounds the request for the context.
 	DefaultInferenceTimeout = 30 * time.Second
+	// DefaultKeepalive is how long a reply goes without a chunk while the
+	// model is silent (a reasoning model's first token, a provider's
+	// Retry-After) before an empty chunk tells the workers its writer is
+	// alive: a third of the workers' default reply idle timeout
+	// (worker.DefaultReplyIdleTimeout), so that a slow model is not taken
+	// for a dead orchestrator (TestReplyKeepalive).
+	DefaultKeepalive = 5 * time.Second
 )
 
 // Opener opens a model by name (models.Open with the orchestrator's
@@ -45,6 +52,7 @@ type config struct {
 	maxDeliver       int
 	replyTimeout     time.Duration
 	inferenceTimeout time.Duration
+	keepalive        time.Duration
 	log              *slog.Logger
 	tracer           trace.TracerProvider
 	meter            metric.MeterProvider
@@ -82,6 +90,11 @@ func WithMaxDeliver(n int) Option { return func(c *config) { c.maxDeliver = n } 
 // reply over it is completed as an error.
 func WithReplyTimeout(d time.Duration) Option { return func(c *config) { c.replyTimeout = d } }
 
+// WithKeepalive sets how long a reply goes without a chunk before an
+// empty one is sent (default DefaultKeepalive; 0 sends none). Keep it
+// below the workers' reply idle timeout.
+func WithKeepalive(d time.Duration) Option { return func(c *config) { c.keepalive = d } }
+
 // WithInferenceTimeout bounds the request for the context (default
 // DefaultInferenceTimeout).
 func WithInferenceTimeout(d time.Duration) Option { return func(c *config) { c.inferenceTimeout = d } }
@@ -99,6 +112,7 @@ func defaults() config {
 	s, _ := streams.NewSubjects("")
 	return config{subjects: s, concurrency: DefaultConcurrency, consumer: DefaultConsumer, ackWait: DefaultAckWait,
 		maxDeliver: DefaultMaxDeliver, replyTimeout: DefaultReplyTimeout, inferenceTimeout: DefaultInferenceTimeout,
-		log: slog.Default(), tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider(),
+		keepalive: DefaultKeepalive,
+		log:       slog.Default(), tracer: tracenoop.NewTracerProvider(), meter: metricnoop.NewMeterProvider(),
 		source: "urn:convstream:orchestrator"}
 }

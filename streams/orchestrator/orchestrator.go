@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -30,6 +31,7 @@ type Orchestrator struct {
 	client  *client.Client
 	tracer  trace.Tracer
 	metrics *instruments
+	taking  atomic.Bool // Run takes requests (Ready)
 
 	mu      sync.Mutex
 	models  map[string]models.Model
@@ -122,6 +124,8 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		return fmt.Errorf("orchestrator: stop subscription: %w", err)
 	}
 	defer func() { _ = stops.Unsubscribe() }()
+	o.taking.Store(true)
+	defer o.taking.Store(false)
 	o.cfg.log.Info("taking reply requests", "stream", o.cfg.subjects.RepliesStream(), "consumer", o.cfg.consumer, "model", o.cfg.model.Name())
 	sem := make(chan struct{}, o.cfg.concurrency)
 	var wg sync.WaitGroup

@@ -15,6 +15,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/workertest"
 	"github.com/convstream/convstream/models"
 	"github.com/convstream/convstream/streams"
@@ -107,7 +108,7 @@ func message(c *client.Client, conv, id string) map[string]any {
 func waitEnded(t *testing.T, c *client.Client, conv, id string) map[string]any {
 	t.Helper()
 	var m map[string]any
-	workertest.WaitFor(t, 60*time.Second, "the reply's end", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "the reply's end", func() bool {
 		m = message(c, conv, id)
 		return m != nil && m[streams.FieldStreamStatus] != nil && m[streams.FieldStreamStatus] != streams.StreamStreaming
 	})
@@ -167,7 +168,7 @@ func TestReplyStop(t *testing.T) {
 	r, c := setup(t)
 	runOrchestrator(t, r.URL, orchestrator.WithModel(builtin(t, models.BuiltinConfig{Tokens: 10000, TokensPerChunk: 1, Rate: 50})))
 	ask(t, c, "chat-s", "hello", streams.ReplyRequest{MessageID: "a1"})
-	workertest.WaitFor(t, 60*time.Second, "some text", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "some text", func() bool {
 		m := message(c, "chat-s", "a1")
 		s, _ := m["content"].(string)
 		return len(s) > 20
@@ -194,7 +195,7 @@ func TestReplyOrchestratorKilled(t *testing.T) {
 	slow := builtin(t, models.BuiltinConfig{Tokens: 10000, TokensPerChunk: 1, Rate: 50})
 	nc, _ := runOrchestrator(t, r.URL, orchestrator.WithModel(slow), orchestrator.WithAckWait(2*time.Second))
 	ask(t, c, "chat-k", "hello", streams.ReplyRequest{MessageID: "a1"})
-	workertest.WaitFor(t, 60*time.Second, "some text", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "some text", func() bool {
 		s, _ := message(c, "chat-k", "a1")["content"].(string)
 		return len(s) > 20
 	})
@@ -245,8 +246,8 @@ func TestReplyRefused(t *testing.T) {
 	if _, err := c.RequestReply(ctx, streams.ReplyRequest{ConversationID: "chat-r", MessageID: "a1", Model: "openai:gpt-x"}); err != nil {
 		t.Fatal(err)
 	}
-	var codes []string
-	workertest.WaitFor(t, 60*time.Second, "two rejections", func() bool {
+	var codes []streams.RejectCode
+	natstest.WaitFor(t, 60*time.Second, "two rejections", func() bool {
 		errs, err := c.Errors(ctx, "chat-r")
 		if err != nil {
 			return false
@@ -261,7 +262,7 @@ func TestReplyRefused(t *testing.T) {
 		return len(codes) == 2
 	})
 	slices.Sort(codes)
-	if strings.Join(codes, ",") != streams.CodeBadData+","+streams.CodeBadConversation {
+	if !slices.Equal(codes, []streams.RejectCode{streams.CodeBadData, streams.CodeBadConversation}) {
 		t.Errorf("codes %v", codes)
 	}
 	if message(c, "chat-r", "a1") != nil {
@@ -284,7 +285,7 @@ func TestReplyConcurrencyBounded(t *testing.T) {
 	ask(t, c, "chat-c2", "two", streams.ReplyRequest{MessageID: "a1"})
 	status := func(conv string) any { return message(c, conv, "a1")[streams.FieldStreamStatus] }
 	most := int64(0)
-	workertest.WaitFor(t, 60*time.Second, "both replies done", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "both replies done", func() bool {
 		var rm metricdata.ResourceMetrics
 		if err := reader.Collect(context.Background(), &rm); err != nil {
 			t.Fatal(err)

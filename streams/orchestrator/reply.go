@@ -213,7 +213,7 @@ func (o *Orchestrator) write(ctx context.Context, conv, id string, req *streams.
 	defer cancelTimeout()
 	defer o.register(conv, id, stop)()
 	var first time.Time
-	w := newWriter(context.WithoutCancel(mctx), id, func(c context.Context, chunk streams.MessageChunk) error {
+	w := newWriter(context.WithoutCancel(mctx), id, o.cfg.keepalive, func(c context.Context, chunk streams.MessageChunk) error {
 		_, err := o.client.SendChunk(c, conv, chunk)
 		return err
 	}, func(err error) { stop(fmt.Errorf("orchestrator: chunk not stored: %w", err)) })

@@ -9,7 +9,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/convstream/convstream/internal/workertest"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/models"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -44,7 +44,7 @@ func TestReplyTrace(t *testing.T) {
 	want := map[string]bool{"reply chat-tr": false, "chat builtin": false, "inference": false,
 		"process " + streams.TypeMessageChunk: false, "process " + streams.TypeMessageCompleted: false}
 	var names []string
-	workertest.WaitFor(t, 30*time.Second, "the spans of the reply in the user's trace", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the spans of the reply in the user's trace", func() bool {
 		names = names[:0]
 		for k := range want {
 			want[k] = false

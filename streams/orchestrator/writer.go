@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/convstream/convstream/models"
 	"github.com/convstream/convstream/streams"
@@ -33,12 +34,16 @@ type writer struct {
 	text, reasoning strings.Builder
 	tools           []map[string]any
 
+	// keepalive: with nothing to send for this long, an empty chunk
+	// goes out (0: never).
+	keepalive time.Duration
+
 	wake chan struct{}
 	done chan struct{}
 }
 
-func newWriter(ctx context.Context, id string, send func(context.Context, streams.MessageChunk) error, failed func(error)) *writer {
-	w := &writer{send: send, wake: make(chan struct{}, 1), done: make(chan struct{})}
+func newWriter(ctx context.Context, id string, keepalive time.Duration, send func(context.Context, streams.MessageChunk) error, failed func(error)) *writer {
+	w := &writer{send: send, keepalive: keepalive, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	w.pending.ID = id
 	go w.loop(ctx, failed)
 	return w
@@ -108,7 +113,28 @@ func (w *writer) loop(ctx context.Context, failed func(error)) {
 		if closed {
 			return
 		}
+		w.wait()
+	}
+}
+
+// wait returns once there is something to send or to do, or, after
+// keepalive with nothing, with an empty chunk pending: the workers end a
+// reply silent for their idle timeout as interrupted, and a model may
+// think (or a provider ask to retry) for longer than that before its
+// first token.
+func (w *writer) wait() {
+	if w.keepalive <= 0 {
 		<-w.wake
+		return
+	}
+	t := time.NewTimer(w.keepalive)
+	defer t.Stop()
+	select {
+	case <-w.wake:
+	case <-t.C:
+		w.mu.Lock()
+		w.has = true
+		w.mu.Unlock()
 	}
 }
 

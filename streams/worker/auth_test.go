@@ -1,9 +1,8 @@
-package worker
+package worker_test
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestAuthentication starts the embedded server requiring each kind of
@@ -70,12 +70,12 @@ func TestAuthentication(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(nc.Close)
-			startWorker(t, nc)
-			c := newClient(t, nc)
+			worker.StartWorker(t, nc)
+			c := natstest.NewClient(t, nc)
 			if _, err := c.Send(context.Background(), "auth", streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
 				t.Fatal(err)
 			}
-			waitVersion(t, c, "auth", 1, 10*time.Second)
+			natstest.WaitVersion(t, c, "auth", 1, 10*time.Second)
 		})
 	}
 }
@@ -103,29 +103,6 @@ func TestEmbeddedAuthConflicts(t *testing.T) {
 	}
 }
 
-// permissionsConfig returns a nats-server users block giving each user the
-// worker permissions of its prefix.
-func permissionsConfig(users map[string]string) string {
-	var b strings.Builder
-	b.WriteString("authorization { users: [\n")
-	for user, prefix := range users {
-		s, _ := streams.NewSubjects(prefix)
-		p := streams.WorkerPermissions(s)
-		fmt.Fprintf(&b, "  { user: %s, password: %s-pw, permissions: { publish: { allow: %s }, subscribe: { allow: %s }, allow_responses: true } }\n",
-			user, user, quoteList(p.Publish), quoteList(p.Subscribe))
-	}
-	b.WriteString("] }\n")
-	return b.String()
-}
-
-func quoteList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = fmt.Sprintf("%q", s)
-	}
-	return "[" + strings.Join(q, ", ") + "]"
-}
-
 // TestPrefixPermissions runs two workers, each as a NATS user holding
 // WorkerPermissions of its own prefix, and requires that both work and
 // that tenant A's user can read nothing of tenant B: not its snapshots or
@@ -133,7 +110,7 @@ func quoteList(l []string) string {
 // worker started for B's prefix with A's user does not start.
 func TestPrefixPermissions(t *testing.T) {
 	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(),
-		ConfigFile: natstest.WriteConfig(t, permissionsConfig(map[string]string{"a": "tenanta", "b": "tenantb"}))})
+		ConfigFile: natstest.WriteConfig(t, natstest.PermissionsConfig(map[string]string{"a": "tenanta", "b": "tenantb"}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,12 +135,12 @@ func TestPrefixPermissions(t *testing.T) {
 	for user, prefix := range map[string]string{"a": "tenanta", "b": "tenantb"} {
 		s, _ := streams.NewSubjects(prefix)
 		nc := conn(user, user)
-		startWorker(t, nc, WithSubjects(s), WithPipelines(testPipelines()))
-		c := newClient(t, nc, client.WithSubjects(s))
+		worker.StartWorker(t, nc, worker.WithSubjects(s), worker.WithPipelines(worker.SlimPipelines()))
+		c := natstest.NewClient(t, nc, client.WithSubjects(s))
 		if _, err := c.Send(ctx, "chat", streams.TypeMessageAppended, map[string]any{"id": user + "1", "role": "user", "content": "secret of " + user}); err != nil {
 			t.Fatal(err)
 		}
-		waitVersion(t, c, "chat", 1, 10*time.Second)
+		natstest.WaitVersion(t, c, "chat", 1, 10*time.Second)
 		if _, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "chat"}); err != nil {
 			t.Fatalf("%s: own inference: %v", user, err)
 		}
@@ -209,17 +186,17 @@ func TestPrefixPermissions(t *testing.T) {
 	cancel()
 	sB, _ := streams.NewSubjects("tenantb")
 	c4, cancel := short()
-	if _, err := newClient(t, ncA, client.WithSubjects(sB)).Infer(c4, streams.InferenceRequest{ConversationID: "chat"}); err == nil {
+	if _, err := natstest.NewClient(t, ncA, client.WithSubjects(sB)).Infer(c4, streams.InferenceRequest{ConversationID: "chat"}); err == nil {
 		t.Error("A ran inference on B's conversation")
 	}
 	cancel()
 	c5, cancel := short()
-	if _, err := newClient(t, ncA, client.WithSubjects(sB)).Send(c5, "chat", streams.TypeMessageDeleted, map[string]any{"id": "b1"}); err == nil {
+	if _, err := natstest.NewClient(t, ncA, client.WithSubjects(sB)).Send(c5, "chat", streams.TypeMessageDeleted, map[string]any{"id": "b1"}); err == nil {
 		t.Error("A sent an event to B")
 	}
 	cancel()
 	// A worker of B's prefix with A's user cannot start.
-	wA, err := New(ncA, WithSubjects(sB))
+	wA, err := worker.New(ncA, worker.WithSubjects(sB))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +212,7 @@ func TestPrefixPermissions(t *testing.T) {
 	if s, err := clients["b"].Snapshot(ctx, "chat"); err != nil || s.Version != 1 {
 		t.Errorf("B's snapshot: %v %v", s, err)
 	}
-	waitFor(t, 5*time.Second, "permission violations reported", func() bool {
+	natstest.WaitFor(t, 5*time.Second, "permission violations reported", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		n := 0

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -16,13 +18,13 @@ import (
 // snapshot published and stored), for a warm cache (large) and a cold one
 // (2 conversations: nearly every event rebuilds its conversation).
 func BenchmarkWorkerThroughput(b *testing.B) {
-	cases := loadCorpus(b, "generated-normal.jsonl.gz", 20)
+	cases := natstest.LoadCorpus(b, "generated-normal.jsonl.gz", 20)
 	for _, cache := range []int{10_000, 2} {
 		b.Run(fmt.Sprintf("cache=%d", cache), func(b *testing.B) {
-			ns := startServer(b, "")
-			nc := connect(b, ns)
-			startWorker(b, nc, WithCacheConversations(cache))
-			c := newClient(b, nc)
+			ns := natstest.StartServer(b, "")
+			nc := natstest.Connect(b, ns)
+			worker.StartWorker(b, nc, worker.WithCacheConversations(cache))
+			c := natstest.NewClient(b, nc)
 			js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 			if err != nil {
 				b.Fatal(err)
@@ -35,12 +37,12 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 				for j := 0; ; j++ {
 					more := false
 					for k, cc := range cases {
-						if j >= len(cc.msgs) {
+						if j >= len(cc.Msgs) {
 							continue
 						}
 						more = true
 						conv := fmt.Sprintf("b%d-%d", i, k)
-						ev, err := streams.NewEvent(fmt.Sprintf("%s-%d", conv, j), streams.TypeMessageAppended, "urn:bench", conv, cc.msgs[j])
+						ev, err := streams.NewEvent(fmt.Sprintf("%s-%d", conv, j), streams.TypeMessageAppended, "urn:bench", conv, cc.Msgs[j])
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -60,7 +62,7 @@ func BenchmarkWorkerThroughput(b *testing.B) {
 				}
 				<-js.PublishAsyncComplete()
 				for conv := range counts {
-					waitCaughtUp(b, c, conv, 120*time.Second)
+					natstest.WaitCaughtUp(b, c, conv, 120*time.Second)
 				}
 			}
 			b.ReportMetric(float64(events)/b.Elapsed().Seconds(), "events/s")

@@ -12,6 +12,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/worker/internal/convcache"
@@ -28,10 +29,10 @@ func TestCacheBytes(t *testing.T) {
 		convs  = 60
 		rounds = 12
 	)
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithCacheBytes(budget), WithLanes(2))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithCacheBytes(budget), WithLanes(2))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 
 	var peak atomic.Int64
@@ -45,7 +46,7 @@ func TestCacheBytes(t *testing.T) {
 				return
 			case <-time.After(time.Millisecond):
 			}
-			if b := r.w.CacheBytes(); b > peak.Load() {
+			if b := r.W.CacheBytes(); b > peak.Load() {
 				peak.Store(b)
 			}
 		}
@@ -77,7 +78,7 @@ func TestCacheBytes(t *testing.T) {
 			}
 		}
 	}
-	checkStored(t, c, want, 30*time.Second)
+	natstest.CheckStored(t, c, want, 30*time.Second)
 	close(stop)
 	<-sampled
 	// The lanes share the budget: until a lane holding older conversations
@@ -87,7 +88,7 @@ func TestCacheBytes(t *testing.T) {
 		mu      sync.Mutex // the lanes run at once
 		largest int64
 	)
-	if err := r.w.lanes.callAll(ctx, func(l *lane) {
+	if err := r.W.lanes.callAll(ctx, func(l *lane) {
 		l.cache.EachHeld(func(_ *convState, h convcache.Held) {
 			mu.Lock()
 			largest = max(largest, h.Weight)
@@ -101,7 +102,7 @@ func TestCacheBytes(t *testing.T) {
 		t.Errorf("the cache weighed %d bytes at its peak, over the budget of %d plus its slack and one conversation a lane (%d)", p, budget, bound)
 	}
 	t.Logf("%d conversations, %d bytes of messages' JSON; cache budget %d (bound %d), peak %d, now %d",
-		convs, jsonBytes, budget, bound, peak.Load(), r.w.CacheBytes())
+		convs, jsonBytes, budget, bound, peak.Load(), r.W.CacheBytes())
 }
 
 // TestSweepPlan checks how often the caches are swept and after how many
@@ -131,15 +132,15 @@ func TestSweepPlan(t *testing.T) {
 // state holds no store state, and the cache counts it at its weight
 // without one; the next events make a new one and are stored too.
 func TestStoredStatesAtRest(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithCacheIdle(0), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithCacheIdle(0), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
+	c := natstest.NewClient(t, nc)
 	send, want := chainedSender(t, c)
 	const convs = 6
 	atRest := func() bool {
 		rest := 0
-		eachCached(t, r.w, func(st *convState, h convcache.Held) {
+		eachCached(t, r.W, func(st *convState, h convcache.Held) {
 			if st.store == nil && h.Weight == st.weight() {
 				rest++
 			}
@@ -148,8 +149,8 @@ func TestStoredStatesAtRest(t *testing.T) {
 	}
 	for round := range 2 {
 		sendRounds(send, "rest", convs, 3*round, 3*round+3)
-		checkStored(t, c, want, 10*time.Second)
-		waitFor(t, 10*time.Second, "every state at rest, without a store state", atRest)
+		natstest.CheckStored(t, c, want, 10*time.Second)
+		natstest.WaitFor(t, 10*time.Second, "every state at rest, without a store state", atRest)
 	}
 }
 
@@ -157,20 +158,20 @@ func TestStoredStatesAtRest(t *testing.T) {
 // unused for 100 ms: they are compacted once quiet and stored, and their
 // next events still give snapshots equal to Parse (stored on new timers).
 func TestIdleConversationsCompacted(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(2), WithSnapshotInterval(10*time.Millisecond))
+	c := natstest.NewClient(t, nc)
 	send, want := chainedSender(t, c)
-	check := func() { checkStored(t, c, want, 10*time.Second) }
-	cold := func() int { return coldStates(t, r.w) }
+	check := func() { natstest.CheckStored(t, c, want, 10*time.Second) }
+	cold := func() int { return coldStates(t, r.W) }
 	const convs = 6
 	sendRounds(send, "idle", convs, 0, 3)
 	check()
-	waitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
+	natstest.WaitFor(t, 10*time.Second, "every conversation compacted", func() bool { return cold() == convs })
 	// Weighed again: what compaction let go of no longer counts. The store
 	// state is let go too; the next events (check, below) make new ones.
-	eachCached(t, r.w, func(st *convState, h convcache.Held) {
+	eachCached(t, r.W, func(st *convState, h convcache.Held) {
 		if h.Weight != st.weight() {
 			t.Errorf("%s compacted weighs %d, counted at %d", st.id, st.weight(), h.Weight)
 		}
@@ -180,7 +181,7 @@ func TestIdleConversationsCompacted(t *testing.T) {
 	})
 	sendRounds(send, "idle", convs, 3, 5)
 	check()
-	waitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
+	natstest.WaitFor(t, 10*time.Second, "every conversation compacted again", func() bool { return cold() == convs })
 }
 
 // TestQuietCheckpointsWait runs a worker whose checkpoint slots are all
@@ -189,38 +190,38 @@ func TestIdleConversationsCompacted(t *testing.T) {
 // rest as they are for later sweeps, and every one is written once the
 // slots free up.
 func TestQuietCheckpointsWait(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(1), WithSnapshotInterval(10*time.Millisecond),
+	r := StartWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithLanes(1), WithSnapshotInterval(10*time.Millisecond),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))), func(c *config) { c.checkpointsWaiting = 2 })
 	for range checkpointsInFlight {
-		r.w.cp.slots <- struct{}{}
+		r.W.cp.slots <- struct{}{}
 	}
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	send, want := chainedSender(t, c)
 	const convs = 6
 	sendRounds(send, "wait", convs, 0, 3)
-	checkStored(t, c, want, 10*time.Second)
-	cold := func() int { return coldStates(t, r.w) }
-	waitFor(t, 10*time.Second, "two conversations compacted, their checkpoints queued", func() bool { return cold() == 2 })
+	natstest.CheckStored(t, c, want, 10*time.Second)
+	cold := func() int { return coldStates(t, r.W) }
+	natstest.WaitFor(t, 10*time.Second, "two conversations compacted, their checkpoints queued", func() bool { return cold() == 2 })
 	time.Sleep(300 * time.Millisecond) // several sweeps
-	written := func() int64 { return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") }
+	written := func() int64 { return sumWhere(natstest.Collect(t, reader), MetricCheckpoints, "outcome", "written") }
 	if n, w := cold(), written(); n != 2 || w != 0 {
 		t.Fatalf("with every slot taken: %d compacted, %d checkpoints written; want 2 (the queue's room) and 0", n, w)
 	}
-	if busy := sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "busy"); busy != 0 {
+	if busy := sumWhere(natstest.Collect(t, reader), MetricCheckpoints, "outcome", "busy"); busy != 0 {
 		t.Errorf("%d checkpoints counted skipped as busy; a quiet one waits", busy)
 	}
 	for range checkpointsInFlight - 1 {
-		<-r.w.cp.slots
+		<-r.W.cp.slots
 	}
-	r.w.cp.giveSlot() // as a write finishing on the last slot: the queued ones run on it
-	waitFor(t, 10*time.Second, "every conversation compacted, each with its checkpoint written", func() bool {
+	r.W.cp.giveSlot() // as a write finishing on the last slot: the queued ones run on it
+	natstest.WaitFor(t, 10*time.Second, "every conversation compacted, each with its checkpoint written", func() bool {
 		return cold() == convs && written() == convs
 	})
 	for id, conv := range want {
-		cp, got, ok := storedCheckpoint(t, r.w, id)
+		cp, got, ok := storedCheckpoint(t, r.W, id)
 		if !ok {
 			t.Fatalf("no checkpoint of %s", id)
 		}
@@ -235,31 +236,31 @@ func TestQuietCheckpointsWait(t *testing.T) {
 // next events rebuild it from that checkpoint, with snapshots still equal
 // to Parse.
 func TestUnusedConversationsLetGo(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithCacheTTL(300*time.Millisecond), WithLanes(2),
+	r := StartWorker(t, nc, WithCacheIdle(100*time.Millisecond), WithCacheTTL(300*time.Millisecond), WithLanes(2),
 		WithSnapshotInterval(10*time.Millisecond), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	send, want := chainedSender(t, c)
 	const convs = 6
 	sendRounds(send, "ttl", convs, 0, 3)
-	checkStored(t, c, want, 10*time.Second)
-	waitFor(t, 10*time.Second, "every conversation let go", func() bool { return r.w.CachedConversations() == 0 })
-	if got := sumWhere(collect(t, reader), MetricCacheEvictions, "reason", "unused"); got != convs {
+	natstest.CheckStored(t, c, want, 10*time.Second)
+	natstest.WaitFor(t, 10*time.Second, "every conversation let go", func() bool { return r.W.CachedConversations() == 0 })
+	if got := sumWhere(natstest.Collect(t, reader), MetricCacheEvictions, "reason", "unused"); got != convs {
 		t.Errorf("%d conversations counted let go for going unused, want %d", got, convs)
 	}
-	if b := r.w.CacheBytes(); b != 0 {
+	if b := r.W.CacheBytes(); b != 0 {
 		t.Errorf("the cache weighs %d bytes with no conversation in it", b)
 	}
 	// A conversation goes once its checkpoint is being written; the count
 	// follows when the write returns.
-	waitFor(t, 10*time.Second, "a checkpoint written for each conversation let go", func() bool {
-		return sumWhere(collect(t, reader), MetricCheckpoints, "outcome", "written") >= convs
+	natstest.WaitFor(t, 10*time.Second, "a checkpoint written for each conversation let go", func() bool {
+		return sumWhere(natstest.Collect(t, reader), MetricCheckpoints, "outcome", "written") >= convs
 	})
 	sendRounds(send, "ttl", convs, 3, 5)
-	checkStored(t, c, want, 10*time.Second)
-	rm := collect(t, reader)
+	natstest.CheckStored(t, c, want, 10*time.Second)
+	rm := natstest.Collect(t, reader)
 	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != convs {
 		t.Errorf("%d rebuilds from a checkpoint, want one for each of the %d conversations (from events: %d)",
 			got, convs, sumWhere(rm, MetricRebuilds, "from", "events"))

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -20,12 +21,12 @@ import (
 // evictions counter the others.
 func TestCacheGauges(t *testing.T) {
 	const limit, convs = 4, 9
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithCacheConversations(limit), WithLanes(2),
+	r := StartWorker(t, nc, WithCacheConversations(limit), WithLanes(2),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	want := map[string]*conversation.Conversation{}
 	for i := range convs {
@@ -43,18 +44,18 @@ func TestCacheGauges(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	checkStored(t, c, want, 30*time.Second)
+	natstest.CheckStored(t, c, want, 30*time.Second)
 
 	var held int64
 	var mu sync.Mutex
-	if err := r.w.lanes.callAll(ctx, func(l *lane) {
+	if err := r.W.lanes.callAll(ctx, func(l *lane) {
 		mu.Lock()
 		held += int64(l.cache.Len())
 		mu.Unlock()
 	}); err != nil {
 		t.Fatal(err)
 	}
-	rm := collect(t, reader)
+	rm := natstest.Collect(t, reader)
 	if got := sumWhere(rm, MetricCacheEvictions, "reason", "room"); got != convs-held {
 		t.Errorf("%d conversations counted evicted for room; %d went through a cache holding %d", got, convs, held)
 	}
@@ -69,7 +70,7 @@ func TestCacheGauges(t *testing.T) {
 	if got := gauges[MetricCacheConversations]; got != held || got < 1 || got > limit+1 {
 		t.Errorf("%s = %d; the lanes hold %d (bound %d, slack 1)", MetricCacheConversations, got, held, limit)
 	}
-	if got := gauges[MetricCacheBytes]; got <= 0 || got != r.w.CacheBytes() {
-		t.Errorf("%s = %d, CacheBytes %d", MetricCacheBytes, got, r.w.CacheBytes())
+	if got := gauges[MetricCacheBytes]; got <= 0 || got != r.W.CacheBytes() {
+		t.Errorf("%s = %d, CacheBytes %d", MetricCacheBytes, got, r.W.CacheBytes())
 	}
 }

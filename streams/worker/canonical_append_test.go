@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -62,7 +63,7 @@ func TestCanonicalAppend(t *testing.T) {
 	}
 
 	// What validate refuses stays refused, with the general way's reason.
-	for data, code := range map[string]string{
+	for data, code := range map[string]streams.RejectCode{
 		`{"id":"","role":"user"}`:         streams.CodeMissingID,
 		`{"id":"a\u0000b","role":"user"}`: streams.CodeInvalidData,
 		`{"id":"a","parentId":"p\u0007"}`: streams.CodeInvalidData,
@@ -100,14 +101,14 @@ func TestCanonicalAppend(t *testing.T) {
 // form of appendForms through a worker: each conversation must end as
 // Parse makes it.
 func TestCanonicalAppendsThroughWorker(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	want := map[string]*conversation.Conversation{}
 	for _, f := range appendForms {
-		conv := "forms-" + caseID(len(want))
+		conv := "forms-" + natstest.CaseID(len(want))
 		live := conversation.NewConversation()
 		for k := range 3 {
 			// The form's text with this message's id and parent.
@@ -129,7 +130,7 @@ func TestCanonicalAppendsThroughWorker(t *testing.T) {
 		}
 		want[conv] = live
 	}
-	checkStored(t, c, want, 10*time.Second)
+	natstest.CheckStored(t, c, want, 10*time.Second)
 }
 
 // rewriteIDs replaces the "m1" id and the null parent of an appendForms

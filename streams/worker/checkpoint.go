@@ -36,10 +36,14 @@ import (
 //
 // This file is the checkpoint's stored form: what is captured of a
 // conversation, its encoding and decoding, and the bucket it is kept in.
-// When one is written and read is the checkpointer's (checkpointer.go).
+// When one is written and read is the checkpointer's (checkpoint_checkpointer.go).
 
 // checkpointFormat is the version of the encoding below; a checkpoint of
-// another version is ignored (the conversation is replayed in full).
+// another version is ignored (the conversation is replayed in full), one
+// of a newer release with an error wrapping streams.ErrNewerFormat in the
+// warning that says so. A field added to the struct below is skipped by
+// the msgpack decoder of a release that does not know it: such a change
+// keeps the format, so that a rolled-back worker still reads it.
 // Format 2 added Sum, which lets a rebuild take the messages as they were
 // written; format 1 checkpoints are still read, each message validated.
 const checkpointFormat = 2
@@ -100,9 +104,9 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s streams
 		Replicas:    max(1, st.BucketReplicas),
 		Placement:   st.placement(),
 	}
-	kv, err := openBucket(ctx, js, cfg, log)
+	kv, err := openBucket(ctx, js, cfg, st.Reconcile, log)
 	if err != nil {
-		return nil, fmt.Errorf("streams: checkpoint bucket %s (--checkpoints=false does without it): %w", cfg.Bucket, err)
+		return nil, fmt.Errorf("worker: checkpoint bucket %s (--checkpoints=false does without it): %w", cfg.Bucket, err)
 	}
 	return kv, nil
 }
@@ -110,21 +114,20 @@ func provisionCheckpoints(ctx context.Context, js jetstream.JetStream, s streams
 // checkpointOf is what a checkpoint holds, taken from a conversation on
 // its lane: its messages (immutable, so that the encoding can run
 // elsewhere while the lane changes the conversation) and groups, with
-// the sequence, version and event count they stand for. sinceEvents and
-// sinceBytes are the state's changes since its last checkpoint that it
-// covers.
+// the sequence, version and event count they stand for. since is the
+// state's changes since its last checkpoint that it covers.
 type checkpointOf struct {
-	msgs                    []*conversation.Message
-	groups                  []*conversation.MessageGroup
-	seq, version, events    uint64
-	sinceEvents, sinceBytes int
+	msgs                 []*conversation.Message
+	groups               []*conversation.MessageGroup
+	seq, version, events uint64
+	since                checkpointLag
 }
 
 // capture takes st's checkpoint contents. It runs on the lane and costs a
 // copy of the message pointers.
 func capture(st *convState) *checkpointOf {
 	return &checkpointOf{msgs: st.conv.Messages(), groups: slices.Clone(st.conv.Groups()),
-		seq: st.seq, version: st.version, events: st.events, sinceEvents: st.sinceEvents, sinceBytes: st.sinceBytes}
+		seq: st.seq, version: st.version, events: st.events, since: st.sinceCheckpoint}
 }
 
 // checkpointBuffers are the room a checkpoint is encoded in: its msgpack
@@ -206,6 +209,8 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	canonical := false
 	switch {
 	case cp.Format == 1:
+	case cp.Format > checkpointFormat:
+		return nil, nil, fmt.Errorf("%w: checkpoint format %d, this release reads up to %d", streams.ErrNewerFormat, cp.Format, checkpointFormat)
 	case cp.Format != checkpointFormat:
 		return nil, nil, fmt.Errorf("format %d, want %d", cp.Format, checkpointFormat)
 	case cp.Sum != checkpointSum(cp.Messages, cp.Groups):
@@ -243,4 +248,36 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	}
 	cp.Messages, cp.Groups = nil, nil
 	return &cp, conv, nil
+}
+
+// StoredCheckpoint is a conversation's checkpoint as ReadCheckpoint reads
+// it.
+type StoredCheckpoint struct {
+	// Conversation holds the checkpoint's messages and groups.
+	Conversation *conversation.Conversation
+	// Sequence is the events stream's sequence up to which every event of
+	// the conversation is in; with compaction on (WithEventCompaction),
+	// the stream may hold none of those.
+	Sequence uint64
+	// Revision is the checkpoint's revision in its bucket: a read of the
+	// events after Sequence that finds it changed afterwards may have
+	// missed events a compaction removed, and starts over.
+	Revision uint64
+}
+
+// ReadCheckpoint reads conversation id's checkpoint from bucket (the
+// checkpoint bucket, streams.Subjects.CheckpointBucket) into a
+// conversation made with opts. It returns jetstream.ErrKeyNotFound when
+// there is none. A reader of a compacted events stream (convctl export)
+// starts from it, as a worker's rebuild does.
+func ReadCheckpoint(ctx context.Context, bucket jetstream.KeyValue, id string, opts ...conversation.Option) (*StoredCheckpoint, error) {
+	entry, err := bucket.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cp, conv, err := decodeCheckpoint(entry.Value(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("worker: checkpoint of %s: %w", id, err)
+	}
+	return &StoredCheckpoint{Conversation: conv, Sequence: cp.Seq, Revision: entry.Revision()}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -32,29 +33,29 @@ import (
 // checkpoints are encoded one after another in the same room, as a
 // worker's writes are, and must read as those encoded in new room.
 func TestCheckpointRoundTrip(t *testing.T) {
-	var cases []corpusCase
+	var cases []natstest.CorpusCase
 	for _, file := range []string{"reference-suite.jsonl.gz", "generated-normal.jsonl.gz", "generated-noise.jsonl.gz"} {
-		cases = append(cases, loadCorpus(t, file, 80)...)
+		cases = append(cases, natstest.LoadCorpus(t, file, 80)...)
 	}
 	shared := new(checkpointBuffers)
 	for i, cc := range cases {
 		live := conversation.NewConversation()
-		for _, g := range cc.groups {
+		for _, g := range cc.Groups {
 			if err := live.UpsertGroup(g); err != nil {
 				t.Fatal(err)
 			}
 		}
-		for _, m := range cc.msgs {
+		for _, m := range cc.Msgs {
 			if err := live.Append(m); err != nil {
 				t.Fatal(err)
 			}
 		}
-		first := cc.msgs[0].ID()
+		first := cc.Msgs[0].ID()
 		if err := live.Update(first, map[string]any{"content": "edited", "metadata": map[string]any{"n": 1.5}}); err != nil {
 			t.Fatal(err)
 		}
-		if len(cc.msgs) > 2 {
-			if err := live.Delete(cc.msgs[len(cc.msgs)/2].ID()); err != nil {
+		if len(cc.Msgs) > 2 {
+			if err := live.Delete(cc.Msgs[len(cc.Msgs)/2].ID()); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -170,10 +171,10 @@ func TestCheckpointRefusesWhatItCannotUse(t *testing.T) {
 // to (a crashed worker's, for an event being redelivered) and one that
 // does not decode are not used.
 func TestRebuildFromCheckpoint(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
-	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	w := provisionedWorker(t, nc, WithLogger(natstest.TestLogger(t)))
 
 	const n = replayBatch + 40
 	seqs := make([]uint64, n)
@@ -259,15 +260,15 @@ func TestRebuildFromCheckpoint(t *testing.T) {
 // rebuilds start from them, and every stored snapshot equals Parse of its
 // conversation.
 func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
-	cases := loadCorpus(t, "generated-normal.jsonl.gz", 12)
+	cases := natstest.LoadCorpus(t, "generated-normal.jsonl.gz", 12)
 	const least = 16 // messages: half of them are sent before the round robin
-	var used []corpusCase
+	var used []natstest.CorpusCase
 	for _, cc := range cases {
-		if len(cc.msgs) >= least {
+		if len(cc.Msgs) >= least {
 			used = append(used, cc)
 		}
 	}
@@ -277,37 +278,37 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	used = used[:3]
 	want := map[string]*conversation.Conversation{}
 	for i := range used {
-		want[caseID(i)] = conversation.NewConversation()
+		want[natstest.CaseID(i)] = conversation.NewConversation()
 	}
 	send := func(i int, m *conversation.Message) {
 		t.Helper()
-		if _, err := c.Send(ctx, caseID(i), streams.TypeMessageAppended, m); err != nil {
+		if _, err := c.Send(ctx, natstest.CaseID(i), streams.TypeMessageAppended, m); err != nil {
 			t.Fatal(err)
 		}
-		if err := want[caseID(i)].Append(m); err != nil {
+		if err := want[natstest.CaseID(i)].Append(m); err != nil {
 			t.Fatal(err)
 		}
 	}
 	reader := sdkmetric.NewManualReader()
-	a := startWorker(t, nc, WithCacheConversations(1), WithLanes(1),
+	a := StartWorker(t, nc, WithCacheConversations(1), WithLanes(1),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	// Half of each conversation, one after the other: each is evicted by
 	// the next once its events are applied.
 	for i, cc := range used {
-		for _, m := range cc.msgs[:len(cc.msgs)/2] {
+		for _, m := range cc.Msgs[:len(cc.Msgs)/2] {
 			send(i, m)
 		}
-		waitCaughtUp(t, c, caseID(i), 30*time.Second)
+		natstest.WaitCaughtUp(t, c, natstest.CaseID(i), 30*time.Second)
 	}
 	// The rest, round robin: each event evicts a conversation and rebuilds
 	// another, from its checkpoint and the few events after it.
 	for k := 0; ; k++ {
 		more := false
 		for i, cc := range used {
-			if k < len(cc.msgs) {
+			if k < len(cc.Msgs) {
 				more = true
-				if k >= len(cc.msgs)/2 {
-					send(i, cc.msgs[k])
+				if k >= len(cc.Msgs)/2 {
+					send(i, cc.Msgs[k])
 				}
 			}
 		}
@@ -315,8 +316,8 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 			break
 		}
 	}
-	checkStored(t, c, want, 30*time.Second)
-	rm := collect(t, reader)
+	natstest.CheckStored(t, c, want, 30*time.Second)
+	rm := natstest.Collect(t, reader)
 	written := sumWhere(rm, MetricCheckpoints, "outcome", "written")
 	fromCheckpoint := sumWhere(rm, MetricRebuilds, "from", "checkpoint")
 	t.Logf("worker A: checkpoints written %d, rebuilds from a checkpoint %d, from the first event %d",
@@ -324,25 +325,25 @@ func TestEvictionAndStopWriteCheckpoints(t *testing.T) {
 	if written < int64(len(used)-1) || fromCheckpoint < 1 {
 		t.Errorf("evictions wrote %d checkpoints and %d rebuilds used one", written, fromCheckpoint)
 	}
-	a.stop(t)
+	a.Stop(t)
 	// Every conversation has a checkpoint: the first half of each was
 	// written when the next one evicted it, and the stop wrote those due.
 	for i := range used {
-		if _, _, ok := storedCheckpoint(t, a.w, caseID(i)); !ok {
-			t.Fatalf("no checkpoint of %s", caseID(i))
+		if _, _, ok := storedCheckpoint(t, a.W, natstest.CaseID(i)); !ok {
+			t.Fatalf("no checkpoint of %s", natstest.CaseID(i))
 		}
 	}
 
 	// A second worker: each conversation's next event is rebuilt from the
 	// checkpoint alone.
 	reader = sdkmetric.NewManualReader()
-	startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	StartWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	for i := range used {
 		send(i, conversation.MustMessage(map[string]any{"id": "after-restart", "role": "user", "content": "again",
-			"parentId": used[i].msgs[len(used[i].msgs)-1].ID()}))
+			"parentId": used[i].Msgs[len(used[i].Msgs)-1].ID()}))
 	}
-	checkStored(t, c, want, 30*time.Second)
-	rm = collect(t, reader)
+	natstest.CheckStored(t, c, want, 30*time.Second)
+	rm = natstest.Collect(t, reader)
 	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != int64(len(used)) {
 		t.Errorf("after the restart, %d rebuilds from a checkpoint, want %d (from events: %d)",
 			got, len(used), sumWhere(rm, MetricRebuilds, "from", "events"))
@@ -392,13 +393,13 @@ func sumWhere(rm metricdata.ResourceMetrics, name, key, value string) int64 {
 
 // TestCheckpointsOff: a worker without checkpoints needs no bucket.
 func TestCheckpointsOff(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	r := startWorker(t, nc, WithCheckpoints(false))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	r := StartWorker(t, nc, WithCheckpoints(false))
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.KeyValue(context.Background(), r.w.cfg.subjects.CheckpointBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
+	if _, err := js.KeyValue(context.Background(), r.W.cfg.subjects.CheckpointBucket()); !errors.Is(err, jetstream.ErrBucketNotFound) {
 		t.Errorf("checkpoint bucket with checkpoints off: %v", err)
 	}
 }
@@ -411,25 +412,25 @@ func TestCheckpointsOff(t *testing.T) {
 // snapshot is right, every rebuild replays its events, and no checkpoint
 // is counted.
 func TestCheckpointsOffWorks(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	c := natstest.NewClient(t, nc)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithCheckpoints(false), WithCacheConversations(1), WithLanes(1),
+	r := StartWorker(t, nc, WithCheckpoints(false), WithCacheConversations(1), WithLanes(1),
 		WithCacheIdle(100*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	if r.w.cp != nil {
+	if r.W.cp != nil {
 		t.Fatal("a checkpointer with checkpoints off")
 	}
 	send, want := chainedSender(t, c)
 	const convs = 3
 	sendRounds(send, "off", convs, 0, 6) // each event evicts one and rebuilds another
-	checkStored(t, c, want, 30*time.Second)
-	waitFor(t, 10*time.Second, "the conversation held compacted", func() bool { return coldStates(t, r.w) == 1 })
+	natstest.CheckStored(t, c, want, 30*time.Second)
+	natstest.WaitFor(t, 10*time.Second, "the conversation held compacted", func() bool { return coldStates(t, r.W) == 1 })
 	sendRounds(send, "off", convs, 6, 8)
 	sendRounds(send, "busy", 1, 0, 2*checkpointBusyEvents) // stored again and again, held
-	checkStored(t, c, want, 30*time.Second)
-	r.stop(t)
-	rm := collect(t, reader)
+	natstest.CheckStored(t, c, want, 30*time.Second)
+	r.Stop(t)
+	rm := natstest.Collect(t, reader)
 	for _, outcome := range []string{"written", "failed", "skipped", "busy"} {
 		if n := sumWhere(rm, MetricCheckpoints, "outcome", outcome); n != 0 {
 			t.Errorf("%d checkpoints counted %s with checkpoints off", n, outcome)
@@ -446,10 +447,10 @@ func TestCheckpointsOffWorks(t *testing.T) {
 // cache's idle time is checkpointed as it is compacted, with no eviction
 // and no stop, so that a crash after it loses no checkpoint.
 func TestQuietConversationsAreCheckpointed(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
-	r := startWorker(t, nc, WithCacheIdle(100*time.Millisecond))
+	r := StartWorker(t, nc, WithCacheIdle(100*time.Millisecond))
 	want := conversation.NewConversation()
 	for i := range 16 {
 		m := conversation.MustMessage(map[string]any{"id": fmt.Sprint("q", i), "role": "user", "content": "quiet"})
@@ -460,9 +461,9 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	last := lastEventSeq(t, c, "quiet")
-	waitFor(t, 10*time.Second, "a checkpoint of the quiet conversation", func() bool {
-		cp, conv, ok := storedCheckpoint(t, r.w, "quiet")
+	last := natstest.LastEventSeq(t, c, "quiet")
+	natstest.WaitFor(t, 10*time.Second, "a checkpoint of the quiet conversation", func() bool {
+		cp, conv, ok := storedCheckpoint(t, r.W, "quiet")
 		return ok && cp.Seq == last && mustMarshal(t, mustResult(t, conv)) == mustMarshal(t, mustResult(t, want))
 	})
 }
@@ -472,14 +473,14 @@ func TestQuietConversationsAreCheckpointed(t *testing.T) {
 // that after a crash (which writes no checkpoint) its rebuild starts
 // there.
 func TestBusyConversationsAreCheckpointed(t *testing.T) {
-	ns := startServer(t, "")
-	c := newClient(t, connect(t, ns))
+	ns := natstest.StartServer(t, "")
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
 	ctx := context.Background()
 	ncA, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := startWorker(t, ncA)
+	a := StartWorker(t, ncA)
 	want := conversation.NewConversation()
 	send := func(i int) {
 		t.Helper()
@@ -499,19 +500,19 @@ func TestBusyConversationsAreCheckpointed(t *testing.T) {
 	for i := range n {
 		send(i)
 	}
-	waitCaughtUp(t, c, "busy", 30*time.Second)
-	waitFor(t, 10*time.Second, "a checkpoint of the busy conversation", func() bool {
-		cp, _, ok := storedCheckpoint(t, a.w, "busy")
+	natstest.WaitCaughtUp(t, c, "busy", 30*time.Second)
+	natstest.WaitFor(t, 10*time.Second, "a checkpoint of the busy conversation", func() bool {
+		cp, _, ok := storedCheckpoint(t, a.W, "busy")
 		return ok && cp.Events >= checkpointBusyEvents
 	})
 	// A crash: no stop, no checkpoint written on the way out.
 	ncA.Close()
-	<-a.done
+	<-a.Done()
 	reader := sdkmetric.NewManualReader()
-	startWorker(t, connect(t, ns), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	StartWorker(t, natstest.Connect(t, ns), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	send(n)
-	checkStored(t, c, map[string]*conversation.Conversation{"busy": want}, 30*time.Second)
-	rm := collect(t, reader)
+	natstest.CheckStored(t, c, map[string]*conversation.Conversation{"busy": want}, 30*time.Second)
+	rm := natstest.Collect(t, reader)
 	if got := sumWhere(rm, MetricRebuilds, "from", "checkpoint"); got != 1 {
 		t.Errorf("after the crash, %d rebuilds from a checkpoint, want 1 (from events: %d)", got, sumWhere(rm, MetricRebuilds, "from", "events"))
 	}
@@ -521,9 +522,9 @@ func TestBusyConversationsAreCheckpointed(t *testing.T) {
 // worker checkpoints the partition's conversations as it lets them go,
 // and the new owner rebuilds them from those checkpoints.
 func TestHandOffWritesCheckpoints(t *testing.T) {
-	ns := startServer(t, "")
-	c := newClient(t, connect(t, ns))
-	a := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder())...)
+	ns := natstest.StartServer(t, "")
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
+	a := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder())...)
 	sent := newAppends(t, c)
 	const convs, events = 12, 16
 	for k := range convs {
@@ -537,13 +538,13 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 		}
 	}
 	sent.waitApplied()
-	waitFor(t, 10*time.Second, "worker A owns both partitions", func() bool { return len(a.w.OwnedPartitions()) == 2 })
+	natstest.WaitFor(t, 10*time.Second, "worker A owns both partitions", func() bool { return len(a.W.OwnedPartitions()) == 2 })
 
 	reader := sdkmetric.NewManualReader()
-	b := startWorker(t, connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder(),
+	b := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, tracetest.NewSpanRecorder(),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))...)
-	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
-	kept := a.w.OwnedPartitions()[0]
+	natstest.WaitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.W.OwnedPartitions()) == 1 })
+	kept := a.W.OwnedPartitions()[0]
 	handed := 0
 	for k := range convs {
 		conv := fmt.Sprintf("hc-%02d", k)
@@ -552,8 +553,8 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 		}
 		handed++
 		// The writes go on in the background.
-		waitFor(t, 10*time.Second, conv+"'s checkpoint, handed off", func() bool {
-			cp, _, ok := storedCheckpoint(t, a.w, conv)
+		natstest.WaitFor(t, 10*time.Second, conv+"'s checkpoint, handed off", func() bool {
+			cp, _, ok := storedCheckpoint(t, a.W, conv)
 			if !ok {
 				return false
 			}
@@ -569,8 +570,8 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 			"parentId": fmt.Sprint("m", events-1)})
 	}
 	sent.waitApplied() // and compares each snapshot with Parse
-	waitFor(t, 10*time.Second, "worker B owns a partition", func() bool { return len(b.w.OwnedPartitions()) == 1 })
-	if got := sumWhere(collect(t, reader), MetricRebuilds, "from", "checkpoint"); got != int64(handed) {
+	natstest.WaitFor(t, 10*time.Second, "worker B owns a partition", func() bool { return len(b.W.OwnedPartitions()) == 1 })
+	if got := sumWhere(natstest.Collect(t, reader), MetricRebuilds, "from", "checkpoint"); got != int64(handed) {
 		t.Errorf("worker B rebuilt %d conversations from a checkpoint, want the %d handed off", got, handed)
 	}
 }
@@ -579,10 +580,10 @@ func TestHandOffWritesCheckpoints(t *testing.T) {
 // (its limits dropped them) are still in a conversation rebuilt from a
 // checkpoint written before, whether later events remain or none do.
 func TestCheckpointOutlivesDroppedEvents(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
-	w := provisionedWorker(t, nc, WithLogger(testLogger(t)))
+	w := provisionedWorker(t, nc, WithLogger(natstest.TestLogger(t)))
 	var seqs []uint64
 	send := func(i int) {
 		t.Helper()
@@ -669,7 +670,7 @@ func TestCheckpointSlotsRunEveryQueuedWrite(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, 10*time.Second, "every write taken run, every slot given back", func() bool {
+	natstest.WaitFor(t, 10*time.Second, "every write taken run, every slot given back", func() bool {
 		return ran.Load() == taken.Load() && len(c.slots) == 0 && len(c.queue) == 0
 	})
 	if most.Load() > slots {

@@ -70,13 +70,13 @@ type appliedSpan struct {
 	seq, version  int64
 }
 
-// appliedSpans returns the "process" spans of a recorder whose outcome is
+// appliedSpans returns the "process" spans of a natstest.Recorder whose outcome is
 // applied.
 func appliedSpans(worker int, rec *tracetest.SpanRecorder) []appliedSpan {
 	return processSpans(worker, rec, "applied")
 }
 
-// processSpans returns the "process" spans of a recorder with an outcome.
+// processSpans returns the "process" spans of a natstest.Recorder with an outcome.
 func processSpans(worker int, rec *tracetest.SpanRecorder, want string) []appliedSpan {
 	var out []appliedSpan
 	for _, s := range rec.Ended() {
@@ -120,11 +120,11 @@ func TestClusterFailover(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: 6}
 
-	logger := failureLogger(t, 400)
+	logger := natstest.FailureLogger(t, 400)
 	recs := make([]*tracetest.SpanRecorder, 3)
 	var lost [3]atomic.Int64 // partitions each worker lost to a takeover
 	conns := make([]*nats.Conn, 3)
-	workers := make([]*running, 3)
+	workers := make([]*Running, 3)
 	for i := range 3 {
 		// Workers connect to nodes 0 and 1: node 2, stopped later, holds
 		// some of the streams' and consumers' leaders but no worker's
@@ -138,7 +138,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Cleanup(nc.Close)
 		conns[i] = nc
 		recs[i] = tracetest.NewSpanRecorder()
-		workers[i] = startWorker(t, nc, WithLogger(slog.New(lossCounter{logger.With("worker", i).Handler(), &lost[i]})), WithStorage(storage), WithPinnedTTL(5*time.Second), WithAckWait(3*time.Second),
+		workers[i] = StartWorker(t, nc, WithLogger(slog.New(lossCounter{logger.With("worker", i).Handler(), &lost[i]})), WithStorage(storage), WithPinnedTTL(5*time.Second), WithAckWait(3*time.Second),
 			WithLanes(4), WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recs[i]))))
 	}
 	pub, err := nats.Connect(natstest.ClusterURLs(servers, 0), nats.MaxReconnects(-1), nats.DontRandomize())
@@ -146,7 +146,7 @@ func TestClusterFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pub.Close)
-	c := newClient(t, pub)
+	c := natstest.NewClient(t, pub)
 
 	rounds, want := clusterPlan(t, convs)
 	var mu sync.Mutex
@@ -201,9 +201,9 @@ func TestClusterFailover(t *testing.T) {
 	// delivers them next. (A partition handed off during round 1 may only
 	// show as owned with round 2.)
 	share := storage.Partitions / len(workers)
-	waitFor(t, 30*time.Second, "partitions handed off", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "partitions handed off", func() bool {
 		for _, r := range workers {
-			if len(r.w.OwnedPartitions()) > share {
+			if len(r.W.OwnedPartitions()) > share {
 				return false
 			}
 		}
@@ -211,7 +211,7 @@ func TestClusterFailover(t *testing.T) {
 	})
 	spread := func() bool {
 		for _, r := range workers {
-			if n := len(r.w.OwnedPartitions()); n < 1 || n > share {
+			if n := len(r.W.OwnedPartitions()); n < 1 || n > share {
 				return false
 			}
 		}
@@ -230,9 +230,9 @@ func TestClusterFailover(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); !spread(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			for i, r := range workers {
-				t.Logf("worker %d owns %v", i, r.w.OwnedPartitions())
+				t.Logf("worker %d owns %v", i, r.W.OwnedPartitions())
 			}
-			logPartitionConsumers(t, workers[1].w)
+			logPartitionConsumers(t, workers[1].W)
 			t.Fatal("timed out waiting for partitions spread over the workers")
 		}
 	}
@@ -244,7 +244,7 @@ func TestClusterFailover(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	conns[0].Close()
 	select {
-	case <-workers[0].done:
+	case <-workers[0].Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker 0 did not stop after losing its connection")
 	}
@@ -274,7 +274,7 @@ func TestClusterFailover(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := snapshotDiff(t, s, res); d != "" {
+			if d := natstest.SnapshotDiff(t, s, res); d != "" {
 				t.Fatalf("%s: %s", conv, d)
 			}
 			delete(pending, conv)

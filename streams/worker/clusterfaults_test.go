@@ -224,7 +224,7 @@ type faultTimes struct {
 func clusterFaults(t testing.TB, frozen time.Duration) faultTimes {
 	procs := natstest.StartProcessCluster(t, 3)
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3, Partitions: 6}
-	logger := failureLogger(t, 400)
+	logger := natstest.FailureLogger(t, 400)
 	dial := func(name string, first int) *nats.Conn {
 		nc, err := streams.Connect(streams.ConnConfig{URL: natstest.ProcessURLs(procs, first), Name: name,
 			Logger: logger.With("conn", name)}, nats.DontRandomize())
@@ -235,12 +235,12 @@ func clusterFaults(t testing.TB, frozen time.Duration) faultTimes {
 		return nc
 	}
 	conns := make([]*nats.Conn, 3)
-	workers := make([]*running, 3)
+	workers := make([]*Running, 3)
 	for i := range 3 {
 		conns[i] = dial(fmt.Sprintf("worker-%d", i), i)
-		workers[i] = startWorker(t, conns[i], WithLogger(logger.With("worker", i)), WithStorage(storage), WithLanes(4))
+		workers[i] = StartWorker(t, conns[i], WithLogger(logger.With("worker", i)), WithStorage(storage), WithLanes(4))
 	}
-	c := newClient(t, dial("publisher", 0))
+	c := natstest.NewClient(t, dial("publisher", 0))
 	f := newFaultFlow(c, 60)
 	stop := make(chan struct{})
 	flowing := make(chan struct{})
@@ -254,9 +254,9 @@ func clusterFaults(t testing.TB, frozen time.Duration) faultTimes {
 		<-flowing
 	}()
 
-	waitFor(t, 60*time.Second, "partitions spread over the workers", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "partitions spread over the workers", func() bool {
 		for _, r := range workers {
-			if len(r.w.OwnedPartitions()) != 2 {
+			if len(r.W.OwnedPartitions()) != 2 {
 				return false
 			}
 		}
@@ -291,12 +291,12 @@ func clusterFaults(t testing.TB, frozen time.Duration) faultTimes {
 	t.Cleanup(func() {
 		if t.Failed() {
 			for i, r := range workers[1:] {
-				t.Logf("worker %d owns %v", i+1, r.w.OwnedPartitions())
+				t.Logf("worker %d owns %v", i+1, r.W.OwnedPartitions())
 			}
-			logPartitionConsumers(t, workers[2].w)
+			logPartitionConsumers(t, workers[2].W)
 		}
 	})
-	checkStoredAt(t, c, f.live, last, 2*time.Minute)
+	natstest.CheckStoredAt(t, c, f.live, last, 2*time.Minute)
 	times.events = f.sent
 	t.Logf("%d events to %d conversations, every one equal to Parse", f.sent, len(f.convs))
 	return times

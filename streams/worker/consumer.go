@@ -15,12 +15,25 @@ import (
 // ends in the limit.
 const errCodeMaxAckPendingExcess jetstream.ErrorCode = 10121
 
-// createConsumer creates or updates the consumer of cfg on s. When a limit
-// of the server, the account or the stream is below the MaxAckPending the
-// worker asks for, it takes the limit, with a warning, rather than not
-// starting: fewer events awaiting a store bound its throughput under load
-// (see pendingStores), and lose nothing.
+// createConsumer creates or updates the consumer of cfg on s. An existing
+// consumer whose ack wait, max deliver or pinned TTL differ from cfg's is
+// left as it is, with an error wrapping ErrSettingsDiffer, unless
+// Storage.Reconcile (see consumerSettings). When a limit of the server,
+// the account or the stream is below the MaxAckPending the worker asks
+// for, it takes the limit, with a warning, rather than not starting: fewer
+// events awaiting a store bound its throughput under load (see
+// pendingStores), and lose nothing.
 func (w *Worker) createConsumer(ctx context.Context, s jetstream.Stream, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	have, err := s.Consumer(ctx, cfg.Durable)
+	switch {
+	case errors.Is(err, jetstream.ErrConsumerNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if cfg, err = consumerSettings(have.CachedInfo().Config, cfg, w.cfg.storage.Reconcile); err != nil {
+			return nil, err
+		}
+	}
 	c, err := s.CreateOrUpdateConsumer(ctx, cfg)
 	limit, ok := maxAckPendingLimit(err)
 	if !ok || limit >= cfg.MaxAckPending {
@@ -30,6 +43,25 @@ func (w *Worker) createConsumer(ctx context.Context, s jetstream.Stream, cfg jet
 		"consumer", cfg.Durable, "wanted", cfg.MaxAckPending, "limit", limit)
 	cfg.MaxAckPending = limit
 	return s.CreateOrUpdateConsumer(ctx, cfg)
+}
+
+// consumerSettings returns the configuration to update an existing
+// consumer, have, to: want's, but for its MaxAckPending, never lowered
+// (it follows a worker's lanes, which differ across a fleet: see
+// maxAckPending). Without reconcile, an ack wait, max deliver or pinned
+// TTL of have's that differs from want's is an error wrapping
+// ErrSettingsDiffer naming them: workers started with other settings
+// rewrote them in turn, each as it started.
+func consumerSettings(have, want jetstream.ConsumerConfig, reconcile bool) (jetstream.ConsumerConfig, error) {
+	want.MaxAckPending = max(want.MaxAckPending, have.MaxAckPending)
+	if reconcile {
+		return want, nil
+	}
+	var diffs settingDiffs
+	diffs.add("ack wait", have.AckWait, want.AckWait)
+	diffs.add("max deliver", have.MaxDeliver, want.MaxDeliver)
+	diffs.add("pinned TTL", have.PinnedTTL, want.PinnedTTL)
+	return want, diffs.err("consumer " + want.Durable)
 }
 
 // jsConsumerStoreFailed is the JetStream API error code of a consumer

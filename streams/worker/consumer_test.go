@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -17,7 +18,7 @@ func TestConsumerTakesAJetStreamLimit(t *testing.T) {
 	for _, partitions := range []int{0, 2} {
 		t.Run(fmt.Sprintf("partitions=%d", partitions), func(t *testing.T) {
 			ctx := context.Background()
-			nc := connect(t, startServer(t, t.TempDir()))
+			nc := natstest.Connect(t, natstest.StartServer(t, t.TempDir()))
 			opts := []Option{WithStorage(Storage{Partitions: partitions})}
 			w, err := New(nc, opts...)
 			if err != nil {
@@ -37,16 +38,16 @@ func TestConsumerTakesAJetStreamLimit(t *testing.T) {
 				t.Fatalf("the worker asks for %d, not over the limit", w.consumerConfig().MaxAckPending)
 			}
 
-			r := startWorker(t, nc, opts...)
-			names := []string{r.w.cfg.consumer}
+			r := StartWorker(t, nc, opts...)
+			names := []string{r.W.cfg.consumer}
 			if partitions > 0 {
 				names = nil
 				for p := range partitions {
-					names = append(names, r.w.partitionConsumer(p))
+					names = append(names, r.W.cfg.partitionConsumer(p))
 				}
 			}
 			for _, name := range names {
-				cons, err := r.w.stream.Consumer(ctx, name)
+				cons, err := r.W.stream.Consumer(ctx, name)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -54,11 +55,11 @@ func TestConsumerTakesAJetStreamLimit(t *testing.T) {
 					t.Errorf("consumer %s: MaxAckPending %d, want the stream's limit %d", name, got, limit)
 				}
 			}
-			c := newClient(t, nc)
+			c := natstest.NewClient(t, nc)
 			if _, err := c.Send(ctx, "limited", streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 20*time.Second, "the event applied", func() bool {
+			natstest.WaitFor(t, 20*time.Second, "the event applied", func() bool {
 				s, err := c.Snapshot(ctx, "limited")
 				return err == nil && len(s.FlatList) > 0
 			})

@@ -17,29 +17,63 @@
 // checkpoint and the events after it. docs/events.md gives the reasoning.
 package worker
 
-// Where a change goes (for maintainers; not part of the package doc):
+// Where a change goes (for maintainers; not part of the package doc). Files
+// are grouped by concern, one prefix each; a file's tests are in its
+// x_test.go. TestDocMapListsEveryFile checks that this map names every file.
+// Tests that need only the exported API are black-box (package
+// worker_test); the helpers every suite shares are internal/natstest's, and
+// helpers_test.go has the few that need the worker's types (StartWorker).
 //
-//   - Stages, one file each: decode.go, validate.go (the contract's
-//     streams.CheckEvent), apply.go, publish.go (snapshot deltas,
-//     envelope.go). The handler and its chain: handler.go; New in worker.go
-//     assembles the middleware, each its own constructor with its
-//     dependencies: tracing.go, measuring.go, reject.go, recoverer.go.
-//   - Lanes and the conversations they hold: lanes.go, lanequeue.go,
-//     intake.go, state.go (convState, loading and rebuilding: loadahead.go,
-//     replay.go). Deliveries lost on the way, and the check that an event
-//     is its conversation's next one: gaps.go. The lanes' caches (LRU order, the budget they share,
-//     idle sweeps): the internal/convcache package, which holds any Value;
-//     cachevalue.go is what it asks of a convState, lanes.go configures it.
-//   - Snapshots: snapshotStore (snapshotstore.go; writes and acks in
-//     store.go, storeclock.go, storestate.go, storehealth.go; limits and
-//     refusals in snapshotlimits.go, storerefusal.go, degraded.go).
-//   - Checkpoints: checkpointer (checkpointer.go), their stored form
-//     (checkpoint.go).
+//   - The Worker, its options and what it reports: worker.go, options.go,
+//     limits.go, health.go, metrics.go, writers.go (the background writers
+//     the snapshot store and the checkpointer share).
+//   - Stages: handler_decode.go (decode, then validate against the
+//     contract's streams.CheckEvent), handler_apply.go (handler_undo.go takes
+//     an applied event back), handler_publish.go (snapshot deltas:
+//     handler_delta.go, handler_envelope.go). The handler and its chain:
+//     handler.go; New in worker.go assembles the middleware, each its own
+//     constructor with its dependencies: middleware_tracing.go,
+//     middleware_measuring.go, middleware_reject.go, middleware_recoverer.go.
+//   - Lanes and the conversations they hold: lanes.go, lanes_queue.go,
+//     lanes_intake.go. A conversation's state, loading and rebuilding:
+//     state.go, state_loadahead.go, state_replay.go, state_eventslost.go
+//     (events gone from the stream). The lanes' caches (LRU order, the budget
+//     they share, idle sweeps): the internal/convcache package, which holds
+//     any Value; state.go has what it asks of a convState (Key, Weight,
+//     Settled, Compact), lanes.go configures it.
+//   - Snapshots: snapshotStore (store_snapshotstore.go; writes and acks in
+//     store_write.go, store_clock.go, store_state.go, store_health.go; the
+//     encoding in store_encode.go, store_flatjson.go; limits and refusals in
+//     store_limits.go, store_refusal.go, store_degraded.go; the audit of
+//     stored snapshots against the events stream in store_audit.go).
+//   - Checkpoints: checkpointer (checkpoint_checkpointer.go), their stored
+//     form (checkpoint.go); compaction of the events they cover, and the
+//     rules that keep rebuilds exact over a compacted stream
+//     (checkpoint_compact.go); which streams may be compacted, as their
+//     metadata says (checkpoint_compact_mark.go).
+//   - The versions of the stored forms, and forms of a newer release met:
+//     version.go.
 //   - Reads of what is stored: the internal/read package (reads.go
 //     configures it).
-//   - Inference and diagnosis: inferenceServer (inference.go,
-//     inference_format.go, inference_reply.go, doctor.go, caughtup.go,
-//     requestreads.go for its reads on the lanes).
-//   - Reports on the errors stream: reports.go, errorstream.go,
-//     deadletter.go. Partitions and their owners: ownership.go, puller.go,
-//     members.go, partition.go. Provisioning: provision.go, consumer.go.
+//   - Inference and diagnosis: inferenceServer and the Pipelines it runs
+//     (inference.go,
+//     inference_format.go, inference_reply.go, inference_admission.go,
+//     inference_doctor.go, inference_caughtup.go,
+//     inference_failure.go, inference_observer.go, inference_reads.go for its
+//     reads on the lanes). Streaming replies: live.go (live_orphans.go
+//     completes those whose writer went silent while no worker held them).
+//   - Consumers and their deliveries: consumer.go, consumer_metrics.go,
+//     consumer_ack.go, consumer_inprogress.go, consumer_gaps.go (deliveries
+//     lost on the way, and the check that an event is its conversation's next
+//     one).
+//   - Reports on the errors stream: reports.go, reports_errorstream.go,
+//     reports_deadletter.go.
+//   - Partitions and their owners: partition_ownership.go,
+//     partition_puller.go, partition_members.go, partition_metrics.go.
+//   - Erasing a conversation everywhere: the eraser (erase.go), which
+//     drops it from every worker's memory and deletes it securely from
+//     every stream and bucket.
+//   - Provisioning: provision.go, provision_replies.go, provision_setup.go,
+//     provision_settings.go (shared settings: refused when they differ, or
+//     reconciled), provision_watches.go (how long a consumer on the
+//     snapshot bucket lives unused).

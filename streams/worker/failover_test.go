@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // abandon fetches n events from the worker's consumer and never
@@ -40,31 +42,36 @@ func abandon(t testing.TB, c *client.Client, n int) {
 // failover provisions the stream and the consumer with a worker whose ack
 // wait is a minute, as before DefaultAckWait; sends one event to each of
 // convs conversations; abandons them all (a worker killed with them in
-// hand); starts a worker with opts and returns how long after the
+// hand); starts a worker with opts, reconciling the ack wait, and returns how long after the
 // abandonment every conversation was stored.
 func failover(t testing.TB, convs int, opts ...Option) time.Duration {
 	t.Helper()
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc, WithAckWait(time.Minute)).stop(t)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc, WithAckWait(time.Minute)).Stop(t)
+	c := natstest.NewClient(t, nc)
 	names, seqs := sendOthers(t, c, "fo", convs)
 	abandon(t, c, convs)
 	killed := time.Now()
-	startWorker(t, nc, opts...)
+	StartWorker(t, nc, append([]Option{WithStorage(Storage{Reconcile: true})}, opts...)...)
 	return slices.Max(converged(t, c, names, seqs, killed, 2*time.Minute))
 }
 
 // TestFailoverWithinSeconds: the events a dead worker held are applied
 // within seconds by the worker that takes over, with the default options:
 // the consumer, made with an ack wait of a minute, is updated to
-// DefaultAckWait when the worker starts. With a minute, the conversations
-// of a killed worker converged 58 s after it died.
+// DefaultAckWait when the worker starts with Storage.Reconcile. With a
+// minute, the conversations of a killed worker converged 58 s after it
+// died. Each abandoned event counts as reapplied: it was delivered before.
 func TestFailoverWithinSeconds(t *testing.T) {
-	took := failover(t, 40)
+	reader := sdkmetric.NewManualReader()
+	took := failover(t, 40, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	t.Logf("40 conversations stored %v after their events were abandoned", took)
 	if took > DefaultAckWait+10*time.Second {
 		t.Errorf("took %v, more than the default ack wait (%v) and 10 s", took, DefaultAckWait)
+	}
+	if s := natstest.Sums(t, reader); s[MetricEventsReapplied] != 40 || s[MetricEventsApplied] != 40 {
+		t.Errorf("%d events applied, %d of them reapplied; want 40 and 40", s[MetricEventsApplied], s[MetricEventsReapplied])
 	}
 }
 
@@ -78,14 +85,14 @@ func TestLongWorkIsNotRedelivered(t *testing.T) {
 		// redelivery, which is skipped, and this test's failure.
 		t.Skip("the race detector slows the backlog to minutes")
 	}
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	const ackWait = 2 * time.Second
-	startWorker(t, nc, WithAckWait(ackWait), WithLanes(1))
-	c := newClient(t, nc)
+	StartWorker(t, nc, WithAckWait(ackWait), WithLanes(1))
+	c := natstest.NewClient(t, nc)
 	began := time.Now()
 	last := hotConversation(t, c, "hot", 3_000, 2_000)
-	waitVersion(t, c, "hot", last, 5*time.Minute)
+	natstest.WaitVersion(t, c, "hot", last, 5*time.Minute)
 	t.Logf("the backlog took %v against an ack wait of %v", time.Since(began), ackWait)
 	checkNoRedeliveries(t, c)
 }
@@ -97,7 +104,7 @@ func TestLongWorkIsNotRedelivered(t *testing.T) {
 func BenchmarkFailover(b *testing.B) {
 	var total time.Duration
 	for range b.N {
-		total += failover(b, 40, WithLogger(failureLogger(b, 10)))
+		total += failover(b, 40, WithLogger(natstest.FailureLogger(b, 10)))
 	}
 	b.ReportMetric(total.Seconds()/float64(b.N), "restart-to-converged-s")
 }
@@ -125,10 +132,10 @@ func BenchmarkFairness(b *testing.B) {
 // to delta.
 func othersP99(b *testing.B, hot func(c *client.Client)) time.Duration {
 	b.Helper()
-	ns := startServer(b, "")
-	nc := connect(b, ns)
-	startWorker(b, nc, WithLogger(failureLogger(b, 10)))
-	c := newClient(b, connect(b, ns)) // not the worker's connection, as in production
+	ns := natstest.StartServer(b, "")
+	nc := natstest.Connect(b, ns)
+	StartWorker(b, nc, WithLogger(natstest.FailureLogger(b, 10)))
+	c := natstest.NewClient(b, natstest.Connect(b, ns)) // not the worker's connection, as in production
 	if hot != nil {
 		hot(c)
 	}
@@ -140,7 +147,7 @@ func othersP99(b *testing.B, hot func(c *client.Client)) time.Duration {
 	// connection of their own, as a UI follows its conversation: a
 	// subscription to every delta would take the hot conversation's too,
 	// about a megabyte each, and measure the subscriber.
-	ui := connect(b, ns)
+	ui := natstest.Connect(b, ns)
 	for i := range others {
 		sub, err := ui.Subscribe(c.Subjects().Snapshots(fmt.Sprintf("other-%d", i)), func(*nats.Msg) { seen <- i })
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -18,9 +19,9 @@ import (
 // the bucket with a watch on the key, not by reading the snapshot again
 // and again, and goes on from the stored snapshot once it has the version.
 func TestFollowResyncWatches(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
-	startWorker(t, nc, WithLogger(testLogger(t)))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	StartWorker(t, nc, WithLogger(natstest.TestLogger(t)))
+	c := natstest.NewClient(t, nc)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const conv = "fw"
@@ -30,7 +31,7 @@ func TestFollowResyncWatches(t *testing.T) {
 	for i := range 3 {
 		last = send(i)
 	}
-	waitVersion(t, c, conv, last.Sequence, 10*time.Second)
+	natstest.WaitVersion(t, c, conv, last.Sequence, 10*time.Second)
 	views, err := c.Follow(ctx, conv, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

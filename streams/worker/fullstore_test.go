@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -11,7 +11,9 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // startLimitedServer starts an embedded JetStream server whose file store
@@ -45,9 +47,9 @@ func TestFullStoreKeepsWorkerUp(t *testing.T) {
 	const small = 24 << 20
 	ns := startLimitedServer(t, dir, -1, small)
 	port := ns.Addr().(*net.TCPAddr).Port
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithSnapshotInterval(0))
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, ns)
+	r := worker.StartWorker(t, nc, worker.WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
 	const convs = 40
 	want := map[string]*conversation.Conversation{}
 	last := map[string]uint64{}
@@ -82,24 +84,24 @@ func TestFullStoreKeepsWorkerUp(t *testing.T) {
 	if !full {
 		t.Fatal("the store never filled")
 	}
-	waitFor(t, 60*time.Second, "the worker not ready", func() bool { return r.w.Ready() != nil })
-	if err := r.w.Ready(); !strings.Contains(err.Error(), "store is full") {
+	natstest.WaitFor(t, 60*time.Second, "the worker not ready", func() bool { return r.W.Ready() != nil })
+	if err := r.W.Ready(); !strings.Contains(err.Error(), "store is full") {
 		t.Errorf("not ready for %q, want the full store named", err)
 	}
 	select {
-	case <-r.done:
-		t.Fatalf("the worker stopped: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("the worker stopped: %v", r.Err())
 	case <-time.After(2 * time.Second):
 	}
 	// Room again: the server restarted with a larger store.
 	ns.Shutdown()
 	ns.WaitForShutdown()
 	startLimitedServer(t, dir, port, 256<<20)
-	waitFor(t, 60*time.Second, "the worker ready", func() bool { return r.w.Ready() == nil })
+	natstest.WaitFor(t, 60*time.Second, "the worker ready", func() bool { return r.W.Ready() == nil })
 	select {
-	case <-r.done:
-		t.Fatalf("the worker stopped: %v", r.err)
+	case <-r.Done():
+		t.Fatalf("the worker stopped: %v", r.Err())
 	default:
 	}
-	checkStoredAt(t, c, want, last, 60*time.Second)
+	natstest.CheckStoredAt(t, c, want, last, 60*time.Second)
 }

@@ -65,7 +65,7 @@ type delivery struct {
 	preload *loadResult
 	dirty   bool // state changed in memory but not yet stored
 	// undo takes the event's change back should it be refused after it
-	// was applied (undo.go).
+	// was applied (handler_undo.go).
 	undo undoStep
 	// message is an append's message when validate built it straight from
 	// data already in the form a message keeps (data is then nil).
@@ -74,7 +74,7 @@ type delivery struct {
 	outcome outcome
 	version uint64 // the snapshot version published
 	// unstored: the event is applied but no stored snapshot covers it yet;
-	// it is acknowledged after the store (store.go).
+	// it is acknowledged after the store (store_write.go).
 	unstored bool
 }
 
@@ -83,8 +83,8 @@ type delivery struct {
 type handlerFunc func(ctx context.Context, d *delivery) error
 
 // middleware wraps a handlerFunc with one cross-cutting concern. Each is
-// made by a constructor taking what it depends on, one a file (tracing.go,
-// measuring.go, reject.go, recoverer.go), and New assembles the chain.
+// made by a constructor taking what it depends on, one a file (middleware_tracing.go,
+// middleware_measuring.go, middleware_reject.go, middleware_recoverer.go), and New assembles the chain.
 type middleware func(handlerFunc) handlerFunc
 
 // stage is one step of the handler; a stage that settles the delivery

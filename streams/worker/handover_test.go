@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -23,14 +24,23 @@ import (
 // letting go, so that the new owner starts from there: every event is
 // applied once, by one of the two, and every conversation equals Parse.
 func TestLostPartitionStoresFirst(t *testing.T) {
-	ns := startServer(t, "")
+	ns := natstest.StartServer(t, "")
 	// A stores late (its events stay unacknowledged meanwhile); B soon.
 	interval := func(d time.Duration) []Option {
 		return []Option{WithSnapshotInterval(d), WithSnapshotMaxInterval(d)}
 	}
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(1, recA, interval(10*time.Second)...)...)
-	c := newClient(t, connect(t, ns))
+	// Worker ids chosen so that B ranks first among the members and so
+	// prefers the partition: random ids left B second in every one of 20
+	// tries when A's id happened to rank low (a run in 20 or so).
+	idA, idB := "lp-worker-a", ""
+	for i := 0; idB == ""; i++ {
+		if id := fmt.Sprint("lp-worker-b", i); memberRank(id) < memberRank(idA) {
+			idB = id
+		}
+	}
+	a := StartWorker(t, natstest.Connect(t, ns), handoverOptions(1, recA, append(interval(10*time.Second), WithID(idA))...)...)
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
 	ctx := context.Background()
 
 	const convs = 20
@@ -40,43 +50,56 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		conv := fmt.Sprintf("lp-%02d", k)
 		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
 	}
-	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+	natstest.WaitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
 		return len(appliedSpans(0, recA)) == convs
 	})
 
 	// B pulls the partition too (it owns less than its share and prefers
 	// it: a worker that does not prefer it waits for it to be left without
 	// an owner for the pinned TTL) but A holds the pin.
-	var b *running
+	// The members bucket is read until it lists exactly the workers
+	// running: a B just started, or one just stopped, may not be in it, or
+	// may still be, on a busy machine.
+	members := func(n int) []string {
+		t.Helper()
+		var ids []string
+		natstest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d workers in the members bucket", n), func() bool {
+			var err error
+			ids, err = a.W.own.members.list(ctx)
+			return err == nil && len(ids) == n
+		})
+		return ids
+	}
+	var b *Running
 	for try := 0; b == nil; try++ {
 		if try == 20 {
 			t.Fatal("no worker B preferring the partition in 20 tries")
 		}
-		b = startWorker(t, connect(t, ns), handoverOptions(1, recB, interval(DefaultSnapshotInterval)...)...)
-		ids, err := b.w.own.members.list(ctx)
-		if err == nil && len(ids) == 2 && b.w.own.members.preferred(0, ids) {
+		b = StartWorker(t, natstest.Connect(t, ns), handoverOptions(1, recB, append(interval(DefaultSnapshotInterval), WithID(idB))...)...)
+		if b.W.own.members.preferred(0, members(2)) {
 			break
 		}
-		b.stop(t)
+		b.Stop(t)
 		b = nil
+		members(1)
 	}
 	// A holds the pin. Unpinning lets the next delivery pin whichever pull the
 	// server takes first; a probe event makes one, until B has it.
-	stream := a.w.stream
+	stream := a.W.stream
 	for i := 0; ; i++ {
 		if i == 10 {
 			t.Fatal("worker B never got the partition")
 		}
-		if err := stream.UnpinConsumer(ctx, a.w.partitionConsumer(0), ownerGroup); err != nil {
+		if err := stream.UnpinConsumer(ctx, a.W.cfg.partitionConsumer(0), ownerGroup); err != nil {
 			t.Fatal(err)
 		}
 		probe := fmt.Sprintf("lp-probe-%d", i)
 		send(probe, probe+"-e0", map[string]any{"id": "p", "role": "user", "content": "probe", "createdAt": 1000})
 		deadline := time.Now().Add(3 * time.Second)
-		for time.Now().Before(deadline) && (len(b.w.OwnedPartitions()) == 0 || len(a.w.OwnedPartitions()) > 0) {
+		for time.Now().Before(deadline) && (len(b.W.OwnedPartitions()) == 0 || len(a.W.OwnedPartitions()) > 0) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		if len(b.w.OwnedPartitions()) == 1 && len(a.w.OwnedPartitions()) == 0 {
+		if len(b.W.OwnedPartitions()) == 1 && len(a.W.OwnedPartitions()) == 0 {
 			break
 		}
 	}
@@ -88,7 +111,7 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 		conv := fmt.Sprintf("lp-%02d", k)
 		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
 	}
-	checkStoredAt(t, c, want, last, 30*time.Second)
+	natstest.CheckStoredAt(t, c, want, last, 30*time.Second)
 	checkAppliedOnce(t, 2*convs+len(want)-convs, recA, recB)
 }
 
@@ -97,13 +120,13 @@ func TestLostPartitionStoresFirst(t *testing.T) {
 // lowered): the worker keeps the partition until its conversations are
 // stored, then hands it off, and no event is applied twice.
 func TestHandOffWaitsForStores(t *testing.T) {
-	ns := startServer(t, "")
+	ns := natstest.StartServer(t, "")
 	recA, recB := tracetest.NewSpanRecorder(), tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA)...)
-	c := newClient(t, connect(t, ns))
+	a := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, recA)...)
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
 
 	// The bucket refuses every snapshot from now on: A applies events it cannot store.
-	accept := refuseSnapshots(t, a.w)
+	accept := refuseSnapshots(t, a.W)
 
 	const convs = 20
 	sent := newAppends(t, c)
@@ -112,29 +135,29 @@ func TestHandOffWaitsForStores(t *testing.T) {
 		conv := fmt.Sprintf("ho-%02d", k)
 		send(conv, conv+"-e0", map[string]any{"id": "m0", "role": "user", "content": "hello " + conv, "createdAt": 1000})
 	}
-	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
-		return len(appliedSpans(0, recA)) == convs && len(a.w.OwnedPartitions()) == 2
+	natstest.WaitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == convs && len(a.W.OwnedPartitions()) == 2
 	})
 
-	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	b := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, recB)...)
 	time.Sleep(2 * time.Second) // several rebalances, each trying the hand-off
-	if got := a.w.OwnedPartitions(); len(got) != 2 {
+	if got := a.W.OwnedPartitions(); len(got) != 2 {
 		t.Fatalf("worker A gave a partition up with its snapshots not stored: it owns %v", got)
 	}
 
 	accept()
 	// B learns that it owns the partition from the next events it gets.
-	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	natstest.WaitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.W.OwnedPartitions()) == 1 })
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
 	for k := range convs {
 		conv := fmt.Sprintf("ho-%02d", k)
 		send(conv, conv+"-e1", map[string]any{"id": "m1", "role": "assistant", "content": "hi", "parentId": "m0", "createdAt": 1001})
 	}
 	for conv, seq := range last {
-		waitVersion(t, c, conv, seq, 30*time.Second)
+		natstest.WaitVersion(t, c, conv, seq, 30*time.Second)
 	}
-	if len(b.w.OwnedPartitions()) != 1 {
-		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	if len(b.W.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.W.OwnedPartitions())
 	}
 
 	checkAppliedOnce(t, 2*convs, recA, recB)
@@ -161,7 +184,7 @@ func refuseSnapshots(t testing.TB, w *Worker) (accept func()) {
 	}
 	// A full bucket, not a message size limit: the worker takes a message
 	// too large for the bucket as a refusal no retry changes
-	// (storerefusal.go), a full one as the server's trouble.
+	// (store_refusal.go), a full one as the server's trouble.
 	set(1)
 	return func() { set(limit) }
 }
@@ -192,21 +215,38 @@ func newAppends(t testing.TB, c *client.Client) *appends {
 func (a *appends) waitApplied() {
 	a.t.Helper()
 	for conv, seq := range a.last {
-		snap := waitVersion(a.t, a.c, conv, seq, 30*time.Second)
+		snap := natstest.WaitVersion(a.t, a.c, conv, seq, 30*time.Second)
 		res, err := a.want[conv].Result()
 		if err != nil {
 			a.t.Fatal(err)
 		}
-		if d := snapshotDiff(a.t, snap, res); d != "" {
+		if d := natstest.SnapshotDiff(a.t, snap, res); d != "" {
 			a.t.Errorf("%s: %s", conv, d)
 		}
 	}
 }
 
-// send appends data (a message) to conv as event id.
+// chain appends to conv the k-th message of a chain of user messages,
+// m0 first, each the child of the one before, under an event id of the
+// client's choosing.
+func (a *appends) chain(conv string, k int) {
+	a.t.Helper()
+	data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": "user", "content": "hi"}
+	if k > 0 {
+		data["parentId"] = fmt.Sprintf("m%d", k-1)
+	}
+	a.send(conv, "", data)
+}
+
+// send appends data (a message) to conv as event id ("": an id of the
+// client's choosing).
 func (a *appends) send(conv, id string, data map[string]any) {
 	a.t.Helper()
-	sent, err := a.c.Send(context.Background(), conv, streams.TypeMessageAppended, data, client.WithEventID(id))
+	var opts []client.SendOption
+	if id != "" {
+		opts = append(opts, client.WithEventID(id))
+	}
+	sent, err := a.c.Send(context.Background(), conv, streams.TypeMessageAppended, data, opts...)
 	if err != nil {
 		a.t.Fatal(err)
 	}
@@ -275,19 +315,19 @@ const heldTTL = 3 * time.Second
 // id; a pull that waited for the lane asked for nothing, and the server
 // pinned the partition anew (to any worker waiting on it) after one TTL.
 func TestBusyLanesKeepThePin(t *testing.T) {
-	ns := startServer(t, "")
+	ns := natstest.StartServer(t, "")
 	rec := tracetest.NewSpanRecorder()
-	r := startWorker(t, connect(t, ns), handoverOptions(1, rec, WithLanes(1), WithPinnedTTL(heldTTL))...)
-	c := newClient(t, connect(t, ns))
+	r := StartWorker(t, natstest.Connect(t, ns), handoverOptions(1, rec, WithLanes(1), WithPinnedTTL(heldTTL))...)
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
 	sent := newAppends(t, c)
 	sent.send("busy-0", "busy-0-e0", map[string]any{"id": "m0", "role": "user", "content": "hello", "createdAt": 1000})
-	waitFor(t, 10*time.Second, "the first event applied", func() bool { return len(appliedSpans(0, rec)) == 1 })
-	before := consumerPins(t, r.w)[0]
+	natstest.WaitFor(t, 10*time.Second, "the first event applied", func() bool { return len(appliedSpans(0, rec)) == 1 })
+	before := consumerPins(t, r.W)[0]
 	if before == "" {
 		t.Fatal("the partition is not pinned")
 	}
 
-	release := holdLane(t, r.w)
+	release := holdLane(t, r.W)
 	const events = 3 * (partitionWindow + 64) // well over the pull buffer and the lane's queue
 	for k := range events {
 		conv := fmt.Sprintf("busy-%d", 1+k%50)
@@ -299,7 +339,7 @@ func TestBusyLanesKeepThePin(t *testing.T) {
 		sent.send(conv, fmt.Sprintf("%s-%s", conv, id), data)
 	}
 	time.Sleep(2 * heldTTL)
-	after := consumerPins(t, r.w)[0]
+	after := consumerPins(t, r.W)[0]
 	release()
 	if after != before {
 		t.Errorf("pinned client %q after the lane was held for two TTLs, %q before", after, before)
@@ -319,26 +359,26 @@ func TestSlowHandOffKeepsThePin(t *testing.T) {
 	ns, a, recA, sent := startHeldLane(t, "sh")
 	recB := tracetest.NewSpanRecorder()
 	sent.round(0)
-	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
-		return len(appliedSpans(0, recA)) == heldConvs && len(a.w.OwnedPartitions()) == 2
+	natstest.WaitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+		return len(appliedSpans(0, recA)) == heldConvs && len(a.W.OwnedPartitions()) == 2
 	})
-	before := consumerPins(t, a.w)
+	before := consumerPins(t, a.W)
 
-	release := holdLane(t, a.w)
+	release := holdLane(t, a.W)
 	sent.round(1)
-	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
+	b := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, recB, WithPinnedTTL(heldTTL))...)
 	time.Sleep(2 * heldTTL) // A hands a partition off, behind the held lane
-	during := consumerPins(t, a.w)
+	during := consumerPins(t, a.W)
 	release()
 	if !slices.Equal(during, before) {
 		t.Errorf("pins %q while the hand-off waited for the lane, %q before", during, before)
 	}
-	waitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	natstest.WaitFor(t, 20*time.Second, "the partition handed off", func() bool { return len(a.W.OwnedPartitions()) == 1 })
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
 	sent.round(2)
 	sent.waitApplied()
-	if len(b.w.OwnedPartitions()) != 1 {
-		t.Errorf("worker B owns partitions %v, want one", b.w.OwnedPartitions())
+	if len(b.W.OwnedPartitions()) != 1 {
+		t.Errorf("worker B owns partitions %v, want one", b.W.OwnedPartitions())
 	}
 	checkAppliedOnce(t, 3*heldConvs, recA, recB)
 }
@@ -357,12 +397,12 @@ type heldLane struct {
 // startHeldLane starts a server and worker A of a held-lane test (two
 // partitions, one lane, a pinned TTL of heldTTL) tracing to recA, and a
 // client sending to conversations named prefix-NN.
-func startHeldLane(t testing.TB, prefix string) (*server.Server, *running, *tracetest.SpanRecorder, *heldLane) {
+func startHeldLane(t testing.TB, prefix string) (*server.Server, *Running, *tracetest.SpanRecorder, *heldLane) {
 	t.Helper()
-	ns := startServer(t, "")
+	ns := natstest.StartServer(t, "")
 	recA := tracetest.NewSpanRecorder()
-	a := startWorker(t, connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
-	return ns, a, recA, &heldLane{appends: newAppends(t, newClient(t, connect(t, ns))), prefix: prefix}
+	a := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, recA, WithLanes(1), WithPinnedTTL(heldTTL))...)
+	return ns, a, recA, &heldLane{appends: newAppends(t, natstest.NewClient(t, natstest.Connect(t, ns))), prefix: prefix}
 }
 
 // round appends message mJ to every conversation, chained to m(J-1).
@@ -419,31 +459,31 @@ func TestGracefulStopKeepsThePins(t *testing.T) {
 	ns, a, recA, sent := startHeldLane(t, "gs")
 	recB := tracetest.NewSpanRecorder()
 	sent.round(0)
-	waitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
+	natstest.WaitFor(t, 10*time.Second, "worker A applied the first events", func() bool {
 		return len(appliedSpans(0, recA)) == heldConvs
 	})
-	b := startWorker(t, connect(t, ns), handoverOptions(2, recB)...)
-	waitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.w.OwnedPartitions()) == 1 })
+	b := StartWorker(t, natstest.Connect(t, ns), handoverOptions(2, recB, WithPinnedTTL(heldTTL))...)
+	natstest.WaitFor(t, 20*time.Second, "a partition handed off", func() bool { return len(a.W.OwnedPartitions()) == 1 })
 	sent.round(1) // B learns it owns the other partition from its events
-	waitFor(t, 20*time.Second, "a partition each", func() bool { return len(b.w.OwnedPartitions()) == 1 })
-	owned := a.w.OwnedPartitions()[0]
-	before := consumerPins(t, a.w)[owned]
+	natstest.WaitFor(t, 20*time.Second, "a partition each", func() bool { return len(b.W.OwnedPartitions()) == 1 })
+	owned := a.W.OwnedPartitions()[0]
+	before := consumerPins(t, a.W)[owned]
 
-	release := holdLane(t, a.w)
+	release := holdLane(t, a.W)
 	sent.round(2)
-	a.cancel()
+	a.Cancel()
 	time.Sleep(2 * heldTTL) // A stores, behind the held lane
-	during := consumerPins(t, b.w)[owned]
+	during := consumerPins(t, b.W)[owned]
 	release()
 	if during != before {
 		t.Errorf("partition %d pinned to %q while worker A stopped, %q before", owned, during, before)
 	}
-	a.stop(t)
+	a.Stop(t)
 	time.Sleep(time.Second) // time for unacknowledged events to come back, were there any
 	sent.round(3)
 	sent.waitApplied()
-	if len(b.w.OwnedPartitions()) != 2 {
-		t.Errorf("worker B owns partitions %v, want both", b.w.OwnedPartitions())
+	if len(b.W.OwnedPartitions()) != 2 {
+		t.Errorf("worker B owns partitions %v, want both", b.W.OwnedPartitions())
 	}
 	checkAppliedOnce(t, 4*heldConvs, recA, recB)
 }

@@ -2,9 +2,11 @@ package worker
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
+	"github.com/convstream/convstream/internal/healthswitch"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -39,7 +41,7 @@ func (w *Worker) Live() error {
 		return nil // not consuming: nothing to be stuck on
 	}
 	if i, d := w.lanes.stalled(laneStallLimit); i >= 0 {
-		return fmt.Errorf("streams: lane %d has run one task for %v", i, d.Round(time.Second))
+		return fmt.Errorf("worker: lane %d has run one task for %v", i, d.Round(time.Second))
 	}
 	return nil
 }
@@ -47,28 +49,12 @@ func (w *Worker) Live() error {
 // HealthHandler serves /healthz (200 while the process runs and Live, 503
 // otherwise) and /readyz (200 when Ready, 503 otherwise).
 func (w *Worker) HealthHandler() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := w.Live(); err != nil {
-			rw.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(rw, err)
-			return
-		}
-		fmt.Fprintln(rw, "ok")
-	})
-	mux.HandleFunc("GET /readyz", func(rw http.ResponseWriter, _ *http.Request) {
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := w.Ready(); err != nil {
-			rw.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(rw, err)
-			return
-		}
-		fmt.Fprintln(rw, "ready")
-		// Conversations held at a limit are a reason to look, not to stop
-		// sending this worker work: it serves the others.
+	// Conversations held at a limit are a reason to look, not to stop
+	// sending this worker work: it serves the others.
+	return healthswitch.Probes(w.Live, w.Ready, func(rw io.Writer) {
 		fmt.Fprint(rw, w.degradedReport())
 		fmt.Fprint(rw, w.eventsLostReport())
+		fmt.Fprint(rw, w.auditReport())
+		fmt.Fprint(rw, w.newerFormReport())
 	})
-	return mux
 }

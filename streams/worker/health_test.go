@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
 	"github.com/nats-io/nats.go"
@@ -30,14 +31,14 @@ func status(t *testing.T, h http.Handler, path string) int {
 // applying events when the server comes back on the same store.
 func TestReadiness(t *testing.T) {
 	dir := t.TempDir()
-	ns := startServer(t, dir)
+	ns := natstest.StartServer(t, dir)
 	port := ns.Addr().(*net.TCPAddr).Port
 	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	w, err := New(nc, WithLogger(testLogger(t)))
+	w, err := New(nc, WithLogger(natstest.TestLogger(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,11 +50,11 @@ func TestReadiness(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = w.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, 10*time.Second, "ready", func() bool { return status(t, h, "/readyz") == 200 })
+	natstest.WaitFor(t, 10*time.Second, "ready", func() bool { return status(t, h, "/readyz") == 200 })
 
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	waitFor(t, 10*time.Second, "not ready while disconnected", func() bool { return status(t, h, "/readyz") == 503 })
+	natstest.WaitFor(t, 10*time.Second, "not ready while disconnected", func() bool { return status(t, h, "/readyz") == 503 })
 	if status(t, h, "/healthz") != 200 {
 		t.Error("healthz while disconnected")
 	}
@@ -64,13 +65,13 @@ func TestReadiness(t *testing.T) {
 	}
 	t.Cleanup(func() { ns2.Shutdown(); ns2.WaitForShutdown() })
 	start := time.Now()
-	waitFor(t, 10*time.Second, "ready after reconnecting", func() bool { return status(t, h, "/readyz") == 200 })
+	natstest.WaitFor(t, 10*time.Second, "ready after reconnecting", func() bool { return status(t, h, "/readyz") == 200 })
 	t.Logf("ready %v after the server came back", time.Since(start))
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	if _, err := c.Send(context.Background(), "back", streams.TypeMessageAppended, map[string]any{"id": "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "back", 1, 20*time.Second)
+	natstest.WaitVersion(t, c, "back", 1, 20*time.Second)
 	t.Logf("event applied %v after the server came back", time.Since(start))
 	cancel()
 	<-done
@@ -82,24 +83,24 @@ func TestReadiness(t *testing.T) {
 // and says why, /healthz stays 200; once the bucket takes writes again the
 // retries store the snapshot and the worker is ready again.
 func TestReadinessWhileStoresFail(t *testing.T) {
-	ns := startServer(t, t.TempDir())
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, t.TempDir())
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithStoreStallLimit(300*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
+	r := StartWorker(t, nc, WithStoreStallLimit(300*time.Millisecond), WithSnapshotInterval(10*time.Millisecond),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	writes := func(outcome string) int64 {
-		return sumWhere(collect(t, reader), MetricSnapshotWrites, "outcome", outcome)
+		return sumWhere(natstest.Collect(t, reader), MetricSnapshotWrites, "outcome", outcome)
 	}
-	h := r.w.HealthHandler()
-	c := newClient(t, nc)
+	h := r.W.HealthHandler()
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	if _, err := c.Send(ctx, "full", streams.TypeMessageAppended, map[string]any{"id": "m1"}); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "full", 1, 10*time.Second)
+	natstest.WaitVersion(t, c, "full", 1, 10*time.Second)
 
-	js := r.w.js
-	bucket, err := js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
+	js := r.W.js
+	bucket, err := js.Stream(ctx, "KV_"+r.W.cfg.subjects.SnapshotBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,15 +113,15 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	if _, err := js.UpdateStream(ctx, limited); err != nil {
 		t.Fatal(err)
 	}
-	if r.w.Ready() != nil {
+	if r.W.Ready() != nil {
 		t.Fatal("not ready before any write failed")
 	}
 	ack, err := c.Send(ctx, "full", streams.TypeMessageAppended, map[string]any{"id": "m2", "parentId": "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "not ready while writes fail", func() bool { return status(t, h, "/readyz") == 503 })
-	err = r.w.Ready()
+	natstest.WaitFor(t, 10*time.Second, "not ready while writes fail", func() bool { return status(t, h, "/readyz") == 503 })
+	err = r.W.Ready()
 	t.Logf("readiness: %v", err)
 	if !errors.Is(err, streams.ErrNotReady) || !strings.Contains(err.Error(), "snapshot writes failing") {
 		t.Errorf("readiness while writes fail: %v", err)
@@ -130,14 +131,14 @@ func TestReadinessWhileStoresFail(t *testing.T) {
 	}
 	// Not ready comes after the first failed write; the retries, 100 ms
 	// apart, are counted too.
-	waitFor(t, 10*time.Second, "two snapshot writes counted failed", func() bool { return writes("failed") >= 2 })
+	natstest.WaitFor(t, 10*time.Second, "two snapshot writes counted failed", func() bool { return writes("failed") >= 2 })
 
 	limited.MaxBytes = -1
 	if _, err := js.UpdateStream(ctx, limited); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "full", ack.Sequence, 20*time.Second)
-	waitFor(t, 5*time.Second, "ready once writes succeed", func() bool { return status(t, h, "/readyz") == 200 })
+	natstest.WaitVersion(t, c, "full", ack.Sequence, 20*time.Second)
+	natstest.WaitFor(t, 5*time.Second, "ready once writes succeed", func() bool { return status(t, h, "/readyz") == 200 })
 	if stored := writes("stored"); stored < 2 {
 		t.Errorf("%d snapshot writes counted stored, want the first and the one after the limit went", stored)
 	}

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"bytes"
@@ -15,9 +15,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // hostileKind is one kind of hostile input of TestHostileSuite: a message
@@ -28,7 +30,7 @@ type hostileKind struct {
 	subject string // default convstream.events.<suiteConv>
 	header  map[string]string
 	body    []byte
-	code    string
+	code    streams.RejectCode
 	path    string // "" when the rejection names no path
 }
 
@@ -55,7 +57,7 @@ func newRejectionLog(t *testing.T, nc *nats.Conn) *rejectionLog {
 			t.Errorf("undecodable rejection: %v", err)
 			return
 		}
-		checkEvent(t, ev) // every rejection matches its schema
+		natstest.CheckEvent(t, ev) // every rejection matches its schema
 		var rej streams.EventRejected
 		if err := json.Unmarshal(ev.Data(), &rej); err != nil {
 			t.Error(err)
@@ -141,7 +143,7 @@ func msgpackFloat(bits uint64) []byte {
 func hostileKinds() []hostileKind {
 	conv := suiteConv
 	st := func() map[string]string { return map[string]string{"content-type": streams.ContentTypeCloudEvents} }
-	bin := func(typ, ct string) map[string]string { return binaryHeaders(typ, conv, ct) }
+	bin := func(typ, ct string) map[string]string { return natstest.BinaryHeaders(typ, conv, ct) }
 	app, upd, del, grp := streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted
 	envelope := func(attrs string) []byte {
 		return []byte(`{"specversion":"1.0","id":"e1","source":"urn:hostile","type":"` + app + `","conversationid":"` + conv + `"` + attrs + `}`)
@@ -219,13 +221,13 @@ func hostileKinds() []hostileKind {
 	}
 	add(
 		hostileKind{name: "conversationid missing", header: without(bin(app, ""), "ce-conversationid"), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
-		hostileKind{name: "conversationid differing in case", header: binaryHeaders(app, "TARGET", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
-		hostileKind{name: "conversationid of another conversation", header: binaryHeaders(app, "calm-0", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
-		hostileKind{name: "subject id with a dollar sign", subject: "convstream.events.a$b", header: binaryHeaders(app, "a$b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
-		hostileKind{name: "subject id of 129 characters", subject: "convstream.events." + strings.Repeat("a", 129), header: binaryHeaders(app, strings.Repeat("a", 129), ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
-		hostileKind{name: "subject id of 4,000 characters", subject: "convstream.events." + strings.Repeat("b", 4000), header: binaryHeaders(app, "b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
-		hostileKind{name: "subject with an extra token", subject: "convstream.events.x.y", header: binaryHeaders(app, "y", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
-		hostileKind{name: "subject id not ASCII", subject: "convstream.events.ünï", header: binaryHeaders(app, "ünï", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		hostileKind{name: "conversationid differing in case", header: natstest.BinaryHeaders(app, "TARGET", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
+		hostileKind{name: "conversationid of another conversation", header: natstest.BinaryHeaders(app, "calm-0", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
+		hostileKind{name: "subject id with a dollar sign", subject: "convstream.events.a$b", header: natstest.BinaryHeaders(app, "a$b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		hostileKind{name: "subject id of 129 characters", subject: "convstream.events." + strings.Repeat("a", 129), header: natstest.BinaryHeaders(app, strings.Repeat("a", 129), ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		hostileKind{name: "subject id of 4,000 characters", subject: "convstream.events." + strings.Repeat("b", 4000), header: natstest.BinaryHeaders(app, "b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		hostileKind{name: "subject with an extra token", subject: "convstream.events.x.y", header: natstest.BinaryHeaders(app, "y", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		hostileKind{name: "subject id not ASCII", subject: "convstream.events.ünï", header: natstest.BinaryHeaders(app, "ünï", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
 	)
 
 	// Content types.
@@ -236,10 +238,10 @@ func hostileKinds() []hostileKind {
 
 	// Sizes.
 	add(
-		hostileKind{name: "payload one byte over the limit", header: bin(app, ""), body: []byte(`{"id":"m9","content":"` + strings.Repeat("x", DefaultMaxEventBytes) + `"}`), code: streams.CodeTooLarge},
+		hostileKind{name: "payload one byte over the limit", header: bin(app, ""), body: []byte(`{"id":"m9","content":"` + strings.Repeat("x", worker.DefaultMaxEventBytes) + `"}`), code: streams.CodeTooLarge},
 		hostileKind{name: "16 MB payload", header: st(), body: ceJSON(app, conv, `{"id":"m9","content":"`+strings.Repeat("x", 16<<20)+`"}`), code: streams.CodeTooLarge},
 		hostileKind{name: "a message id of 2 MB", header: bin(app, ""), body: []byte(`{"id":"` + strings.Repeat("i", 2<<20) + `"}`), code: streams.CodeTooLarge},
-		hostileKind{name: "60 KB of headers and a full payload", header: with(bin(app, ""), "ce-padding", strings.Repeat("p", 60<<10)), body: []byte(`{"id":"m9","content":"` + strings.Repeat("x", DefaultMaxEventBytes-(60<<10)) + `"}`), code: streams.CodeTooLarge},
+		hostileKind{name: "60 KB of headers and a full payload", header: with(bin(app, ""), "ce-padding", strings.Repeat("p", 60<<10)), body: []byte(`{"id":"m9","content":"` + strings.Repeat("x", worker.DefaultMaxEventBytes-(60<<10)) + `"}`), code: streams.CodeTooLarge},
 	)
 
 	// Data that is not an object with a string id.
@@ -433,13 +435,13 @@ func TestHostileSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc := connect(t, ns)
+	nc := natstest.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := startWorker(t, nc)
-	c := newClient(t, nc)
+	r := worker.StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	rejections := newRejectionLog(t, nc)
 	ctx := context.Background()
 
@@ -449,7 +451,7 @@ func TestHostileSuite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := waitCaughtUp(t, c, suiteConv, 20*time.Second)
+	before := natstest.WaitCaughtUp(t, c, suiteConv, 20*time.Second)
 
 	// Eight conversations that only get good events, a few at a time
 	// between the hostile kinds.
@@ -526,7 +528,7 @@ func TestHostileSuite(t *testing.T) {
 		if k.path != "" {
 			withPath++
 		}
-		if err := r.w.Ready(); err != nil {
+		if err := r.W.Ready(); err != nil {
 			t.Fatalf("after %s: worker not ready: %v", k.name, err)
 		}
 		t.Logf("%3d %-55.55s %8d B → %s %s: %.100s", i+1, k.name, len(k.body), rej.Code, rej.Path, rej.Reason)
@@ -554,12 +556,12 @@ func TestHostileSuite(t *testing.T) {
 	sendCalm()
 	for i, msgs := range calmMsgs {
 		conv := fmt.Sprintf("calm-%d", i)
-		snap := waitCaughtUp(t, c, conv, 30*time.Second)
+		snap := natstest.WaitCaughtUp(t, c, conv, 30*time.Second)
 		want, err := conversation.Parse(msgs, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := snapshotDiff(t, snap, want); d != "" {
+		if d := natstest.SnapshotDiff(t, snap, want); d != "" {
 			t.Errorf("%s: %s", conv, d)
 		}
 	}
@@ -573,7 +575,7 @@ func TestHostileSuite(t *testing.T) {
 	if _, err := c.Send(ctx, suiteConv, streams.TypeMessageAppended, map[string]any{"id": "m4", "parentId": "m3", "role": "user"}); err != nil {
 		t.Fatal(err)
 	}
-	waitCaughtUp(t, c, suiteConv, 20*time.Second)
+	natstest.WaitCaughtUp(t, c, suiteConv, 20*time.Second)
 
 	// Memory: the heap in use comes back within 48 MiB of where it
 	// started (the server keeps the blocks it wrote last cached for a

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"bytes"
@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
+	"github.com/convstream/convstream/streams/worker"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -26,7 +28,7 @@ type hostileCase struct {
 	subject string // default convstream.events.hostile
 	header  map[string]string
 	body    []byte
-	code    string
+	code    streams.RejectCode
 	before  func() // runs before the input is published
 }
 
@@ -39,21 +41,6 @@ func nested(n int) string {
 func ceJSON(typ, conv, data string) []byte {
 	return fmt.Appendf(nil, `{"specversion":"1.0","id":"h-%d","source":"urn:hostile","type":%q,"conversationid":%q,"data":%s}`,
 		time.Now().UnixNano(), typ, conv, data)
-}
-
-// binaryHeaders returns the ce-* headers of a binary-mode event.
-func binaryHeaders(typ, conv, contentType string) map[string]string {
-	h := map[string]string{
-		"ce-specversion":    "1.0",
-		"ce-id":             fmt.Sprintf("b-%d", time.Now().UnixNano()),
-		"ce-source":         "urn:hostile",
-		"ce-type":           typ,
-		"ce-conversationid": conv,
-	}
-	if contentType != "" {
-		h["content-type"] = contentType
-	}
-	return h
 }
 
 func without(h map[string]string, keys ...string) map[string]string {
@@ -96,15 +83,15 @@ func TestHostileInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc := connect(t, ns)
+	nc := natstest.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const conv = "hostile"
 	const maxMessages = 5
-	startWorker(t, nc, WithLimits(Limits{MaxEventBytes: DefaultMaxEventBytes, MaxMessages: maxMessages}))
-	c := newClient(t, nc)
+	worker.StartWorker(t, nc, worker.WithLimits(worker.Limits{MaxEventBytes: worker.DefaultMaxEventBytes, MaxMessages: maxMessages}))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 
 	rejections := map[uint64]streams.EventRejected{}
@@ -115,7 +102,7 @@ func TestHostileInput(t *testing.T) {
 			t.Errorf("undecodable rejection: %v", err)
 			return
 		}
-		checkEvent(t, ev)
+		natstest.CheckEvent(t, ev)
 		var rej streams.EventRejected
 		if err := json.Unmarshal(ev.Data(), &rej); err != nil {
 			t.Error(err)
@@ -140,7 +127,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	before := waitCaughtUp(t, c, conv, 10*time.Second)
+	before := natstest.WaitCaughtUp(t, c, conv, 10*time.Second)
 
 	events := "convstream.events." + conv
 	structured := map[string]string{"content-type": streams.ContentTypeCloudEvents}
@@ -174,43 +161,43 @@ func TestHostileInput(t *testing.T) {
 		{name: "specversion 2.0", header: st(), body: []byte(`{"specversion":"2.0","id":"x","source":"s","type":"` + app + `","data":{"id":"m9"}}`), code: streams.CodeNotCloudEvent},
 		{name: "specversion a number", header: st(), body: []byte(`{"specversion":1.0,"id":"x","source":"s","type":"` + app + `","data":{"id":"m9"}}`), code: streams.CodeNotCloudEvent},
 		{name: "specversion missing", header: st(), body: []byte(`{"id":"x","source":"s","type":"` + app + `","data":{"id":"m9"}}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, ce-specversion 9.9", header: with(binaryHeaders(app, conv, ""), "ce-specversion", "9.9"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, no ce-id", header: without(binaryHeaders(app, conv, ""), "ce-id"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, no ce-source", header: without(binaryHeaders(app, conv, ""), "ce-source"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, no ce-type", header: without(binaryHeaders(app, conv, ""), "ce-type"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, empty ce-id", header: with(binaryHeaders(app, conv, ""), "ce-id", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, ce-time not a time", header: with(binaryHeaders(app, conv, ""), "ce-time", "yesterday"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "binary, control characters in ce-id", header: with(binaryHeaders(app, conv, ""), "ce-id", "evil%0Aid%00"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, ce-specversion 9.9", header: with(natstest.BinaryHeaders(app, conv, ""), "ce-specversion", "9.9"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, no ce-id", header: without(natstest.BinaryHeaders(app, conv, ""), "ce-id"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, no ce-source", header: without(natstest.BinaryHeaders(app, conv, ""), "ce-source"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, no ce-type", header: without(natstest.BinaryHeaders(app, conv, ""), "ce-type"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, empty ce-id", header: with(natstest.BinaryHeaders(app, conv, ""), "ce-id", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, ce-time not a time", header: with(natstest.BinaryHeaders(app, conv, ""), "ce-time", "yesterday"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "binary, control characters in ce-id", header: with(natstest.BinaryHeaders(app, conv, ""), "ce-id", "evil%0Aid%00"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
 		// Types and conversations.
-		{name: "type from the next major version", header: binaryHeaders("convstream.message.appended.v2", conv, ""), body: []byte(`{"id":"m9"}`), code: streams.CodeUnknownType},
-		{name: "the worker's own snapshot type re-injected", header: binaryHeaders(streams.TypeSnapshotUpdated, conv, ""), body: []byte(`{"id":"m9"}`), code: streams.CodeUnknownType},
-		{name: "conversationid differing in case", header: binaryHeaders(app, "HOSTILE", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
-		{name: "conversationid with a percent-encoded space", header: binaryHeaders(app, "hostile%20", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
-		{name: "subject id with a dollar sign", subject: "convstream.events.a$b", header: binaryHeaders(app, "a$b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
-		{name: "subject id of 129 characters", subject: "convstream.events." + strings.Repeat("a", 129), header: binaryHeaders(app, strings.Repeat("a", 129), ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		{name: "type from the next major version", header: natstest.BinaryHeaders("convstream.message.appended.v2", conv, ""), body: []byte(`{"id":"m9"}`), code: streams.CodeUnknownType},
+		{name: "the worker's own snapshot type re-injected", header: natstest.BinaryHeaders(streams.TypeSnapshotUpdated, conv, ""), body: []byte(`{"id":"m9"}`), code: streams.CodeUnknownType},
+		{name: "conversationid differing in case", header: natstest.BinaryHeaders(app, "HOSTILE", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
+		{name: "conversationid with a percent-encoded space", header: natstest.BinaryHeaders(app, "hostile%20", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadConversation},
+		{name: "subject id with a dollar sign", subject: "convstream.events.a$b", header: natstest.BinaryHeaders(app, "a$b", ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
+		{name: "subject id of 129 characters", subject: "convstream.events." + strings.Repeat("a", 129), header: natstest.BinaryHeaders(app, strings.Repeat("a", 129), ""), body: []byte(`{"id":"m9"}`), code: streams.CodeBadSubject},
 		// Sizes.
 		{name: "10 MB payload", header: structured, body: tenMB, code: streams.CodeTooLarge},
-		{name: "one document of a million messages", header: binaryHeaders(app, conv, ""), body: million.Bytes(), code: streams.CodeTooLarge},
+		{name: "one document of a million messages", header: natstest.BinaryHeaders(app, conv, ""), body: million.Bytes(), code: streams.CodeTooLarge},
 		// JetStream refuses headers over 64 KiB itself: a clean publish error.
-		{name: "1 MiB of headers", header: with(binaryHeaders(app, conv, ""), "ce-padding", strings.Repeat("p", DefaultMaxEventBytes)), body: []byte(`{"id":"m9"}`), code: ""},
+		{name: "1 MiB of headers", header: with(natstest.BinaryHeaders(app, conv, ""), "ce-padding", strings.Repeat("p", worker.DefaultMaxEventBytes)), body: []byte(`{"id":"m9"}`), code: ""},
 		// Data.
 		{name: "data a JSON string", header: st(), body: ceJSON(app, conv, `"m9"`), code: streams.CodeBadData},
-		{name: "data a JSON number", header: binaryHeaders(app, conv, streams.ContentTypeJSON), body: []byte("12"), code: streams.CodeBadData},
-		{name: "data missing", header: binaryHeaders(app, conv, ""), body: nil, code: streams.CodeBadData},
-		{name: "content-type with a broken parameter", header: binaryHeaders(app, conv, "application/json; charset"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
-		{name: "invalid UTF-8 in a JSON string", header: binaryHeaders(app, conv, streams.ContentTypeJSON), body: []byte("{\"id\":\"m9\",\"content\":\"\xff\xfe\"}"), code: streams.CodeBadData},
-		{name: "invalid UTF-8 in a msgpack string", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xa2\xff\xfe"), code: streams.CodeBadData},
+		{name: "data a JSON number", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeJSON), body: []byte("12"), code: streams.CodeBadData},
+		{name: "data missing", header: natstest.BinaryHeaders(app, conv, ""), body: nil, code: streams.CodeBadData},
+		{name: "content-type with a broken parameter", header: natstest.BinaryHeaders(app, conv, "application/json; charset"), body: []byte(`{"id":"m9"}`), code: streams.CodeNotCloudEvent},
+		{name: "invalid UTF-8 in a JSON string", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeJSON), body: []byte("{\"id\":\"m9\",\"content\":\"\xff\xfe\"}"), code: streams.CodeBadData},
+		{name: "invalid UTF-8 in a msgpack string", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xa2\xff\xfe"), code: streams.CodeBadData},
 		// encoding/json stops at 10,000 levels while reading the envelope.
 		{name: "metadata nested 100,000 deep (structured)", header: st(), body: deepJSON, code: streams.CodeNotCloudEvent},
-		{name: "metadata nested 100,000 deep (binary JSON)", header: binaryHeaders(app, conv, ""), body: []byte(`{"id":"m9","metadata":` + nested(100_000) + `}`), code: streams.CodeBadData},
-		{name: "metadata nested 1,000 deep (JSON)", header: binaryHeaders(app, conv, ""), body: []byte(`{"id":"m9","metadata":` + nested(1000) + `}`), code: streams.CodeBadData},
-		{name: "metadata nested 100,000 deep (msgpack)", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: msgpackNested(100_000), code: streams.CodeBadData},
-		{name: "msgpack array claiming 4 billion elements", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xdd\xff\xff\xff\xff"), code: streams.CodeBadData},
-		{name: "msgpack string claiming 4 GB", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xdb\xff\xff\xff\xff"), code: streams.CodeBadData},
-		{name: "msgpack map claiming a million entries", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\xdf\x00\x0f\x42\x40\xa2id\xa2m9"), code: streams.CodeBadData},
-		{name: "msgpack map with integer keys", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\x01\x02"), code: streams.CodeBadData},
-		{name: "msgpack truncated", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id"), code: streams.CodeBadData},
-		{name: "msgpack trailing bytes", header: binaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x81\xa2id\xa2m9\xc0\xc0"), code: streams.CodeBadData},
+		{name: "metadata nested 100,000 deep (binary JSON)", header: natstest.BinaryHeaders(app, conv, ""), body: []byte(`{"id":"m9","metadata":` + nested(100_000) + `}`), code: streams.CodeBadData},
+		{name: "metadata nested 1,000 deep (JSON)", header: natstest.BinaryHeaders(app, conv, ""), body: []byte(`{"id":"m9","metadata":` + nested(1000) + `}`), code: streams.CodeBadData},
+		{name: "metadata nested 100,000 deep (msgpack)", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: msgpackNested(100_000), code: streams.CodeBadData},
+		{name: "msgpack array claiming 4 billion elements", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xdd\xff\xff\xff\xff"), code: streams.CodeBadData},
+		{name: "msgpack string claiming 4 GB", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\xa7content\xdb\xff\xff\xff\xff"), code: streams.CodeBadData},
+		{name: "msgpack map claiming a million entries", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\xdf\x00\x0f\x42\x40\xa2id\xa2m9"), code: streams.CodeBadData},
+		{name: "msgpack map with integer keys", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id\xa2m9\x01\x02"), code: streams.CodeBadData},
+		{name: "msgpack truncated", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x82\xa2id"), code: streams.CodeBadData},
+		{name: "msgpack trailing bytes", header: natstest.BinaryHeaders(app, conv, streams.ContentTypeMsgpack), body: []byte("\x81\xa2id\xa2m9\xc0\xc0"), code: streams.CodeBadData},
 		// Ids.
 		{name: "empty message id", header: st(), body: ceJSON(app, conv, `{"id":""}`), code: streams.CodeMissingID},
 		{name: "message id an object", header: st(), body: ceJSON(app, conv, `{"id":{"id":"m9"}}`), code: streams.CodeMissingID},
@@ -230,7 +217,7 @@ func TestHostileInput(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				before = waitCaughtUp(t, c, conv, 10*time.Second)
+				before = natstest.WaitCaughtUp(t, c, conv, 10*time.Second)
 			}},
 	}
 
@@ -265,7 +252,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatalf("%s: publish: %v", tc.name, err)
 		}
 		var rej streams.EventRejected
-		waitFor(t, 20*time.Second, tc.name+" rejected", func() bool {
+		natstest.WaitFor(t, 20*time.Second, tc.name+" rejected", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
 			var ok bool
@@ -322,15 +309,15 @@ func TestHostileInput(t *testing.T) {
 	if _, err := c.Send(ctx, conv, streams.TypeMessageDeleted, map[string]any{"id": "m5"}); err != nil {
 		t.Fatal(err)
 	}
-	waitCaughtUp(t, c, conv, 10*time.Second)
+	natstest.WaitCaughtUp(t, c, conv, 10*time.Second)
 }
 
 // TestOverMaxPayload: a server refuses a message over its max payload with
 // a clean error; nothing reaches the worker.
 func TestOverMaxPayload(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
 	_, err := c.Send(context.Background(), "big", streams.TypeMessageAppended,
 		map[string]any{"id": "m1", "content": strings.Repeat("x", 10<<20)})
 	if !errors.Is(err, nats.ErrMaxPayload) {

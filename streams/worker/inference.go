@@ -31,7 +31,7 @@ const InferenceService = "convstream-inference"
 // worker (lastStored, read), runs it through a pipeline, writes the model
 // request, replies and publishes the result or a rejection. It owns its
 // service, its limits and its token counters. Requests are handled
-// concurrently, as admission allows (admission.go); those it refuses are
+// concurrently, as admission allows (inference_admission.go); those it refuses are
 // answered busy (inference_reply.go).
 type inferenceServer struct {
 	nc       *nats.Conn
@@ -83,7 +83,7 @@ func (s *inferenceServer) start(ctx context.Context) error {
 		QueueGroup:  s.queueGroup,
 	})
 	if err != nil {
-		return fmt.Errorf("streams: inference service: %w", err)
+		return fmt.Errorf("worker: inference service: %w", err)
 	}
 	handler := func(kind string, serve func(context.Context, micro.Request)) micro.Handler {
 		return micro.HandlerFunc(func(r micro.Request) {
@@ -103,11 +103,11 @@ func (s *inferenceServer) start(ctx context.Context) error {
 	}
 	if err := svc.AddEndpoint("inference", handler("inference", s.serveInference), micro.WithEndpointSubject(s.subjects.AllInference())); err != nil {
 		_ = svc.Stop()
-		return fmt.Errorf("streams: inference endpoint: %w", err)
+		return fmt.Errorf("worker: inference endpoint: %w", err)
 	}
 	if err := svc.AddEndpoint("doctor", handler("doctor", s.serveDoctor), micro.WithEndpointSubject(s.subjects.AllDoctor())); err != nil {
 		_ = svc.Stop()
-		return fmt.Errorf("streams: doctor endpoint: %w", err)
+		return fmt.Errorf("worker: doctor endpoint: %w", err)
 	}
 	s.svc = svc
 	return nil
@@ -175,7 +175,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		}
 	}
 	if rej != nil {
-		outcome, errType = "rejected", rej.Code
+		outcome, errType = "rejected", string(rej.Code)
 		span.SetStatus(codes.Error, rej.Error())
 		s.rejectInference(ctx, r, conv, requestID, ev, rej)
 		return
@@ -191,7 +191,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		failed := pipelineFailure(requestID, conv, req.Pipeline, err)
-		errType = failed.Code
+		errType = string(failed.Code)
 		s.log.WarnContext(ctx, "pipeline failed", "conversation", conv, "pipeline", req.Pipeline,
 			"processor", failed.Processor, "code", failed.Code, "err", err)
 		s.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
@@ -204,7 +204,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		failed := formatFailure(requestID, conv, req.Pipeline, err)
-		errType = failed.Code
+		errType = string(failed.Code)
 		s.log.WarnContext(ctx, "inference context not written", "conversation", conv, "format", req.Format, "code", failed.Code, "err", err)
 		s.respond(ctx, r, conv, "failed:"+requestID, streams.TypePipelineFailed, failed, "500", failed.Message)
 		s.reports.failure(ctx, "failed:"+requestID, failed)
@@ -248,7 +248,7 @@ func (s *inferenceServer) serveInference(ctx context.Context, r micro.Request) {
 	if size, limit := replySize(msg, "", ""), int(s.nc.MaxPayload()); size > limit {
 		outcome = "failed"
 		failed := tooLargeFailure(out, size, limit)
-		errType = failed.Code
+		errType = string(failed.Code)
 		span.SetStatus(codes.Error, failed.Message)
 		s.log.WarnContext(ctx, "inference context too large for a reply", "conversation", conv, "pipeline", req.Pipeline,
 			"bytes", size, "max_payload", limit)
@@ -416,4 +416,24 @@ func (s *inferenceServer) readView(ctx context.Context, req streams.InferenceReq
 		return inferenceView{}, readErr
 	}
 	return view, err
+}
+
+// DefaultPipeline is the pipeline spec run when a request names none.
+const DefaultPipeline = "default"
+
+// Pipelines builds the engine of a named pipeline spec. params are the
+// request's per-processor configuration overrides (nil when none); opts
+// must be passed on to the engine (they carry the worker's observer).
+// An unknown name should be reported by wrapping ErrUnknownPipeline; any
+// error is returned to the requester as a rejection.
+type Pipelines interface {
+	Pipeline(ctx context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error)
+}
+
+// PipelinesFunc adapts a function to Pipelines.
+type PipelinesFunc func(ctx context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error)
+
+// Pipeline calls f.
+func (f PipelinesFunc) Pipeline(ctx context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
+	return f(ctx, name, params, opts...)
 }

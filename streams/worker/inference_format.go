@@ -242,9 +242,9 @@ func (s *inferenceServer) modelRequest(msgs, input []enginecore.Message, req str
 // formatFailure is the failure of a context that could not be written in
 // its format: over its token budget (code over_budget), or a bug.
 func formatFailure(requestID, conv, pipeline string, err error) streams.PipelineFailed {
-	code := FailedInternal
+	code := streams.FailedInternal
 	if errors.Is(err, providers.ErrOverBudget) {
-		code = FailedOverBudget
+		code = streams.FailedOverBudget
 	}
 	return streams.PipelineFailed{RequestID: requestID, ConversationID: conv, Pipeline: pipeline, Code: code,
 		Message: err.Error(), Cause: err.Error()}

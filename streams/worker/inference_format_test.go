@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/providers"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
@@ -17,10 +19,10 @@ import (
 // breakpoints and a budget, then for formats and budgets the contract
 // refuses.
 func TestInferenceFormatOptions(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc, WithPipelines(testPipelines()))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	worker.StartWorker(t, nc, worker.WithPipelines(worker.SlimPipelines()))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	for i, m := range []map[string]any{
 		{"id": "u1", "role": "user", "content": "first question with several words in it"},
@@ -31,7 +33,7 @@ func TestInferenceFormatOptions(t *testing.T) {
 			t.Fatal(i, err)
 		}
 	}
-	waitCaughtUp(t, c, "fmt", 20*time.Second)
+	natstest.WaitCaughtUp(t, c, "fmt", 20*time.Second)
 
 	ev, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "fmt", Format: "anthropic.messages",
 		Cache:  &providers.CacheBreakpoints{LastUserTurns: 1, TTL: "1h"},
@@ -39,7 +41,7 @@ func TestInferenceFormatOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
+	got := natstest.InferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
 	b, _ := json.Marshal(got.Request)
 	want := `{"max_tokens":10,"messages":[{"content":[{"cache_control":{"ttl":"1h","type":"ephemeral"},"text":"second","type":"text"}],"role":"user"}],"system":[{"text":"You are helpful.","type":"text"}]}`
 	if got.Format != "anthropic.messages" || string(b) != want || got.Usage == nil || got.Usage.DroppedMessages != 2 {
@@ -92,7 +94,7 @@ func inferRaw(t *testing.T, c *client.Client, conv string, data map[string]any) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inferData[streams.EventRejected](t, ev, streams.TypeEventRejected)
+	return natstest.InferData[streams.EventRejected](t, ev, streams.TypeEventRejected)
 }
 
 // TestInferenceProfileAndWarnings asks for a context that ends with the
@@ -103,11 +105,11 @@ func inferRaw(t *testing.T, c *client.Client, conv string, data map[string]any) 
 // message: the reply warns that the group reached the format unflattened,
 // and convstream.inference.warnings counts it.
 func TestInferenceProfileAndWarnings(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	startWorker(t, nc, WithPipelines(testPipelines()), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	c := newClient(t, nc)
+	worker.StartWorker(t, nc, worker.WithPipelines(worker.SlimPipelines()), worker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	send := func(conv string, msgs ...map[string]any) {
 		for i, m := range msgs {
@@ -115,7 +117,7 @@ func TestInferenceProfileAndWarnings(t *testing.T) {
 				t.Fatal(i, err)
 			}
 		}
-		waitCaughtUp(t, c, conv, 20*time.Second)
+		natstest.WaitCaughtUp(t, c, conv, 20*time.Second)
 	}
 	send("prefill", map[string]any{"id": "u1", "role": "user", "content": "hi"},
 		map[string]any{"id": "a1", "role": "assistant", "content": "hello", "parentId": "u1"})
@@ -131,7 +133,7 @@ func TestInferenceProfileAndWarnings(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
+		got := natstest.InferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
 		msgs, _ := got.Request["messages"].([]any)
 		if len(msgs) == 0 {
 			t.Fatalf("%+v: request %v", tc.profile, got.Request)
@@ -153,11 +155,11 @@ func TestInferenceProfileAndWarnings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
+	got := natstest.InferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext)
 	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "assistantGroup") {
 		t.Errorf("warnings %q", got.Warnings)
 	}
-	if n := sums(t, reader)[MetricInferenceWarnings]; n != 1 {
-		t.Errorf("%s = %d, want 1", MetricInferenceWarnings, n)
+	if n := natstest.Sums(t, reader)[worker.MetricInferenceWarnings]; n != 1 {
+		t.Errorf("%s = %d, want 1", worker.MetricInferenceWarnings, n)
 	}
 }

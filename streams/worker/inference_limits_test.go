@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/convstream/convstream/enginecore"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/processors"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -30,7 +31,7 @@ func failedReply(t *testing.T, c *client.Client, req streams.InferenceRequest) s
 	if err != nil {
 		t.Fatalf("no reply: %v", err)
 	}
-	return inferData[streams.PipelineFailed](t, ev, streams.TypePipelineFailed)
+	return natstest.InferData[streams.PipelineFailed](t, ev, streams.TypePipelineFailed)
 }
 
 // TestInferenceTooLarge: a context larger than the server's max payload
@@ -45,8 +46,8 @@ func TestInferenceTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	nc := connect(t, ns)
-	results := record(t, nc, "convstream.results.>")
+	nc := natstest.Connect(t, ns)
+	results := natstest.Record(t, nc, "convstream.results.>")
 	// "bloat" appends a message of params.bloat.bytes bytes.
 	bloat := PipelinesFunc(func(_ context.Context, name string, params map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
 		if name != DefaultPipeline {
@@ -60,15 +61,15 @@ func TestInferenceTooLarge(t *testing.T) {
 		})
 		return enginecore.New(append([]enginecore.Option{enginecore.WithProcessors(p)}, opts...)...), nil
 	})
-	startWorker(t, nc, WithPipelines(bloat), WithLimits(Limits{MaxEventBytes: 64 << 10, MaxMessages: 100}))
-	c := newClient(t, nc)
+	StartWorker(t, nc, WithPipelines(bloat), WithLimits(Limits{MaxEventBytes: 64 << 10, MaxMessages: 100}))
+	c := natstest.NewClient(t, nc)
 	if _, err := c.Send(context.Background(), "big", streams.TypeMessageAppended, map[string]any{"id": "u1", "role": "user", "content": "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	waitCaughtUp(t, c, "big", 20*time.Second)
+	natstest.WaitCaughtUp(t, c, "big", 20*time.Second)
 
 	failed := failedReply(t, c, streams.InferenceRequest{ConversationID: "big", Params: map[string]any{"bloat": map[string]any{"bytes": 200_000.0}}})
-	if failed.Code != FailedTooLarge || failed.Processor != "" || failed.ConversationID != "big" || failed.Pipeline != DefaultPipeline ||
+	if failed.Code != streams.FailedTooLarge || failed.Processor != "" || failed.ConversationID != "big" || failed.Pipeline != DefaultPipeline ||
 		!strings.Contains(failed.Message, fmt.Sprint(maxPayload)) {
 		t.Errorf("failed = %+v", failed)
 	}
@@ -82,18 +83,18 @@ func TestInferenceTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := inferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext); len(got.Messages) != 2 {
+	if got := natstest.InferData[streams.InferenceContext](t, ev, streams.TypeInferenceContext); len(got.Messages) != 2 {
 		t.Errorf("context: %d messages", len(got.Messages))
 	}
-	waitFor(t, 5*time.Second, "both published", func() bool { return results.count("convstream.results.big") == 2 })
+	natstest.WaitFor(t, 5*time.Second, "both published", func() bool { return results.Count("convstream.results.big") == 2 })
 }
 
 // TestReplySize: replySize counts what the server counts against its max
 // payload, to the byte: a reply of exactly the max payload goes out, one
 // byte more is refused, with and without the headers of a service error.
 func TestReplySize(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	limit := int(nc.MaxPayload())
 	for _, errCode := range []string{"", "500"} {
 		errText := ""
@@ -144,10 +145,10 @@ func TestInferenceTimeoutInsideProcessor(t *testing.T) {
 	pipelines := PipelinesFunc(func(_ context.Context, name string, _ map[string]any, opts ...enginecore.Option) (*enginecore.Engine, error) {
 		return registry.Build(&processors.Spec{Name: name, Processors: []processors.ProcessorSpec{{Name: processors.NamePlaceholderVariables}}}, opts...)
 	})
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc, WithPipelines(pipelines), WithInferenceTimeout(300*time.Millisecond))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc, WithPipelines(pipelines), WithInferenceTimeout(300*time.Millisecond))
+	c := natstest.NewClient(t, nc)
 	parent := any(nil)
 	for i := range 50 {
 		id := fmt.Sprintf("m%d", i)
@@ -156,12 +157,12 @@ func TestInferenceTimeoutInsideProcessor(t *testing.T) {
 		}
 		parent = id
 	}
-	waitCaughtUp(t, c, "slow", 20*time.Second)
+	natstest.WaitCaughtUp(t, c, "slow", 20*time.Second)
 
 	start := time.Now()
 	failed := failedReply(t, c, streams.InferenceRequest{ConversationID: "slow"})
 	elapsed := time.Since(start)
-	if failed.Code != FailedTimeout || failed.Processor != processors.NamePlaceholderVariables || !strings.Contains(failed.Cause, context.DeadlineExceeded.Error()) {
+	if failed.Code != streams.FailedTimeout || failed.Processor != processors.NamePlaceholderVariables || !strings.Contains(failed.Cause, context.DeadlineExceeded.Error()) {
 		t.Errorf("failed = %+v", failed)
 	}
 	if n := calls.Load(); n >= 25 {
@@ -172,20 +173,20 @@ func TestInferenceTimeoutInsideProcessor(t *testing.T) {
 
 // TestFailureCodes: how a pipeline's error is classified.
 func TestFailureCodes(t *testing.T) {
-	for err, want := range map[error]string{
-		&enginecore.PipelineError{Processor: "p", Cause: errors.New("quota")}:                                 FailedProcessor,
-		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("x: %w", enginecore.ErrProcessorPanic)}:   FailedInternal,
-		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("stopped: %w", context.DeadlineExceeded)}: FailedTimeout,
-		fmt.Errorf("enginecore: pipeline stopped before processor p: %w", context.DeadlineExceeded):           FailedTimeout,
-		fmt.Errorf("enginecore: pipeline stopped before processor p: %w", context.Canceled):                   FailedCanceled,
-		&enginecore.PipelineError{Processor: "p", Cause: &enginecore.LimitError{Limit: "maxExpansionBytes"}}:  FailedLimit,
-		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("nothing: %w", enginecore.ErrNilContext)}: FailedInternal,
+	for err, want := range map[error]streams.FailureCode{
+		&enginecore.PipelineError{Processor: "p", Cause: errors.New("quota")}:                                 streams.FailedProcessor,
+		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("x: %w", enginecore.ErrProcessorPanic)}:   streams.FailedInternal,
+		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("stopped: %w", context.DeadlineExceeded)}: streams.FailedTimeout,
+		fmt.Errorf("enginecore: pipeline stopped before processor p: %w", context.DeadlineExceeded):           streams.FailedTimeout,
+		fmt.Errorf("enginecore: pipeline stopped before processor p: %w", context.Canceled):                   streams.FailedCanceled,
+		&enginecore.PipelineError{Processor: "p", Cause: &enginecore.LimitError{Limit: "maxExpansionBytes"}}:  streams.FailedLimit,
+		&enginecore.PipelineError{Processor: "p", Cause: fmt.Errorf("nothing: %w", enginecore.ErrNilContext)}: streams.FailedInternal,
 	} {
 		failed := pipelineFailure("r", "c", "default", err)
 		if failed.Code != want {
 			t.Errorf("%v: %s, want %s", err, failed.Code, want)
 		}
 		b, _ := json.Marshal(failed)
-		checkData(t, streams.TypePipelineFailed, json.RawMessage(b))
+		natstest.CheckData(t, streams.TypePipelineFailed, json.RawMessage(b))
 	}
 }

@@ -110,7 +110,7 @@ func (s *inferenceServer) send(ctx context.Context, r micro.Request, msg *nats.M
 	return true
 }
 
-// refuseBusy answers a request admission refused (admission.go) with a
+// refuseBusy answers a request admission refused (inference_admission.go) with a
 // rejection of code busy and a retry hint; kind names its subjects
 // (inference, doctor). The request is not decoded, so that a refusal
 // costs little whatever it carries, and the refusal is not kept in the

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/convstream/convstream/internal/natstest"
 )
 
 // TestLaneStalled holds one lane with a task and requires stalled to name
@@ -19,12 +21,12 @@ func TestLaneStalled(t *testing.T) {
 	if err := ls.do(context.Background(), ls.all[1], func() { <-release }); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "lane 1 stalled", func() bool {
+	natstest.WaitFor(t, 5*time.Second, "lane 1 stalled", func() bool {
 		i, d := ls.stalled(20 * time.Millisecond)
 		return i == 1 && d > 20*time.Millisecond
 	})
 	close(release)
-	waitFor(t, 5*time.Second, "no lane stalled", func() bool {
+	natstest.WaitFor(t, 5*time.Second, "no lane stalled", func() bool {
 		i, _ := ls.stalled(0)
 		return i == -1
 	})
@@ -44,7 +46,7 @@ func TestLaneTry(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the lane running the first task", func() bool { return ls.all[0].queue.len() == 0 })
+	natstest.WaitFor(t, 5*time.Second, "the lane running the first task", func() bool { return ls.all[0].queue.len() == 0 })
 	if !ls.try(0, func() {}) {
 		t.Fatal("try on an empty queue: not queued")
 	}

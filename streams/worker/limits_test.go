@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 	"github.com/convstream/convstream/streams/natsembed"
@@ -62,7 +63,7 @@ func (lc *limitsConv) check(t testing.TB, c *client.Client, w *Worker, timeout t
 		t.Fatal(err)
 	}
 	var snap *streams.Snapshot
-	waitFor(t, timeout, lc.id+": every event settled and the snapshot at the last", func() bool {
+	natstest.WaitFor(t, timeout, lc.id+": every event settled and the snapshot at the last", func() bool {
 		info, err := cons.Info(ctx)
 		if err != nil || info.NumPending != 0 || info.NumAckPending != 0 || info.NumRedelivered != 0 {
 			return false
@@ -72,28 +73,28 @@ func (lc *limitsConv) check(t testing.TB, c *client.Client, w *Worker, timeout t
 			return false
 		}
 		snap = s
-		return s.Version >= lastEventSeq(t, c, lc.id)
+		return s.Version >= natstest.LastEventSeq(t, c, lc.id)
 	})
 	res, err := conversation.Parse(lc.kept, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := snapshotDiff(t, snap, res); d != "" {
+	if d := natstest.SnapshotDiff(t, snap, res); d != "" {
 		t.Errorf("%s: stored snapshot differs from Parse of the events kept: %s", lc.id, d)
 	}
 	return snap
 }
 
 // rejections returns the codes of the rejections recorded, by sequence.
-func rejections(t testing.TB, r *recorder) map[uint64]string {
+func rejections(t testing.TB, r *natstest.Recorder) map[uint64]streams.RejectCode {
 	t.Helper()
-	out := map[uint64]string{}
-	for _, e := range r.all() {
-		if e.err != nil || e.ev.Type() != streams.TypeEventRejected {
+	out := map[uint64]streams.RejectCode{}
+	for _, e := range r.All() {
+		if e.Err != nil || e.Event.Type() != streams.TypeEventRejected {
 			continue
 		}
 		var rej streams.EventRejected
-		if err := json.Unmarshal(e.ev.Data(), &rej); err != nil {
+		if err := json.Unmarshal(e.Event.Data(), &rej); err != nil {
 			t.Fatal(err)
 		}
 		out[rej.Sequence] = rej.Code
@@ -110,7 +111,7 @@ func waitAcknowledged(t testing.TB, w *Worker, timeout time.Duration) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, timeout, "every event acknowledged", func() bool {
+	natstest.WaitFor(t, timeout, "every event acknowledged", func() bool {
 		info, err := cons.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0
 	})
@@ -146,17 +147,17 @@ func readyz(t testing.TB, w *Worker) (int, string) {
 // conversation is listed as degraded (gauge and /readyz, still 200), and
 // ten other conversations converge; after a restart too.
 func TestDeepConversationDoesNotStallWorker(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
 	const depth = 20
 	limits := DefaultLimits()
 	limits.MaxBranchDepth = depth
 	opts := []Option{WithLimits(limits)}
-	r := startWorker(t, nc, append(opts, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))...)
-	c := newClient(t, nc)
+	r := StartWorker(t, nc, append(opts, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))...)
+	c := natstest.NewClient(t, nc)
 	deep := &limitsConv{id: "deep"}
-	errs := record(t, nc, r.w.cfg.subjects.Errors(deep.id))
+	errs := natstest.Record(t, nc, r.W.cfg.subjects.Errors(deep.id))
 
 	// m0 → m1 → … each with a second child l<i>: m<i> is a branch point
 	// nested i+1 deep once l<i> is there. Those past the limit are refused,
@@ -204,11 +205,11 @@ func TestDeepConversationDoesNotStallWorker(t *testing.T) {
 	}
 	start := time.Now()
 	for _, o := range others {
-		o.check(t, c, r.w, 30*time.Second)
+		o.check(t, c, r.W, 30*time.Second)
 	}
 	t.Logf("10 other conversations converged %v after the last publish", time.Since(start).Round(time.Millisecond))
-	deep.check(t, c, r.w, 30*time.Second)
-	waitAcknowledged(t, r.w, 30*time.Second)
+	deep.check(t, c, r.W, 30*time.Second)
+	waitAcknowledged(t, r.W, 30*time.Second)
 
 	got := rejections(t, errs)
 	for seq := range refused {
@@ -219,26 +220,26 @@ func TestDeepConversationDoesNotStallWorker(t *testing.T) {
 	if len(got) != len(refused) {
 		t.Errorf("%d rejections, want %d: %v", len(got), len(refused), got)
 	}
-	if g := gauge(collect(t, reader), MetricConversationsDegraded); g != 1 {
+	if g := gauge(natstest.Collect(t, reader), MetricConversationsDegraded); g != 1 {
 		t.Errorf("%s = %d, want 1", MetricConversationsDegraded, g)
 	}
-	if code, body := readyz(t, r.w); code != http.StatusOK || !strings.Contains(body, "deep: too_deep") {
+	if code, body := readyz(t, r.W); code != http.StatusOK || !strings.Contains(body, "deep: too_deep") {
 		t.Errorf("/readyz: %d %q, want 200 naming the degraded conversation", code, body)
 	}
 
 	// A new worker serves them all: the refused events are gone from the
 	// stream, and the kept ones rebuild without them.
-	r.stop(t)
-	r = startWorker(t, nc, opts...)
+	r.Stop(t)
+	r = StartWorker(t, nc, opts...)
 	for _, o := range others {
 		o.send(t, c, map[string]any{"id": "after", "parentId": "o4", "role": "user", "content": "again"}, true)
 	}
 	deep.send(t, c, map[string]any{"id": "after", "parentId": fmt.Sprintf("m%d", levels), "role": "user", "content": "again"}, true)
 	for _, o := range others {
-		o.check(t, c, r.w, 30*time.Second)
+		o.check(t, c, r.W, 30*time.Second)
 	}
-	deep.check(t, c, r.w, 30*time.Second)
-	waitAcknowledged(t, r.w, 30*time.Second)
+	deep.check(t, c, r.W, 30*time.Second)
+	waitAcknowledged(t, r.W, 30*time.Second)
 }
 
 // TestSnapshotOverLimitRejected: a context tree that took the stored
@@ -247,15 +248,15 @@ func TestDeepConversationDoesNotStallWorker(t *testing.T) {
 // event that would take it past the limit is rejected
 // snapshot_too_large, and the bucket holds every event applied.
 func TestSnapshotOverLimitRejected(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
 	const limit = 2000
-	r := startWorker(t, nc, WithSnapshotInterval(0), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
+	r := StartWorker(t, nc, WithSnapshotInterval(0), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		WithLimits(Limits{MaxEventBytes: DefaultMaxEventBytes, MaxMessages: DefaultMaxMessages, MaxSnapshotBytes: limit}))
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	big := &limitsConv{id: "big"}
-	errs := record(t, nc, r.w.cfg.subjects.Errors(big.id))
+	errs := natstest.Record(t, nc, r.W.cfg.subjects.Errors(big.id))
 	// A message adds about 50 bytes to the flat list and 40 to the context
 	// tree: 32 make a snapshot of about 2,850 bytes, whose flat list
 	// alone is under 2,000.
@@ -293,8 +294,8 @@ func TestSnapshotOverLimitRejected(t *testing.T) {
 	if fits == msgs || fits < 10 {
 		t.Fatalf("%d of %d messages fit: the test wants the limit crossed midway", fits, msgs)
 	}
-	snap := big.check(t, c, r.w, 10*time.Second)
-	waitAcknowledged(t, r.w, 10*time.Second)
+	snap := big.check(t, c, r.W, 10*time.Second)
+	waitAcknowledged(t, r.W, 10*time.Second)
 	rejected := rejections(t, errs)
 	for seq, code := range rejected {
 		if code != streams.CodeSnapshotTooLarge || !refused[seq] {
@@ -305,7 +306,7 @@ func TestSnapshotOverLimitRejected(t *testing.T) {
 		t.Errorf("%d rejections, want %d", len(rejected), len(refused))
 	}
 	writes := func(outcome string) int64 {
-		return sumWhere(collect(t, reader), MetricSnapshotWrites, "outcome", outcome)
+		return sumWhere(natstest.Collect(t, reader), MetricSnapshotWrites, "outcome", outcome)
 	}
 	if n := writes("too_large") + writes("refused") + writes("failed"); n != 0 {
 		t.Errorf("%d writes refused or failed", n)
@@ -315,7 +316,7 @@ func TestSnapshotOverLimitRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("stored version %d, %d of %d messages, about %d bytes", snap.Version, fits, msgs, len(raw))
-	if got := r.w.Degraded(); len(got) != 1 || got[0].ConversationID != big.id || got[0].Code != streams.CodeSnapshotTooLarge {
+	if got := r.W.Degraded(); len(got) != 1 || got[0].ConversationID != big.id || got[0].Code != streams.CodeSnapshotTooLarge {
 		t.Errorf("degraded: %+v", got)
 	}
 }
@@ -337,8 +338,8 @@ func TestSnapshotNearMaxPayload(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	r := startWorker(t, nc)
-	c := newClient(t, nc)
+	r := StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 
 	// Two messages, each about half of the snapshot (an event of it all
 	// would be over the max payload itself), the second sized so that the
@@ -352,7 +353,7 @@ func TestSnapshotNearMaxPayload(t *testing.T) {
 		{"roomy", 1000, true}, // room for the headers and the subject, and for the next message
 	} {
 		lc := &limitsConv{id: tc.id}
-		errs := record(t, nc, r.w.cfg.subjects.Errors(lc.id))
+		errs := natstest.Record(t, nc, r.W.cfg.subjects.Errors(lc.id))
 		first := map[string]any{"id": "a", "role": "user", "content": strings.Repeat("a", maxPayload/2)}
 		second := func(n int) map[string]any {
 			return map[string]any{"id": "b", "parentId": "a", "role": "assistant", "content": strings.Repeat("b", n)}
@@ -383,9 +384,9 @@ func TestSnapshotNearMaxPayload(t *testing.T) {
 			t.Fatalf("snapshot of %d bytes, want %d", got, maxPayload-tc.under)
 		}
 		sent := lc.send(t, c, second(n), tc.keep)
-		lc.check(t, c, r.w, 20*time.Second)
+		lc.check(t, c, r.W, 20*time.Second)
 		if !tc.keep { // the record is stored before the event is removed, but may arrive after
-			waitFor(t, 10*time.Second, "the rejection", func() bool { return len(rejections(t, errs)) > 0 })
+			natstest.WaitFor(t, 10*time.Second, "the rejection", func() bool { return len(rejections(t, errs)) > 0 })
 		}
 		got := rejections(t, errs)
 		if tc.keep && len(got) != 0 || !tc.keep && got[sent.Sequence] != streams.CodeSnapshotTooLarge {
@@ -393,7 +394,7 @@ func TestSnapshotNearMaxPayload(t *testing.T) {
 		}
 		// The conversation goes on.
 		lc.send(t, c, map[string]any{"id": "c", "parentId": "a", "role": "user", "content": "small"}, true)
-		lc.check(t, c, r.w, 20*time.Second)
+		lc.check(t, c, r.W, 20*time.Second)
 	}
 }
 
@@ -420,14 +421,14 @@ func lastSeqOrZero(c *client.Client) uint64 {
 // rejected snapshot_too_large; the bucket holds the rest, and other
 // conversations carry on.
 func TestStoreRefusedBySize(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	c := newClient(t, nc)
+	r := StartWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	capped := &limitsConv{id: "capped"}
-	errs := record(t, nc, r.w.cfg.subjects.Errors(capped.id))
+	errs := natstest.Record(t, nc, r.W.cfg.subjects.Errors(capped.id))
 	var sent []*client.Sent
 	msg := func(i int) map[string]any {
 		data := map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": strings.Repeat("x", 100)}
@@ -439,20 +440,20 @@ func TestStoreRefusedBySize(t *testing.T) {
 	for i := range 3 {
 		sent = append(sent, capped.send(t, c, msg(i), true))
 	}
-	snap := capped.check(t, c, r.w, 10*time.Second)
+	snap := capped.check(t, c, r.W, 10*time.Second)
 	raw, err := json.Marshal(snap)
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	// The bucket now takes about three messages more than it holds.
-	stream, err := r.w.js.Stream(ctx, "KV_"+r.w.cfg.subjects.SnapshotBucket())
+	stream, err := r.W.js.Stream(ctx, "KV_"+r.W.cfg.subjects.SnapshotBucket())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := stream.CachedInfo().Config
 	cfg.MaxMsgSize = int32(len(raw) + 900)
-	if _, err := r.w.js.UpdateStream(ctx, cfg); err != nil {
+	if _, err := r.W.js.UpdateStream(ctx, cfg); err != nil {
 		t.Fatal(err)
 	}
 	all := []map[string]any{msg(0), msg(1), msg(2)}
@@ -463,7 +464,7 @@ func TestStoreRefusedBySize(t *testing.T) {
 	other := &limitsConv{id: "other"}
 	other.send(t, c, map[string]any{"id": "o", "role": "user", "content": "hi"}, true)
 
-	waitAcknowledged(t, r.w, 60*time.Second)
+	waitAcknowledged(t, r.W, 60*time.Second)
 	rejected := rejections(t, errs)
 	capped.kept = nil
 	for i, s := range sent {
@@ -482,24 +483,24 @@ func TestStoreRefusedBySize(t *testing.T) {
 	if len(rejected) == 0 || len(capped.kept) < 4 {
 		t.Errorf("%d events rejected, %d kept: want the limit crossed midway", len(rejected), len(capped.kept))
 	}
-	capped.check(t, c, r.w, 10*time.Second)
-	other.check(t, c, r.w, 10*time.Second)
-	if n := sumWhere(collect(t, reader), MetricSnapshotWrites, "outcome", "too_large"); n == 0 {
+	capped.check(t, c, r.W, 10*time.Second)
+	other.check(t, c, r.W, 10*time.Second)
+	if n := sumWhere(natstest.Collect(t, reader), MetricSnapshotWrites, "outcome", "too_large"); n == 0 {
 		t.Error("no write counted too_large")
 	}
-	if got := r.w.Degraded(); len(got) != 1 || got[0].ConversationID != capped.id {
+	if got := r.W.Degraded(); len(got) != 1 || got[0].ConversationID != capped.id {
 		t.Errorf("degraded: %+v", got)
 	}
-	t.Logf("%d of %d events kept; degraded: %+v", len(capped.kept), len(sent), r.w.Degraded())
+	t.Logf("%d of %d events kept; degraded: %+v", len(capped.kept), len(sent), r.W.Degraded())
 }
 
 // TestAckSequence: the sequence terminateAll reads from an event's ack
 // subject is the one JetStream gives in its metadata.
 func TestAckSequence(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	w := provisionedWorker(t, nc)
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	for i := range 3 {
 		if _, err := c.Send(ctx, "acks", streams.TypeMessageAppended, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": "x"}); err != nil {

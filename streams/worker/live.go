@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -146,7 +147,7 @@ func fold(conv *conversation.Conversation, id string, r *liveReply) error {
 		patch["reasoning"] = map[string]any{"content": s + string(r.reasoning)}
 	}
 	if err := conv.Update(id, patch); err != nil {
-		return conversationReject(err)
+		return streams.RejectionOf(err)
 	}
 	r.content, r.reasoning = r.content[:0], r.reasoning[:0]
 	return nil
@@ -188,7 +189,7 @@ func applyToolCalls(conv *conversation.Conversation, id string, r *liveReply, ca
 		tools[k] = t
 	}
 	if err := conv.Update(id, map[string]any{"tools": tools}); err != nil {
-		return conversationReject(err)
+		return streams.RejectionOf(err)
 	}
 	return nil
 }
@@ -262,7 +263,7 @@ func applyCompleted(conv *conversation.Conversation, live liveReplies, data map[
 		}
 	}
 	if err := conv.Update(id, patch); err != nil {
-		return conversationReject(err)
+		return streams.RejectionOf(err)
 	}
 	live.end(id)
 	return nil
@@ -304,14 +305,13 @@ func (w *Worker) publishChunk(ctx context.Context, d *delivery) error {
 	n := len(st.flat)
 	size := 160 + len(st.id) + len(id) + 2*(len(text)+len(reasoning))
 	msg := appendMsg(ctx, &d.lane.delta, w.cfg.subjects.Snapshots(st.id), w.cfg.source, deltaID(st.id, version), st.id,
-		size, func(b []byte) []byte { return encodeAppendDelta(b, st.id, version, st.version, d.seq, n, adds) })
+		size, func(b []byte) []byte { return encodeAppendDelta(b, version, st.version, n, adds) })
 	if err := w.nc.PublishMsg(msg); err != nil {
-		return fmt.Errorf("streams: publish snapshot delta: %w", err)
+		return fmt.Errorf("worker: publish snapshot delta: %w", err)
 	}
 	st.version, st.seq, st.flatBytes = version, d.seq, int32(flatBytes)
 	st.events++
-	st.sinceEvents++
-	st.sinceBytes += d.size
+	st.sinceCheckpoint.add(d.size)
 	d.lane.cache.Resize(st)
 	d.dirty = false
 	d.version = version
@@ -336,22 +336,19 @@ func liveEntry(flat []*conversation.Message, id string, r *liveReply) int {
 	return r.entry
 }
 
-// encodeAppendDelta appends the SnapshotDelta object of a chunk: the
-// list's length as from and length, no entries, and the appends.
-func encodeAppendDelta(b []byte, id string, version, base, seq uint64, length int, adds []streams.TextAppend) []byte {
-	b = append(b, `{"conversationId":`...)
-	b = strconv.AppendQuote(b, id)
-	b = append(b, `,"version":`...)
+// encodeAppendDelta appends the SnapshotDelta object of a chunk: its
+// version, base, the list's length and the appends, no more. The
+// conversation is the subject's, the sequence the version, and a delta
+// carries the rest of a full one's fields for every chunk of every reply
+// (BenchmarkLiveReply's wire-B/delta).
+func encodeAppendDelta(b []byte, version, base uint64, length int, adds []streams.TextAppend) []byte {
+	b = append(b, `{"version":`...)
 	b = strconv.AppendUint(b, version, 10)
 	b = append(b, `,"baseVersion":`...)
 	b = strconv.AppendUint(b, base, 10)
-	b = append(b, `,"sequence":`...)
-	b = strconv.AppendUint(b, seq, 10)
-	b = append(b, `,"from":`...)
-	b = strconv.AppendInt(b, int64(length), 10)
 	b = append(b, `,"length":`...)
 	b = strconv.AppendInt(b, int64(length), 10)
-	b = append(b, `,"flatList":[],"append":[`...)
+	b = append(b, `,"append":[`...)
 	for k, a := range adds {
 		if k > 0 {
 			b = append(b, ',')
@@ -458,10 +455,24 @@ func (rw *replyWatch) forget(id string) {
 
 // watchReplies completes, as interrupted, the replies that went without a
 // chunk for the idle timeout, until ctx ends; the returned func stops it.
+// Those of conversations no lane holds are swept from the stream every
+// half timeout (sweepOrphanReplies).
 func (w *Worker) watchReplies(ctx context.Context) func() {
 	ctx, cancel := context.WithCancel(ctx)
 	idle := w.cfg.replyIdle
 	tick := max(idle/4, 50*time.Millisecond)
+	go func() {
+		t := time.NewTicker(max(idle/2, 100*time.Millisecond))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			w.sweepOrphanReplies(ctx, idle)
+		}
+	}()
 	go func() {
 		t := time.NewTicker(tick)
 		defer t.Stop()
@@ -477,7 +488,7 @@ func (w *Worker) watchReplies(ctx context.Context) func() {
 					st := l.cache.Peek(id)
 					// A partition's new owner times its replies out,
 					// not this worker.
-					if st == nil || len(st.live) == 0 || st.leaving || !w.ownsConversation(id) {
+					if st == nil || len(st.live) == 0 || st.leaving || !w.owned.owns(id) {
 						w.replies.forget(id)
 						return
 					}
@@ -491,6 +502,9 @@ func (w *Worker) watchReplies(ctx context.Context) func() {
 					if len(ends) > 0 {
 						// Off the lane: the publish waits for the stream.
 						go func() {
+							if w.writerActive(ctx, id, idle) {
+								return
+							}
 							for _, c := range ends {
 								w.publishCompletion(ctx, id, c)
 							}
@@ -501,6 +515,21 @@ func (w *Worker) watchReplies(ctx context.Context) func() {
 		}
 	}()
 	return cancel
+}
+
+// writerActive tells whether conversation conv's replies had a chunk
+// stored within idle: the idle timer counts from the last chunk this
+// worker applied, and a lane held up (a slow store on a busy machine) or a
+// backlog leaves chunks the writer sent in time waiting behind it, which
+// must not end their reply (TestLiveReplyIdleInterrupted, the TypeScript
+// live test under contention). A stream that cannot be read counts as
+// active: the next tick asks again.
+func (w *Worker) writerActive(ctx context.Context, conv string, idle time.Duration) bool {
+	last, err := w.stream.GetLastMsgForSubject(ctx, w.cfg.subjects.StoredChunks(conv, w.partitions()))
+	if err != nil {
+		return !errors.Is(err, jetstream.ErrMsgNotFound)
+	}
+	return time.Since(last.Time) < idle
 }
 
 // interrupted is the completion of message id's reply as interrupted, with

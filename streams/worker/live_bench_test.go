@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -78,16 +79,16 @@ func BenchmarkLiveReply(b *testing.B) {
 	}{{"chunks", true}, {"updates", true}, {"chunks", false}, {"updates", false}} {
 		way := run.way
 		b.Run(fmt.Sprintf("way=%s/worker=%t", way, run.worker), func(b *testing.B) {
-			ns := startServer(b, "")
-			nc := connect(b, ns)
+			ns := natstest.StartServer(b, "")
+			nc := natstest.Connect(b, ns)
 			if run.worker {
-				startWorker(b, nc)
+				StartWorker(b, nc)
 			} else {
 				// The same publishes and stores without a worker: the
 				// CPU time to subtract for the worker's own.
 				provisionedWorker(b, nc)
 			}
-			c := newClient(b, nc)
+			c := natstest.NewClient(b, nc)
 			js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
 			if err != nil {
 				b.Fatal(err)
@@ -127,7 +128,7 @@ func BenchmarkLiveReply(b *testing.B) {
 				}
 				<-js.PublishAsyncComplete()
 				if run.worker {
-					waitVersion(b, c, conv, lastStoredSeq(b, c, conv), 120*time.Second)
+					natstest.WaitVersion(b, c, conv, lastStoredSeq(b, c, conv), 120*time.Second)
 				}
 			}
 			cpu := cpuTime(b) - cpu0
@@ -139,7 +140,7 @@ func BenchmarkLiveReply(b *testing.B) {
 				b.ReportMetric(0, "ns/op")
 				return
 			}
-			waitFor(b, 30*time.Second, "the deltas", func() bool { wire.mu.Lock(); defer wire.mu.Unlock(); return wire.msgs >= b.N*(chunks+2) })
+			natstest.WaitFor(b, 30*time.Second, "the deltas", func() bool { wire.mu.Lock(); defer wire.mu.Unlock(); return wire.msgs >= b.N*(chunks+2) })
 			wire.mu.Lock()
 			b.ReportMetric(float64(wire.bytes)/float64(wire.msgs), "wire-B/delta")
 			b.ReportMetric(float64(textBytes)/n, "text-B/chunk")
@@ -185,11 +186,11 @@ func lastStoredSeq(b *testing.B, c *client.Client, conv string) uint64 {
 // and p99.
 func BenchmarkLiveLatency(b *testing.B) {
 	const replies, rate, seconds = 200, 30, 5
-	ns := startServer(b, "")
-	nc := connect(b, ns)
-	startWorker(b, nc)
-	c := newClient(b, nc)
-	screen := connect(b, ns)
+	ns := natstest.StartServer(b, "")
+	nc := natstest.Connect(b, ns)
+	StartWorker(b, nc)
+	c := natstest.NewClient(b, nc)
+	screen := natstest.Connect(b, ns)
 	var mu sync.Mutex
 	var lat []time.Duration
 	sub, err := screen.Subscribe("convstream.snapshots.>", func(m *nats.Msg) {
@@ -345,7 +346,7 @@ func BenchmarkLiveApply(b *testing.B) {
 						live["a1"].content = live["a1"].content[:0]
 					}
 					idx := liveEntry(flat, "a1", r)
-					buf = encodeAppendDelta(buf[:0], "bench", uint64(i+2), uint64(i+1), uint64(i+2), len(flat),
+					buf = encodeAppendDelta(buf[:0], uint64(i+2), uint64(i+1), len(flat),
 						[]streams.TextAppend{{Index: idx, ID: "a1", Field: streams.AppendContent, Text: data["text"].(string)}})
 				} else {
 					if err := applyEvent(conv, &live, ev.Type(), data, nil); err != nil {

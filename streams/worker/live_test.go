@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -112,14 +113,14 @@ func (s *screen) checkGrowth(t *testing.T, name, final string) {
 // messages; the chunks are purged, and the events stream holds at most
 // twice the final message's JSON for the reply.
 func TestLiveReplyStreams(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	const conv = "live-1"
 	user, reply := liveConv(t, c, conv)
-	waitFor(t, 30*time.Second, "the placeholder", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the placeholder", func() bool {
 		s, err := c.Snapshot(ctx, conv)
 		return err == nil && strings.Contains(string(s.FlatList), `"streamStatus":"streaming"`)
 	})
@@ -145,7 +146,7 @@ func TestLiveReplyStreams(t *testing.T) {
 	final := text.String()
 	// The screens show the whole text before the completion.
 	for name, s := range map[string]*screen{"first": first, "joined": joined, "reconnected": reconnected} {
-		waitFor(t, 60*time.Second, name+" screen's text", func() bool { txt, _ := s.last(); return txt == final })
+		natstest.WaitFor(t, 60*time.Second, name+" screen's text", func() bool { txt, _ := s.last(); return txt == final })
 	}
 	done := streams.MessageCompleted{ID: "a1", Status: streams.StreamDone, Content: final, Model: "builtin", Provider: "convstream",
 		Usage: map[string]any{"totalOutputTokens": 4000}, FinishReason: "stop"}
@@ -154,7 +155,7 @@ func TestLiveReplyStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, s := range map[string]*screen{"first": first, "joined": joined, "reconnected": reconnected} {
-		waitFor(t, 60*time.Second, name+" screen's done", func() bool { _, st := s.last(); return st == streams.StreamDone })
+		natstest.WaitFor(t, 60*time.Second, name+" screen's done", func() bool { _, st := s.last(); return st == streams.StreamDone })
 		s.checkGrowth(t, name, final)
 	}
 
@@ -164,7 +165,7 @@ func TestLiveReplyStreams(t *testing.T) {
 	}
 	want := conversation.NewConversation()
 	for _, m := range []map[string]any{user, reply} {
-		msg, err := conversation.NewMessage(decoded(t, m).(map[string]any))
+		msg, err := conversation.NewMessage(natstest.Decoded(t, m).(map[string]any))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,12 +173,12 @@ func TestLiveReplyStreams(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	snap := waitVersion(t, c, conv, sent.Sequence, 30*time.Second)
+	snap := natstest.WaitVersion(t, c, conv, sent.Sequence, 30*time.Second)
 	res, err := want.Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := snapshotDiff(t, snap, res); d != "" {
+	if d := natstest.SnapshotDiff(t, snap, res); d != "" {
 		t.Fatal(d)
 	}
 
@@ -187,7 +188,7 @@ func TestLiveReplyStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the chunks' purge", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the chunks' purge", func() bool {
 		info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.Subjects().Chunks(conv)))
 		return err == nil && info.State.Subjects[c.Subjects().Chunks(conv)] == 0
 	})
@@ -218,12 +219,12 @@ func TestLiveReplyStreams(t *testing.T) {
 }
 
 // liveRejections returns the codes of the rejections published for conv.
-func liveRejections(t *testing.T, r *recorder) []string {
-	var codes []string
-	for _, e := range r.all() {
-		if e.ev != nil && e.ev.Type() == streams.TypeEventRejected {
+func liveRejections(t *testing.T, r *natstest.Recorder) []streams.RejectCode {
+	var codes []streams.RejectCode
+	for _, e := range r.All() {
+		if e.Event != nil && e.Event.Type() == streams.TypeEventRejected {
 			var rej streams.EventRejected
-			if json.Unmarshal(e.ev.Data(), &rej) == nil {
+			if json.Unmarshal(e.Event.Data(), &rej) == nil {
 				codes = append(codes, rej.Code)
 			}
 		}
@@ -235,14 +236,14 @@ func liveRejections(t *testing.T, r *recorder) []string {
 // is not streaming, and a completion of one, are refused with their codes
 // and change nothing.
 func TestLiveReplyRefusals(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	const conv = "live-2"
-	errs := record(t, nc, c.Subjects().Errors(conv))
-	deltas := record(t, nc, c.Subjects().Snapshots(conv))
+	errs := natstest.Record(t, nc, c.Subjects().Errors(conv))
+	deltas := natstest.Record(t, nc, c.Subjects().Snapshots(conv))
 	liveConv(t, c, conv)
 	send := func(ch streams.MessageChunk) {
 		if _, err := c.SendChunk(ctx, conv, ch); err != nil {
@@ -267,23 +268,23 @@ func TestLiveReplyRefusals(t *testing.T) {
 	if _, err := c.JetStream().PublishMsg(ctx, msg); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "five rejections", func() bool { return len(liveRejections(t, errs)) >= 5 })
-	got := strings.Join(liveRejections(t, errs), ",")
-	if got != "chunk_out_of_order,not_streaming,not_streaming,unknown_type,unknown_type" {
+	natstest.WaitFor(t, 30*time.Second, "five rejections", func() bool { return len(liveRejections(t, errs)) >= 5 })
+	got := fmt.Sprint(liveRejections(t, errs))
+	if got != "[chunk_out_of_order not_streaming not_streaming unknown_type unknown_type]" {
 		t.Fatalf("rejections %s", got)
 	}
-	snap := waitCaughtUp(t, c, conv, 30*time.Second)
+	snap := natstest.WaitCaughtUp(t, c, conv, 30*time.Second)
 	if !strings.Contains(string(snap.FlatList), `"content":"one two"`) || !strings.Contains(string(snap.FlatList), `"content":"write a long story"`) {
 		t.Fatalf("flatList %s", snap.FlatList)
 	}
 	// The deltas, the lean append deltas among them, match the contract.
 	appends := 0
-	for _, e := range deltas.all() {
-		if e.err != nil {
-			t.Fatalf("delta: %v", e.err)
+	for _, e := range deltas.All() {
+		if e.Err != nil {
+			t.Fatalf("delta: %v", e.Err)
 		}
-		checkEvent(t, e.ev)
-		if strings.Contains(string(e.ev.Data()), `"append"`) {
+		natstest.CheckEvent(t, e.Event)
+		if strings.Contains(string(e.Event.Data()), `"append"`) {
 			appends++
 		}
 	}
@@ -295,10 +296,10 @@ func TestLiveReplyRefusals(t *testing.T) {
 // TestLiveReplyIdleInterrupted: a reply that goes without a chunk for the
 // idle timeout is completed as interrupted with what was written.
 func TestLiveReplyIdleInterrupted(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc, WithReplyIdleTimeout(300*time.Millisecond))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc, WithReplyIdleTimeout(300*time.Millisecond))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	const conv = "live-3"
 	liveConv(t, c, conv)
@@ -307,7 +308,7 @@ func TestLiveReplyIdleInterrupted(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "the interrupted reply", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "the interrupted reply", func() bool {
 		s, err := c.Snapshot(ctx, conv)
 		return err == nil && strings.Contains(string(s.FlatList), `"streamStatus":"interrupted"`) &&
 			strings.Contains(string(s.FlatList), `"content":"`+chunkText(1)+chunkText(2)+chunkText(3)+`"`)
@@ -318,13 +319,13 @@ func TestLiveReplyIdleInterrupted(t *testing.T) {
 // rebuilds it from the stream (placeholder and chunks) and goes on with
 // the next chunk; the final message is the whole text.
 func TestLiveReplyAcrossRestart(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	r := startWorker(t, nc)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	const conv = "live-4"
-	errs := record(t, nc, c.Subjects().Errors(conv))
+	errs := natstest.Record(t, nc, c.Subjects().Errors(conv))
 	liveConv(t, c, conv)
 	var text strings.Builder
 	for i := 1; i <= 300; i++ {
@@ -333,26 +334,26 @@ func TestLiveReplyAcrossRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "300 chunks stored", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "300 chunks stored", func() bool {
 		s, err := c.Snapshot(ctx, conv)
 		return err == nil && strings.Contains(string(s.FlatList), chunkText(300))
 	})
-	r.stop(t)
-	startWorker(t, connect(t, ns))
+	r.Stop(t)
+	StartWorker(t, natstest.Connect(t, ns))
 	for i := 301; i <= 600; i++ {
 		text.WriteString(chunkText(i))
 		if _, err := c.SendChunk(ctx, conv, streams.MessageChunk{ID: "a1", Seq: uint64(i), Text: chunkText(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 30*time.Second, "600 chunks stored", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "600 chunks stored", func() bool {
 		s, err := c.Snapshot(ctx, conv)
 		return err == nil && strings.Contains(string(s.FlatList), `"content":"`+text.String()+`"`)
 	})
 	if _, err := c.Complete(ctx, conv, streams.MessageCompleted{ID: "a1", Status: streams.StreamDone, Content: text.String()}); err != nil {
 		t.Fatal(err)
 	}
-	snap := waitCaughtUp(t, c, conv, 30*time.Second)
+	snap := natstest.WaitCaughtUp(t, c, conv, 30*time.Second)
 	if !strings.Contains(string(snap.FlatList), `"streamStatus":"done"`) {
 		t.Fatalf("flatList %.300s", snap.FlatList)
 	}
@@ -365,14 +366,14 @@ func TestLiveReplyAcrossRestart(t *testing.T) {
 // their conversation's partition (P.chunks.<partition>.<id>), applied in
 // order with its events, and purged after the completion.
 func TestLiveReplyPartitioned(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	startWorker(t, nc, WithStorage(Storage{Partitions: 3}))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc, WithStorage(Storage{Partitions: 3}))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	var text strings.Builder
 	for _, conv := range []string{"part-1", "part-2", "part-3"} {
-		errs := record(t, nc, c.Subjects().Errors(conv))
+		errs := natstest.Record(t, nc, c.Subjects().Errors(conv))
 		liveConv(t, c, conv)
 		text.Reset()
 		for i := 1; i <= 50; i++ {
@@ -381,7 +382,7 @@ func TestLiveReplyPartitioned(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, 30*time.Second, conv+" text so far", func() bool {
+		natstest.WaitFor(t, 30*time.Second, conv+" text so far", func() bool {
 			s, err := c.Snapshot(ctx, conv)
 			return err == nil && strings.Contains(string(s.FlatList), `"content":"`+text.String()+`"`)
 		})
@@ -397,11 +398,11 @@ func TestLiveReplyPartitioned(t *testing.T) {
 		if _, err := c.Complete(ctx, conv, streams.MessageCompleted{ID: "a1", Status: streams.StreamDone, Content: text.String()}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 30*time.Second, conv+" done", func() bool {
+		natstest.WaitFor(t, 30*time.Second, conv+" done", func() bool {
 			s, err := c.Snapshot(ctx, conv)
 			return err == nil && strings.Contains(string(s.FlatList), `"streamStatus":"done"`)
 		})
-		waitFor(t, 30*time.Second, conv+" chunks purged", func() bool {
+		natstest.WaitFor(t, 30*time.Second, conv+" chunks purged", func() bool {
 			info, err := st.Info(ctx, jetstream.WithSubjectFilter(c.Subjects().AllChunks()))
 			return err == nil && info.State.Subjects[stored] == 0
 		})
@@ -416,9 +417,9 @@ func TestLiveReplyPartitioned(t *testing.T) {
 // subjects and the transform that covers them; its events keep their
 // stored subjects.
 func TestProvisionAddsChunks(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	s := c.Subjects()
 	old := Storage{Partitions: 4}.streamConfig(s)
@@ -429,7 +430,7 @@ func TestProvisionAddsChunks(t *testing.T) {
 	if _, err := c.Send(ctx, "old-1", streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hi"}); err != nil {
 		t.Fatal(err)
 	}
-	stream, _, err := Provision(ctx, c.JetStream(), s, Storage{Partitions: 4}, testLogger(t))
+	stream, _, err := Provision(ctx, c.JetStream(), s, Storage{Partitions: 4}, natstest.TestLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,11 +26,11 @@ func BenchmarkLoad(b *testing.B) {
 	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
 	ctx := context.Background()
 	for _, tc := range []struct{ convs, msgs int }{{64, 8}, {8, 1024}} {
-		nc := connect(b, servers[0])
-		c := newClient(b, nc)
+		nc := natstest.Connect(b, servers[0])
+		c := natstest.NewClient(b, nc)
 		prefix := fmt.Sprintf("ld%d-", tc.msgs)
 		last := make([]uint64, tc.convs)
-		r := startWorker(b, nc, WithStorage(storage), WithLogger(failureLogger(b, 10)))
+		r := StartWorker(b, nc, WithStorage(storage), WithLogger(natstest.FailureLogger(b, 10)))
 		content := strings.Repeat("x", 256)
 		live := make([]*conversation.Conversation, tc.convs)
 		for k := range live {
@@ -42,10 +42,10 @@ func BenchmarkLoad(b *testing.B) {
 			}
 		}
 		for k := range tc.convs {
-			waitVersion(b, c, fmt.Sprint(prefix, k), last[k], time.Minute)
+			natstest.WaitVersion(b, c, fmt.Sprint(prefix, k), last[k], time.Minute)
 		}
-		r.stop(b)
-		w := provisionedWorker(b, connect(b, r.w.notBucketLeader(b, servers)), WithStorage(storage), WithLogger(failureLogger(b, 10)))
+		r.Stop(b)
+		w := provisionedWorker(b, natstest.Connect(b, r.W.notBucketLeader(b, servers)), WithStorage(storage), WithLogger(natstest.FailureLogger(b, 10)))
 		value, _, err := w.reads.Snapshot(ctx, prefix+"0", read.Leader)
 		if err != nil {
 			b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/internal/testcorpus"
 )
 
@@ -212,18 +213,18 @@ func TestCorpusMemoryEstimate(t *testing.T) {
 		t.Skip("reads the conformance corpus")
 	}
 	for _, file := range []string{"generated-normal.jsonl.gz", "generated-noise.jsonl.gz", "reference-suite.jsonl.gz"} {
-		cases := loadCorpus(t, file, 1000)
+		cases := natstest.LoadCorpus(t, file, 1000)
 		before := heapInUse()
 		sts := make([]*convState, 0, len(cases))
 		for _, c := range cases {
 			conv := conversation.NewConversation()
-			for _, g := range c.groups {
+			for _, g := range c.Groups {
 				if err := conv.UpsertGroup(g); err != nil {
 					t.Fatal(err)
 				}
 			}
 			var flat []*conversation.Message
-			for _, m := range c.msgs {
+			for _, m := range c.Msgs {
 				if err := conv.Append(m); err != nil {
 					t.Fatal(err)
 				}

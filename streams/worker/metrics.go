@@ -14,10 +14,16 @@ import (
 // instruments are the worker's metrics.
 type instruments struct {
 	applied, rejected, skipped, failed metric.Int64Counter
-	eventDuration                      metric.Float64Histogram
-	snapshotLat                        metric.Float64Histogram
-	rebuilds                           metric.Int64Counter
-	checkpoints                        metric.Int64Counter
+	// reapplied counts the applied events that were delivered before
+	// (see measuring).
+	reapplied     metric.Int64Counter
+	eventDuration metric.Float64Histogram
+	snapshotLat   metric.Float64Histogram
+	rebuilds      metric.Int64Counter
+	checkpoints   metric.Int64Counter
+	// compactions counts the purges of conversations' events that
+	// checkpoints cover, by outcome.
+	compactions metric.Int64Counter
 	// snapshotWrites counts snapshot writes by outcome; byWrite holds the
 	// attribute option of each.
 	snapshotWrites metric.Int64Counter
@@ -44,15 +50,15 @@ type instruments struct {
 	// unused are the attribute options of its reasons.
 	evictions       metric.Int64Counter
 	forRoom, unused metric.MeasurementOption
-	// byType holds the attribute option of each event type, "unknown"
-	// standing for any other (a rejected event's type is the sender's
+	// byType holds the attribute option of each type of the events stream
+	// (streams.EventTypes), "unknown" standing for any other (a rejected event's type is the sender's
 	// string: one series each would have no bound); byOutcome that of each
 	// outcome. Built once: building them per event was 1% of the worker's
 	// CPU at peak.
 	byType    map[string]metric.MeasurementOption
 	byOutcome [rejected + 1]metric.MeasurementOption
 	// gaps counts breaks in a consumer's deliveries, byGap holding the
-	// attribute option of each cause (see gaps.go); healed counts events
+	// attribute option of each cause (see consumer_gaps.go); healed counts events
 	// that waited for their conversation to be rebuilt past missing ones.
 	gaps   metric.Int64Counter
 	byGap  [gapCauses]metric.MeasurementOption
@@ -78,12 +84,15 @@ const (
 	MetricEventsApplied      = "convstream.events.applied"
 	MetricEventsRejected     = "convstream.events.rejected"
 	MetricEventsSkipped      = "convstream.events.skipped"
+	MetricEventsReapplied    = "convstream.events.reapplied"
 	MetricEventsFailed       = "convstream.events.failed"
 	MetricEventDuration      = "convstream.event.duration"
 	MetricSnapshotLatency    = "convstream.snapshot.latency"
 	MetricRebuilds           = "convstream.rebuilds"
 	MetricRebuildDuration    = "convstream.rebuild.duration"
 	MetricCheckpoints        = "convstream.checkpoints"
+	MetricCompactions        = "convstream.compactions"
+	MetricCompactionPurging  = "convstream.compaction.purging"
 	MetricSnapshotWrites     = "convstream.snapshot.writes"
 	MetricSnapshotBytes      = "convstream.snapshot.bytes"
 	MetricSnapshotEventBytes = "convstream.snapshot.event_bytes"
@@ -126,6 +135,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.applied = counter(MetricEventsApplied, "Events applied: the conversation changed and a snapshot was stored.")
 	ins.rejected = counter(MetricEventsRejected, "Events refused and reported on the errors subject, by reason code.")
 	ins.skipped = counter(MetricEventsSkipped, "Redelivered events already applied.")
+	ins.reapplied = counter(MetricEventsReapplied, "Redelivered events applied (also counted as applied): an earlier delivery was never settled (its worker died or lost its partition) or failed.")
 	ins.failed = counter(MetricEventsFailed, "Event deliveries that failed transiently and will be redelivered.")
 	ins.eventDuration = seconds(MetricEventDuration, "Time to handle one event delivery.")
 	ins.snapshotLat = seconds(MetricSnapshotLatency, "Time from an event being stored in JetStream to its snapshot being stored.")
@@ -134,10 +144,16 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.fromCheckpoint = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "checkpoint")))
 	ins.fromEvents = metric.WithAttributeSet(attribute.NewSet(attribute.String("from", "events")))
 	if c, err := m.Int64Counter(MetricCheckpoints, metric.WithUnit("{checkpoint}"),
-		metric.WithDescription("Conversation checkpoints, by outcome: written, failed, skipped (too large), busy (too many writes under way).")); err != nil {
+		metric.WithDescription("Conversation checkpoints, by outcome: written, failed, skipped (too large), busy (too many writes under way), stale (a later one is stored).")); err != nil {
 		errs = append(errs, err)
 	} else {
 		ins.checkpoints = c
+	}
+	if c, err := m.Int64Counter(MetricCompactions, metric.WithUnit("{purge}"),
+		metric.WithDescription("Purges of a conversation's events its checkpoint covers, by outcome: purged, failed (the next checkpoint's purge covers them).")); err != nil {
+		errs = append(errs, err)
+	} else {
+		ins.compactions = c
 	}
 	if c, err := m.Int64Counter(MetricSnapshotWrites, metric.WithUnit("{write}"),
 		metric.WithDescription("Snapshot writes to the bucket, by outcome: stored, failed (retried, or its events redelivered), conflict (another worker wrote the key), too_large and refused (no retry stores it: its events applied again, measured, or terminated).")); err != nil {
@@ -175,7 +191,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 	ins.forRoom = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "room")))
 	ins.unused = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", "unused")))
 	ins.byType = map[string]metric.MeasurementOption{}
-	for _, t := range []string{streams.TypeMessageAppended, streams.TypeMessageUpdated, streams.TypeMessageDeleted, streams.TypeGroupsUpserted, "unknown"} {
+	for _, t := range append(streams.EventTypes(), "unknown") {
 		ins.byType[t] = metric.WithAttributeSet(attribute.NewSet(attribute.String("type", t)))
 	}
 	for o := range ins.byOutcome {
@@ -244,6 +260,7 @@ func (ins *instruments) zero(ctx context.Context) {
 	for _, o := range ins.byType {
 		ins.applied.Add(ctx, 0, o)
 		ins.skipped.Add(ctx, 0, o)
+		ins.reapplied.Add(ctx, 0, o)
 		ins.failed.Add(ctx, 0, o)
 	}
 	ins.evictions.Add(ctx, 0, ins.forRoom)
@@ -253,8 +270,11 @@ func (ins *instruments) zero(ctx context.Context) {
 	for _, o := range ins.byWrite {
 		ins.snapshotWrites.Add(ctx, 0, o)
 	}
-	for _, o := range []string{"written", "failed", "skipped", "busy"} {
+	for _, o := range []string{"written", "failed", "skipped", "busy", "stale"} {
 		ins.checkpoints.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", o)))
+	}
+	for _, o := range []string{"purged", "failed"} {
+		ins.compactions.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", o)))
 	}
 	for _, o := range inferenceOutcomes {
 		ins.inferences.Add(ctx, 0, metric.WithAttributes(attribute.String("outcome", o)))
@@ -299,6 +319,11 @@ func (ins *instruments) evicted(ctx context.Context, why convcache.Reason) {
 	ins.evictions.Add(ctx, 1, reason)
 }
 
+// compacted counts a compaction's purge by outcome.
+func (ins *instruments) compacted(ctx context.Context, outcome string) {
+	ins.compactions.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
+}
+
 // checkpointed counts a checkpoint by outcome.
 func (ins *instruments) checkpointed(ctx context.Context, outcome string) {
 	ins.checkpoints.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", outcome)))
@@ -312,7 +337,7 @@ const (
 	writeFailed
 	writeConflict
 	writeTooLarge
-	writeRefused  // a failure no retry changes, other than the size (storerefusal.go)
+	writeRefused  // a failure no retry changes, other than the size (store_refusal.go)
 	writeOutcomes // the number of outcomes
 )
 

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -23,8 +24,8 @@ import (
 // stream, counted and traced as rejected, and the limit marks its
 // conversation degraded.
 func TestMiddlewareAlone(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +36,7 @@ func TestMiddlewareAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := provisionErrors(ctx, js, errorsStreamConfig(cfg.subjects, cfg.storage, cfg.errorRetention), nil); err != nil {
+	if err := provisionErrors(ctx, js, errorsStreamConfig(cfg.subjects, cfg.storage, cfg.errorRetention), cfg.storage.Reconcile, nil); err != nil {
 		t.Fatal(err)
 	}
 	reader := sdkmetric.NewManualReader()
@@ -45,7 +46,7 @@ func TestMiddlewareAlone(t *testing.T) {
 	}
 	spans := tracetest.NewSpanRecorder()
 	tracer := trace.NewTracerProvider(trace.WithSpanProcessor(spans)).Tracer("test")
-	log := testLogger(t)
+	log := natstest.TestLogger(t)
 	rep := &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: log}
 	var degraded degradedSet
 
@@ -103,13 +104,13 @@ func TestMiddlewareAlone(t *testing.T) {
 	if err := reader.Collect(ctx, &rm); err != nil {
 		t.Fatal(err)
 	}
-	codes := map[string]int64{}
+	codes := map[streams.RejectCode]int64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
 			if s, ok := m.Data.(metricdata.Sum[int64]); ok && m.Name == MetricEventsRejected {
 				for _, dp := range s.DataPoints {
 					v, _ := dp.Attributes.Value("code")
-					codes[v.AsString()] += dp.Value
+					codes[streams.RejectCode(v.AsString())] += dp.Value
 				}
 			}
 		}

@@ -3,6 +3,7 @@ package worker
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime"
 	"time"
 
@@ -38,6 +39,7 @@ type config struct {
 	meterProvider      metric.MeterProvider
 	pipelines          Pipelines
 	inferenceTimeout   time.Duration
+	eraseTimeout       time.Duration
 	inferenceWait      time.Duration
 	inferenceWorkers   int
 	inferenceQueue     int
@@ -49,11 +51,16 @@ type config struct {
 	headsFrom          int64
 	storeStall         time.Duration
 	checkpoints        bool
+	compaction         bool
+	compactRatio       float64
+	// compactionPoll and compactionSettle replace compactionPoll and
+	// CompactionSettle when set (tests).
+	compactionPoll, compactionSettle time.Duration
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
 	// the constant checkpointsWaiting, lower in tests.
 	checkpointsWaiting int
 
-	// The errors stream and dead letters (errorstream.go, deadletter.go).
+	// The errors stream and dead letters (reports_errorstream.go, reports_deadletter.go).
 	errorRetention ErrorRetention
 	maxDeliver     int
 
@@ -64,25 +71,25 @@ type config struct {
 
 func defaultConfig() config {
 	s, _ := streams.NewSubjects(streams.DefaultPrefix)
-	lanes := 4 * runtime.GOMAXPROCS(0)
 	return config{
 		subjects:           s,
 		limits:             DefaultLimits(),
-		lanes:              lanes,
+		lanes:              DefaultLanes(),
 		laneDepth:          64,
 		loads:              DefaultLoads,
-		cacheSize:          10_000,
+		cacheSize:          DefaultCacheConversations,
 		cacheBytes:         DefaultCacheBytes,
 		cacheIdle:          DefaultCacheIdle,
 		cacheTTL:           DefaultCacheTTL,
-		consumer:           "convstream-worker",
+		consumer:           DefaultConsumerName,
 		ackWait:            DefaultAckWait,
 		source:             "urn:convstream:worker",
 		logger:             slog.New(slog.DiscardHandler),
 		tracerProvider:     tracenoop.NewTracerProvider(),
 		meterProvider:      metricnoop.NewMeterProvider(),
-		inferenceTimeout:   30 * time.Second,
-		inferenceWait:      2 * time.Second,
+		inferenceTimeout:   DefaultInferenceTimeout,
+		inferenceWait:      DefaultInferenceWait,
+		eraseTimeout:       DefaultEraseTimeout,
 		inferenceWorkers:   DefaultInferenceWorkers(),
 		inferenceQueue:     DefaultInferenceQueue,
 		inferenceQueueWait: DefaultInferenceQueueWait,
@@ -91,7 +98,9 @@ func defaultConfig() config {
 		snapshotMax:        DefaultSnapshotMaxInterval,
 		headsFrom:          DefaultHeadsConfirmedFrom,
 		storeStall:         DefaultStoreStallLimit,
-		checkpoints:        true,
+		checkpoints:        DefaultCheckpoints,
+		compaction:         DefaultEventCompaction,
+		compactRatio:       DefaultCompactRatio,
 		checkpointsWaiting: checkpointsWaiting,
 
 		errorRetention: DefaultErrorRetention(),
@@ -132,11 +141,17 @@ func (c *config) validate() error {
 	if err := c.inferenceLimits.Validate(); err != nil {
 		return fmt.Errorf("%w: inference limits: %w", streams.ErrInvalidConfig, err)
 	}
+	if c.eraseTimeout <= 0 {
+		return fmt.Errorf("%w: erase timeout %v: want it positive", streams.ErrInvalidConfig, c.eraseTimeout)
+	}
 	if c.headsFrom < 0 {
 		return fmt.Errorf("%w: negative size %d for confirmed heads", streams.ErrInvalidConfig, c.headsFrom)
 	}
 	if c.storeStall < 0 {
 		return fmt.Errorf("%w: negative store stall limit %v", streams.ErrInvalidConfig, c.storeStall)
+	}
+	if !(c.compactRatio >= 0) || math.IsInf(c.compactRatio, 0) {
+		return fmt.Errorf("%w: compaction ratio %v: want it finite and not negative", streams.ErrInvalidConfig, c.compactRatio)
 	}
 	if c.snapshotInterval < 0 || c.snapshotInterval > c.ackWait/2 || c.snapshotMax < 0 {
 		return fmt.Errorf("%w: the snapshot interval must be between 0 and half the ack wait", streams.ErrInvalidConfig)
@@ -153,7 +168,7 @@ func (c *config) validate() error {
 	if c.consumer == "" || c.source == "" {
 		return fmt.Errorf("%w: empty consumer name or source", streams.ErrInvalidConfig)
 	}
-	// Deltas are written without the SDK (envelope.go), with the source as
+	// Deltas are written without the SDK (handler_envelope.go), with the source as
 	// the SDK would write it.
 	source, err := eventSource(c.source)
 	if err != nil {
@@ -170,6 +185,10 @@ func WithSubjects(s streams.Subjects) Option { return func(c *config) { c.subjec
 // WithLimits sets the input limits.
 func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
 
+// DefaultLanes returns how many conversations are applied in parallel
+// unless WithLanes says otherwise: four for each CPU the process may use.
+func DefaultLanes() int { return 4 * runtime.GOMAXPROCS(0) }
+
 // WithLanes sets how many conversations are applied in parallel: events
 // of one conversation always go to the same lane, in order.
 func WithLanes(n int) Option { return func(c *config) { c.lanes = n } }
@@ -183,6 +202,10 @@ const DefaultLoads = 32
 // go): each load runs off its lane, whose other conversations go on
 // meanwhile, while the loading conversation's events wait for it.
 func WithLoads(n int) Option { return func(c *config) { c.loads = n } }
+
+// DefaultCacheConversations is how many conversations are kept in memory
+// unless WithCacheConversations says otherwise.
+const DefaultCacheConversations = 10_000
 
 // WithCacheConversations bounds how many conversations are kept in memory;
 // the least recently used are dropped and rebuilt from JetStream on demand.
@@ -234,6 +257,10 @@ const DefaultCacheTTL = 30 * time.Minute
 // use need, without waiting for the cache to fill. 0 keeps conversations
 // until the cache needs their room.
 func WithCacheTTL(d time.Duration) Option { return func(c *config) { c.cacheTTL = d } }
+
+// DefaultConsumerName names the durable consumer of the events stream
+// unless WithConsumerName says otherwise.
+const DefaultConsumerName = "convstream-worker"
 
 // WithConsumerName names the durable consumer of the events stream. Workers
 // sharing a name share the work.
@@ -289,8 +316,16 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // p builds. Without it the worker serves no inference endpoint.
 func WithPipelines(p Pipelines) Option { return func(c *config) { c.pipelines = p } }
 
+// DefaultInferenceTimeout bounds one pipeline run unless
+// WithInferenceTimeout says otherwise.
+const DefaultInferenceTimeout = 30 * time.Second
+
 // WithInferenceTimeout bounds one pipeline run.
 func WithInferenceTimeout(d time.Duration) Option { return func(c *config) { c.inferenceTimeout = d } }
+
+// DefaultInferenceWait is how long an inference request waits for the
+// events stored before it unless WithInferenceWait says otherwise.
+const DefaultInferenceWait = 2 * time.Second
 
 // WithInferenceWait bounds how long an inference request waits for events
 // stored before it to be applied (read-your-writes); after that it runs on
@@ -370,6 +405,10 @@ func WithHeadsConfirmedFrom(n int64) Option { return func(c *config) { c.headsFr
 // be written (a server out of disk, a store directory gone).
 func WithStoreStallLimit(d time.Duration) Option { return func(c *config) { c.storeStall = d } }
 
+// DefaultCheckpoints is whether conversation checkpoints are written
+// unless WithCheckpoints says otherwise.
+const DefaultCheckpoints = true
+
 // WithCheckpoints turns conversation checkpoints on (the default) or off.
 // With them a worker writes a conversation's messages to the checkpoint
 // bucket (Subjects.CheckpointBucket) when it lets go of it (an eviction,
@@ -379,3 +418,22 @@ func WithStoreStallLimit(d time.Duration) Option { return func(c *config) { c.st
 // replays the conversation from its first event, and the worker needs no
 // right to the bucket.
 func WithCheckpoints(on bool) Option { return func(c *config) { c.checkpoints = on } }
+
+// WithEventCompaction turns compaction of the events stream on (the default,
+// DefaultEventCompaction) or off. On, once a conversation's checkpoint is
+// written at a stream sequence, its events up to that sequence are purged
+// from the events stream, which then holds only what conversations
+// changed since their last checkpoints; a rebuild starts from the
+// checkpoint (see checkpoint_compact.go). It takes effect with checkpoints on
+// (WithCheckpoints); a stream once compacted needs them to rebuild its
+// conversations, and turning checkpoints off then loses the purged events.
+func WithEventCompaction(on bool) Option { return func(c *config) { c.compaction = on } }
+
+// WithCompactRatio sets how much a busy conversation's events may add up
+// to, as a multiple of what it holds, before it is checkpointed and so
+// compacted (DefaultCompactRatio; see checkpoint_compact.go): the events
+// stream then holds about 1+ratio times what busy conversations hold.
+// Lower costs more checkpoints; 0 leaves busy conversations to the
+// checkpoint rule that bounds their rebuilds alone. It takes effect with
+// compaction on (WithEventCompaction).
+func WithCompactRatio(ratio float64) Option { return func(c *config) { c.compactRatio = ratio } }

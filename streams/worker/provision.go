@@ -16,6 +16,13 @@ import (
 // to drop republished copies, unless Storage says otherwise.
 const DuplicateWindow = 2 * time.Minute
 
+// DefaultWatchIdle is how long a consumer on the snapshot bucket lives
+// without a subscriber, unless Storage says otherwise: the 5 minutes a
+// nats.js watch asks for (a lower limit would refuse it). A watch that
+// asks for nothing, as nats.go's, gets it too, where the server would
+// otherwise give an ephemeral consumer 5 seconds.
+const DefaultWatchIdle = 5 * time.Minute
+
 // Storage configures the events stream and the snapshot bucket. Zero
 // values mean: one replica, no limits, the default duplicate window, any
 // placement.
@@ -38,6 +45,35 @@ type Storage struct {
 	// by one worker at a time. It must match across workers and cannot
 	// change on an existing stream.
 	Partitions int
+	// Reconcile brings the settings of an existing stream, bucket or
+	// consumer that differ from this worker's in line with them: the
+	// replicas, limits and duplicate window above, the errors stream's
+	// retention, and the consumers' ack wait, max deliver and pinned TTL.
+	// Without it a worker that finds them otherwise changes nothing: it
+	// waits, not ready, with an error wrapping ErrSettingsDiffer naming
+	// them, until they agree (docs/operations.md, "Changing settings").
+	Reconcile bool
+	// WatchIdle bounds how long a consumer on the snapshot bucket lives
+	// without a subscriber: the bucket's stream gives it, as its consumer
+	// limits, to every consumer created there that asks for no more, and
+	// refuses one that asks for more. A UI's watch is such a consumer;
+	// so is a durable a UI login creates, which permissions cannot refuse
+	// (UIClientPermissions): it goes after WatchIdle unused. Zero means
+	// DefaultWatchIdle, a negative value no limit. A bucket made without
+	// the limit gets it; one whose limit differs is a setting that
+	// Reconcile changes.
+	WatchIdle time.Duration
+}
+
+// watchIdle is the snapshot bucket's consumer idle limit; 0 is none.
+func (st Storage) watchIdle() time.Duration {
+	switch {
+	case st.WatchIdle == 0:
+		return DefaultWatchIdle
+	case st.WatchIdle < 0:
+		return 0
+	}
+	return st.WatchIdle
 }
 
 func (st Storage) validate() error {
@@ -84,10 +120,11 @@ func (st Storage) streamConfig(s streams.Subjects) jetstream.StreamConfig {
 
 // Provision makes sure the events stream and the snapshot bucket named by s
 // exist as st describes, and returns them. Missing ones are created. On
-// existing ones only the settings Storage covers are brought in line
-// (replicas, limits, duplicate window); the rest is left as an operator
-// tuned it, and a setting the server refuses to change is logged, not
-// fatal.
+// existing ones whose settings Storage covers (replicas, limits, duplicate
+// window) differ, it returns an error wrapping ErrSettingsDiffer, unless
+// st.Reconcile: then they are brought in line, and a setting the server
+// refuses to change is logged, not fatal. The rest is left as an operator
+// tuned it.
 func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, st Storage, log *slog.Logger) (jetstream.Stream, jetstream.KeyValue, error) {
 	if err := st.validate(); err != nil {
 		return nil, nil, err
@@ -99,7 +136,11 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 	stream, err := js.Stream(ctx, want.Name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		stream, err = js.CreateStream(ctx, want)
+		// Made by this release: every worker on it knows compaction
+		// (checkpoint_compact_mark.go).
+		create := want
+		create.Metadata = map[string]string{CompactionMetadataKey: EventCompaction{On: true}.String()}
+		stream, err = js.CreateStream(ctx, create)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			stream, err = js.Stream(ctx, want.Name) // another worker was first
 		}
@@ -114,7 +155,15 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 		}
 		next := have
 		next.Replicas, next.MaxBytes, next.MaxAge, next.Duplicates = want.Replicas, want.MaxBytes, want.MaxAge, want.Duplicates
-		if next.Replicas != have.Replicas || next.MaxBytes != have.MaxBytes || next.MaxAge != have.MaxAge || next.Duplicates != have.Duplicates {
+		var diffs settingDiffs
+		diffs.add("replicas", have.Replicas, want.Replicas)
+		diffs.add("max bytes", have.MaxBytes, want.MaxBytes)
+		diffs.add("max age", have.MaxAge, want.MaxAge)
+		diffs.add("duplicate window", have.Duplicates, want.Duplicates)
+		if len(diffs) > 0 && !st.Reconcile {
+			return nil, nil, diffs.err("events stream " + want.Name)
+		}
+		if len(diffs) > 0 {
 			if updated, uErr := js.UpdateStream(ctx, next); uErr != nil {
 				log.WarnContext(ctx, "events stream settings not changed", "stream", want.Name, "err", uErr)
 			} else {
@@ -125,7 +174,7 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 		}
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("streams: events stream %s: %w", want.Name, err)
+		return nil, nil, fmt.Errorf("worker: events stream %s: %w", want.Name, err)
 	}
 	if want.MaxBytes > 0 || want.MaxAge > 0 {
 		log.WarnContext(ctx, "the events stream drops old events; conversations that lose events are rebuilt without them",
@@ -140,9 +189,12 @@ func Provision(ctx context.Context, js jetstream.JetStream, s streams.Subjects, 
 		Replicas:    max(1, st.BucketReplicas),
 		Placement:   st.placement(),
 	}
-	kv, err := openBucket(ctx, js, bucket, log)
+	kv, err := openBucket(ctx, js, bucket, st.Reconcile, log)
+	if err == nil {
+		err = limitWatches(ctx, js, kv, st.watchIdle(), st.Reconcile, log)
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("streams: snapshot bucket %s: %w", bucket.Bucket, err)
+		return nil, nil, fmt.Errorf("worker: snapshot bucket %s: %w", bucket.Bucket, err)
 	}
 	return stream, kv, nil
 }
@@ -165,7 +217,7 @@ func addChunks(ctx context.Context, js jetstream.JetStream, stream jetstream.Str
 	}
 	updated, err := js.UpdateStream(ctx, next)
 	if err != nil {
-		return nil, have, fmt.Errorf("streams: events stream %s: add the chunks subjects: %w", want.Name, err)
+		return nil, have, fmt.Errorf("worker: events stream %s: add the chunks subjects: %w", want.Name, err)
 	}
 	log.InfoContext(ctx, "events stream takes reply chunks", "stream", want.Name, "subjects", next.Subjects)
 	return updated, updated.CachedInfo().Config, nil
@@ -181,37 +233,88 @@ func sameTransform(a, b *jetstream.SubjectTransformConfig) bool {
 }
 
 // openBucket binds the bucket cfg describes, creating it when missing
-// (another worker may be first) and bringing an existing one's replicas in
-// line with cfg's (see alignReplicas); the rest of an existing bucket's
-// settings are left as an operator tuned them.
-func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, log *slog.Logger) (jetstream.KeyValue, error) {
+// (another worker may be first). An existing one whose replicas differ
+// from cfg's is an error wrapping ErrSettingsDiffer, unless reconcile:
+// then they are brought in line (see alignReplicas). The rest of an
+// existing bucket's settings are left as an operator tuned them.
+func openBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig, reconcile bool, log *slog.Logger) (jetstream.KeyValue, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	switch {
 	case errors.Is(err, jetstream.ErrBucketNotFound):
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
+		kv, err = createBucket(ctx, js, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			kv, err = js.KeyValue(ctx, cfg.Bucket)
 		}
 	case err == nil:
-		alignReplicas(ctx, js, kv, cfg.Replicas, log)
+		err = alignReplicas(ctx, js, kv, cfg.Replicas, reconcile, log)
 	}
 	return kv, err
 }
 
-// alignReplicas brings the replicas of an existing bucket to replicas; a
-// change the server refuses is logged, not fatal.
-func alignReplicas(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, replicas int, log *slog.Logger) {
+// createBucket creates the bucket cfg describes as nats.go's
+// CreateKeyValue does, but with its stream's DenyDelete off: an erasure
+// deletes a key's revisions one by one, securely (eraser.eraseSubject),
+// where a purge leaves their bytes on disk. The bucket is an ordinary
+// key-value bucket to every client.
+func createBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	history := int64(max(cfg.History, 1))
+	replicas := max(cfg.Replicas, 1)
+	maxBytes, maxValue := cfg.MaxBytes, cfg.MaxValueSize
+	if maxBytes == 0 {
+		maxBytes = -1
+	}
+	if maxValue == 0 {
+		maxValue = -1
+	}
+	dup := 2 * time.Minute
+	if cfg.TTL > 0 && cfg.TTL < dup {
+		dup = cfg.TTL
+	}
+	_, err := js.CreateStream(ctx, jetstream.StreamConfig{
+		Name:              "KV_" + cfg.Bucket,
+		Description:       cfg.Description,
+		Subjects:          []string{"$KV." + cfg.Bucket + ".>"},
+		MaxMsgsPerSubject: history,
+		MaxBytes:          maxBytes,
+		MaxAge:            cfg.TTL,
+		MaxMsgSize:        maxValue,
+		Storage:           cfg.Storage,
+		Replicas:          replicas,
+		Placement:         cfg.Placement,
+		AllowRollup:       true,
+		Duplicates:        dup,
+		MaxMsgs:           -1,
+		MaxConsumers:      -1,
+		AllowDirect:       true,
+		Discard:           jetstream.DiscardNew,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return js.KeyValue(ctx, cfg.Bucket)
+}
+
+// alignReplicas brings the replicas of an existing bucket to replicas
+// when reconcile (a change the server refuses is logged, not fatal), and
+// otherwise returns an error wrapping ErrSettingsDiffer when they differ.
+func alignReplicas(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, replicas int, reconcile bool, log *slog.Logger) error {
 	status, err := kv.Status(ctx)
 	if err != nil {
-		return
+		return nil // the bucket is read and written as it is
 	}
 	info, ok := status.(*jetstream.KeyValueBucketStatus)
 	if !ok || info.StreamInfo().Config.Replicas == replicas {
-		return
+		return nil
 	}
 	cfg := info.StreamInfo().Config
+	if !reconcile {
+		var diffs settingDiffs
+		diffs.add("replicas", cfg.Replicas, replicas)
+		return diffs.err("bucket " + kv.Bucket())
+	}
 	cfg.Replicas = replicas
 	if _, err := js.UpdateStream(ctx, cfg); err != nil {
 		log.WarnContext(ctx, "bucket replicas not changed", "bucket", kv.Bucket(), "replicas", replicas, "err", err)
 	}
+	return nil
 }

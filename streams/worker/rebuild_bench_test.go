@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,7 +58,7 @@ const (
 // spread conversations, then behind more, rebuilt up to the first of those,
 // starting as from says.
 func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
-	ns := startServer(b, "")
+	ns := natstest.StartServer(b, "")
 	opts := []nats.Option{nats.InProcessServer(ns)}
 	if conn == "tcp" {
 		opts = nil
@@ -67,7 +68,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 		b.Fatal(err)
 	}
 	b.Cleanup(nc.Close)
-	r := startWorker(b, nc, WithLogger(failureLogger(b, 10)))
+	r := StartWorker(b, nc, WithLogger(natstest.FailureLogger(b, 10)))
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(4096))
 	if err != nil {
 		b.Fatal(err)
@@ -106,7 +107,7 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 	<-js.PublishAsyncComplete()
 	ctx := context.Background()
 	if behind == 0 {
-		stream, err := js.Stream(ctx, r.w.cfg.subjects.EventsStream())
+		stream, err := js.Stream(ctx, r.W.cfg.subjects.EventsStream())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -118,10 +119,10 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 	}
 	// The worker applies the events too: let it finish, so that the
 	// rebuilds timed do not share the machine with it.
-	settled(b, r.w)
+	settled(b, r.W)
 	checkpoint := from == rebuildFromCheckpoint
 	if checkpoint {
-		rp, err := r.w.rebuild(ctx, "rb0", before, false)
+		rp, err := r.W.rebuild(ctx, "rb0", before, false)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -129,13 +130,13 @@ func benchmarkRebuild(b *testing.B, conn string, n, spread, behind, from int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := r.w.cp.bucket.Put(ctx, "rb0", value); err != nil {
+		if _, err := r.W.cp.bucket.Put(ctx, "rb0", value); err != nil {
 			b.Fatal(err)
 		}
 	}
 	b.ResetTimer()
 	for range b.N {
-		rp, err := r.w.rebuild(ctx, "rb0", before, from != rebuildFromEvents)
+		rp, err := r.W.rebuild(ctx, "rb0", before, from != rebuildFromEvents)
 		if err != nil {
 			b.Fatal(err)
 		}

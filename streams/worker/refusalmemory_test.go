@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
@@ -33,12 +34,12 @@ type refusalRig struct {
 // of each is refused snapshot_too_large.
 func newRefusalRig(t testing.TB, n, limit int) *refusalRig {
 	t.Helper()
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	r := &refusalRig{}
-	run := startWorker(t, nc, WithLogger(failureLogger(t, 20)), WithSnapshotInterval(0),
+	run := StartWorker(t, nc, WithLogger(natstest.FailureLogger(t, 20)), WithSnapshotInterval(0),
 		WithLimits(Limits{MaxEventBytes: DefaultMaxEventBytes, MaxMessages: DefaultMaxMessages, MaxSnapshotBytes: limit}))
-	r.w, r.c = run.w, newClient(t, nc)
+	r.w, r.c = run.W, natstest.NewClient(t, nc)
 	errs, err := nc.Subscribe(r.w.cfg.subjects.Errors("*"), func(*nats.Msg) { r.refused.Add(1) })
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func newRefusalRig(t testing.TB, n, limit int) *refusalRig {
 			last[lc.id] = sent.Sequence
 		}
 	}
-	waitFor(t, 60*time.Second, "every conversation at its limit", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "every conversation at its limit", func() bool {
 		if r.refused.Load() < want {
 			return false
 		}
@@ -125,7 +126,7 @@ func (r *refusalRig) refuse(t testing.TB, rounds, size int) {
 			want++
 		}
 	}
-	waitFor(t, 60*time.Second, "every append refused", func() bool { return r.refused.Load() >= want })
+	natstest.WaitFor(t, 60*time.Second, "every append refused", func() bool { return r.refused.Load() >= want })
 	// A refused event is reported before it is removed from the stream and
 	// terminated.
 	waitAcknowledged(t, r.w, 60*time.Second)
@@ -176,7 +177,7 @@ func heapInuseAfterGC() uint64 {
 // conversation go, and the next event rebuilt it from the stored snapshot
 // and the events after it, a whole conversation's rebuild for every
 // refusal: 2.8 MB allocated a refusal at a 256 KB limit. Now the refused
-// event is taken back in place (undo.go). Ten conversations at a 256 KB
+// event is taken back in place (handler_undo.go). Ten conversations at a 256 KB
 // limit each refuse 20 KB appends thirty times: a refusal allocates at
 // most twice the limit (the process's allocations, the server's
 // included), the heap after a collection stays within refusalHeapBound of
@@ -224,7 +225,7 @@ func TestRefusalMemoryBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := snapshotDiff(t, snap, res); d != "" {
+		if d := natstest.SnapshotDiff(t, snap, res); d != "" {
 			t.Errorf("%s: stored snapshot differs from Parse of the events kept: %s", lc.id, d)
 		}
 	}
@@ -263,14 +264,14 @@ func BenchmarkRefusal(b *testing.B) {
 				k++
 				fresh := &limitsConv{id: fmt.Sprintf("fresh%d-%d", limit, k)}
 				fresh.send(b, r.c, map[string]any{"id": "m0", "role": "user", "content": strings.Repeat("z", 20<<10)}, false)
-				waitFor(b, 30*time.Second, "the append applied", func() bool { return r.applied.Load() >= want })
+				natstest.WaitFor(b, 30*time.Second, "the append applied", func() bool { return r.applied.Load() >= want })
 			}
 		})
 	}
 }
 
 // TestRefusedUpdateTakenBack: an update that takes a conversation at its
-// snapshot limit over it is refused and taken back in place (undo.go):
+// snapshot limit over it is refused and taken back in place (handler_undo.go):
 // the next event, a delete that makes room, is applied to the
 // conversation as it was before the update, and the stored snapshot is
 // Parse of the events accepted.
@@ -282,14 +283,14 @@ func TestRefusedUpdateTakenBack(t *testing.T) {
 		map[string]any{"id": lc.kept[1].ID(), "content": strings.Repeat("u", 20<<10)}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the update refused", func() bool { return r.refused.Load() > before })
+	natstest.WaitFor(t, 30*time.Second, "the update refused", func() bool { return r.refused.Load() > before })
 	last := lc.kept[len(lc.kept)-1]
 	sent, err := r.c.Send(context.Background(), lc.id, streams.TypeMessageDeleted, map[string]any{"id": last.ID()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	lc.kept = lc.kept[:len(lc.kept)-1]
-	waitFor(t, 30*time.Second, "the delete stored", func() bool { return storedAt(r.c, lc.id, sent.Sequence) })
+	natstest.WaitFor(t, 30*time.Second, "the delete stored", func() bool { return storedAt(r.c, lc.id, sent.Sequence) })
 	snap, err := r.c.Snapshot(context.Background(), lc.id)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +299,7 @@ func TestRefusedUpdateTakenBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := snapshotDiff(t, snap, res); d != "" {
+	if d := natstest.SnapshotDiff(t, snap, res); d != "" {
 		t.Errorf("stored snapshot differs from Parse of the events accepted: %s", d)
 	}
 }

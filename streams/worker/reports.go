@@ -45,12 +45,12 @@ func (r *reports) storeOnce(ctx context.Context, msg *nats.Msg) (duplicate bool,
 		r.log.WarnContext(ctx, "report not kept: the errors stream is full", "subject", msg.Subject,
 			"id", msg.Header.Get(jetstream.MsgIDHeader), "err", err)
 		if pErr := r.js.Conn().PublishMsg(msg); pErr != nil {
-			return false, fmt.Errorf("streams: publish %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, pErr)
+			return false, fmt.Errorf("worker: publish %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, pErr)
 		}
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("streams: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
+		return false, fmt.Errorf("worker: store %s on %s: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
 	}
 	return ack.Duplicate, nil
 }
@@ -73,7 +73,7 @@ func (r *reports) rejection(ctx context.Context, id string, rej streams.EventRej
 	}
 	// Stored, so that a client not listening now can read it later.
 	if err := r.store(ctx, msg); err != nil {
-		return fmt.Errorf("streams: publish rejection: %w", err)
+		return fmt.Errorf("worker: publish rejection: %w", err)
 	}
 	r.log.InfoContext(ctx, "event rejected", "subject", rej.Subject, "conversation", rej.ConversationID,
 		"code", rej.Code, "reason", rej.Reason, "seq", rej.Sequence)

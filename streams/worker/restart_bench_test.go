@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // BenchmarkRestart times what a restart costs the conversations a worker
@@ -23,8 +25,8 @@ func BenchmarkRestart(b *testing.B) {
 }
 
 func benchmarkRestart(b *testing.B, convs, events int, checkpoints bool) {
-	nc := connect(b, startServer(b, ""))
-	c := newClient(b, nc)
+	nc := natstest.Connect(b, natstest.StartServer(b, ""))
+	c := natstest.NewClient(b, nc)
 	ctx := context.Background()
 	content := strings.Repeat("x", 256)
 	next := make([]int, convs)
@@ -46,21 +48,21 @@ func benchmarkRestart(b *testing.B, convs, events int, checkpoints bool) {
 	}
 	applied := func() {
 		for k := range convs {
-			waitVersion(b, c, fmt.Sprint("rs", k), last[k], time.Minute)
+			natstest.WaitVersion(b, c, fmt.Sprint("rs", k), last[k], time.Minute)
 		}
 	}
-	opts := []Option{WithLogger(failureLogger(b, 10)), WithCheckpoints(checkpoints)}
-	r := startWorker(b, nc, opts...)
+	opts := []worker.Option{worker.WithLogger(natstest.FailureLogger(b, 10)), worker.WithCheckpoints(checkpoints)}
+	r := worker.StartWorker(b, nc, opts...)
 	for range events {
 		send()
 	}
 	applied()
-	r.stop(b)
+	r.Stop(b)
 	b.ResetTimer()
 	for range b.N {
-		r := startWorker(b, nc, opts...)
+		r := worker.StartWorker(b, nc, opts...)
 		send()
 		applied()
-		r.stop(b)
+		r.Stop(b)
 	}
 }

@@ -10,64 +10,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
-	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
 )
-
-// plannedEvent is one event of a restart scenario.
-type plannedEvent struct {
-	conv string
-	typ  string
-	data any
-}
-
-// plan turns corpus conversations into events (groups, appends, then an
-// update and a delete each), interleaved across conversations as a busy
-// system would publish them, and returns the local conversations they
-// should produce.
-func plan(t testing.TB, cases []corpusCase) ([]plannedEvent, map[string]*conversation.Conversation) {
-	t.Helper()
-	per := make([][]plannedEvent, len(cases))
-	want := map[string]*conversation.Conversation{}
-	for i, cc := range cases {
-		conv := caseID(i)
-		live := conversation.NewConversation()
-		for _, g := range cc.groups {
-			per[i] = append(per[i], plannedEvent{conv, streams.TypeGroupsUpserted, g})
-			_ = live.UpsertGroup(g)
-		}
-		for _, m := range cc.msgs {
-			per[i] = append(per[i], plannedEvent{conv, streams.TypeMessageAppended, m})
-			if err := live.Append(m); err != nil {
-				t.Fatal(err)
-			}
-		}
-		patch := map[string]any{"id": cc.msgs[0].ID(), "content": "edited before the restart test ends"}
-		per[i] = append(per[i], plannedEvent{conv, streams.TypeMessageUpdated, patch})
-		if err := live.Update(patch["id"].(string), patch); err != nil {
-			t.Fatal(err)
-		}
-		last := cc.msgs[len(cc.msgs)-1].ID()
-		per[i] = append(per[i], plannedEvent{conv, streams.TypeMessageDeleted, map[string]any{"id": last}})
-		if err := live.Delete(last); err != nil {
-			t.Fatal(err)
-		}
-		want[conv] = live
-	}
-	var out []plannedEvent
-	for more := true; more; {
-		more = false
-		for i := range per {
-			if len(per[i]) > 0 {
-				out = append(out, per[i][0])
-				per[i] = per[i][1:]
-				more = true
-			}
-		}
-	}
-	return out, want
-}
 
 // TestRestartConverges stops workers mid-stream (once gracefully, once by
 // cutting its connection as a crash would), restarts the NATS server on
@@ -79,18 +25,18 @@ func TestRestartConverges(t *testing.T) {
 	if testing.Short() {
 		n = 8
 	}
-	cases := loadCorpus(t, "generated-normal.jsonl.gz", n)
-	events, want := plan(t, cases)
+	cases := natstest.LoadCorpus(t, "generated-normal.jsonl.gz", n)
+	events, want := natstest.Plan(t, cases)
 	dir := t.TempDir()
 	lastSeq := map[string]uint64{}
 	publish := func(c *client.Client, from, to int) {
 		t.Helper()
 		for _, e := range events[from:to] {
-			sent, err := c.Send(context.Background(), e.conv, e.typ, e.data)
+			sent, err := c.Send(context.Background(), e.Conv, e.Type, e.Data)
 			if err != nil {
 				t.Fatal(err)
 			}
-			lastSeq[e.conv] = sent.Sequence
+			lastSeq[e.Conv] = sent.Sequence
 		}
 	}
 	cut := func(f float64) int { return int(f * float64(len(events))) }
@@ -98,31 +44,31 @@ func TestRestartConverges(t *testing.T) {
 
 	// Server 1: worker A stopped gracefully while events arrive, worker B
 	// cut off mid-stream, and more events published with no worker at all.
-	ns1 := startServer(t, dir)
-	nc1 := connect(t, ns1)
-	c1 := newClient(t, nc1)
+	ns1 := natstest.StartServer(t, dir)
+	nc1 := natstest.Connect(t, ns1)
+	c1 := natstest.NewClient(t, nc1)
 	// A short AckWait: what a crashed worker left unacknowledged comes back
 	// within the test's patience.
-	a := startWorker(t, nc1, WithCacheConversations(4), WithLanes(2), WithAckWait(2*time.Second))
+	a := StartWorker(t, nc1, WithCacheConversations(4), WithLanes(2), WithAckWait(2*time.Second))
 	go func() {
 		time.Sleep(30 * time.Millisecond)
-		a.cancel()
+		a.Cancel()
 	}()
 	publish(c1, 0, cut(0.25))
-	a.stop(t)
+	a.Stop(t)
 
 	ncB, err := nats.Connect(ns1.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startWorker(t, ncB, WithCacheConversations(4), WithLanes(2), WithAckWait(2*time.Second))
+	b := StartWorker(t, ncB, WithCacheConversations(4), WithLanes(2), WithAckWait(2*time.Second))
 	go func() {
 		time.Sleep(30 * time.Millisecond)
 		ncB.Close() // a crash: in-flight acks are lost and redelivered later
 	}()
 	publish(c1, cut(0.25), cut(0.5))
 	select {
-	case <-b.done:
+	case <-b.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker B did not stop after losing its connection")
 	}
@@ -133,11 +79,11 @@ func TestRestartConverges(t *testing.T) {
 	ns1.WaitForShutdown()
 
 	// Server 2 on the same store, worker C, the rest of the events.
-	ns2 := startServer(t, dir)
-	nc2 := connect(t, ns2)
-	c2 := newClient(t, nc2)
+	ns2 := natstest.StartServer(t, dir)
+	nc2 := natstest.Connect(t, ns2)
+	c2 := natstest.NewClient(t, nc2)
 	reader := sdkmetric.NewManualReader()
-	startWorker(t, nc2, WithCacheConversations(3), WithLanes(2), WithAckWait(2*time.Second),
+	StartWorker(t, nc2, WithCacheConversations(3), WithLanes(2), WithAckWait(2*time.Second),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	publish(c2, cut(0.7), len(events))
 
@@ -159,12 +105,12 @@ func TestRestartConverges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := snapshotDiff(t, snap, res); d != "" {
+		if d := natstest.SnapshotDiff(t, snap, res); d != "" {
 			t.Errorf("%s: %s", conv, d)
 		}
 	}
-	rm := collect(t, reader)
-	counts := sumsOf(rm)
+	rm := natstest.Collect(t, reader)
+	counts := natstest.SumsOf(rm)
 	if counts[MetricEventsRejected] != 0 {
 		t.Errorf("rejections: %v", counts)
 	}
@@ -192,7 +138,7 @@ func appliedUpTo(t testing.TB, nc *nats.Conn) map[string]uint64 {
 		t.Fatal(err)
 	}
 	out := map[string]uint64{}
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	for k := range keys.Keys() {
 		if s, err := c.Snapshot(context.Background(), k); err == nil {
 			out[k] = s.Sequence
@@ -205,36 +151,36 @@ func appliedUpTo(t testing.TB, nc *nats.Conn) map[string]uint64 {
 // requires nothing to change: each is recognised as applied and skipped.
 // Publishing an event twice with the same id stores it once.
 func TestRedeliveryIsIdempotent(t *testing.T) {
-	cases := loadCorpus(t, "reference-suite.jsonl.gz", 5)
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
-	a := startWorker(t, nc)
+	cases := natstest.LoadCorpus(t, "reference-suite.jsonl.gz", 5)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
+	a := StartWorker(t, nc)
 	total := 0
 	counts := map[string]int{}
 	for i, cc := range cases {
-		counts[caseID(i)] = sendConversation(t, c, caseID(i), i, cc)
-		total += counts[caseID(i)]
+		counts[natstest.CaseID(i)] = sendConversation(t, c, natstest.CaseID(i), i, cc)
+		total += counts[natstest.CaseID(i)]
 	}
 	// The same event id again: dropped by JetStream's duplicate window.
-	first, err := c.Send(context.Background(), caseID(0), streams.TypeMessageDeleted, map[string]any{"id": cases[0].msgs[0].ID()}, client.WithEventID("delete-once"))
+	first, err := c.Send(context.Background(), natstest.CaseID(0), streams.TypeMessageDeleted, map[string]any{"id": cases[0].Msgs[0].ID()}, client.WithEventID("delete-once"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := c.Send(context.Background(), caseID(0), streams.TypeMessageDeleted, map[string]any{"id": cases[0].msgs[0].ID()}, client.WithEventID("delete-once"))
+	again, err := c.Send(context.Background(), natstest.CaseID(0), streams.TypeMessageDeleted, map[string]any{"id": cases[0].Msgs[0].ID()}, client.WithEventID("delete-once"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if first.Duplicate || !again.Duplicate || again.Sequence != first.Sequence {
 		t.Errorf("dedup: first %+v, again %+v", first, again)
 	}
-	counts[caseID(0)]++
+	counts[natstest.CaseID(0)]++
 	total++
 	before := map[string]*streams.Snapshot{}
 	for conv := range counts {
-		before[conv] = waitCaughtUp(t, c, conv, 20*time.Second)
+		before[conv] = natstest.WaitCaughtUp(t, c, conv, 20*time.Second)
 	}
-	a.stop(t)
+	a.Stop(t)
 
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -243,12 +189,25 @@ func TestRedeliveryIsIdempotent(t *testing.T) {
 	if err := js.DeleteConsumer(context.Background(), "CONVSTREAM_EVENTS", "convstream-worker"); err != nil {
 		t.Fatal(err)
 	}
+	// What compaction left of the events: each is redelivered.
+	events, err := js.Stream(context.Background(), "CONVSTREAM_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info, err := events.Info(context.Background()); err != nil {
+		t.Fatal(err)
+	} else if info.State.Msgs < uint64(len(counts)) {
+		t.Fatalf("%d events left in the stream, fewer than the %d conversations' last ones", info.State.Msgs, len(counts))
+	} else {
+		t.Logf("%d events sent, %d left after compaction", total, info.State.Msgs)
+		total = int(info.State.Msgs)
+	}
 	reader := sdkmetric.NewManualReader()
-	snaps := record(t, nc, "convstream.snapshots.>")
-	startWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	snaps := natstest.Record(t, nc, "convstream.snapshots.>")
+	StartWorker(t, nc, WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	var skipped int64
-	waitFor(t, 20*time.Second, fmt.Sprintf("%d events skipped", total), func() bool {
-		skipped = sums(t, reader)[MetricEventsSkipped]
+	natstest.WaitFor(t, 20*time.Second, fmt.Sprintf("%d events skipped", total), func() bool {
+		skipped = natstest.Sums(t, reader)[MetricEventsSkipped]
 		return skipped >= int64(total)
 	})
 	for conv, b := range before {
@@ -260,7 +219,7 @@ func TestRedeliveryIsIdempotent(t *testing.T) {
 			t.Errorf("%s: version %d seq %d after redelivery, was %d %d", conv, s.Version, s.Sequence, b.Version, b.Sequence)
 		}
 	}
-	if n := snaps.count(""); n != 0 {
+	if n := snaps.Count(""); n != 0 {
 		t.Errorf("%d snapshots published on redelivery", n)
 	}
 	t.Logf("%d events redelivered, %d skipped, 0 applied", total, skipped)

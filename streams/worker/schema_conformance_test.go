@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/schemas"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
@@ -23,7 +24,7 @@ type nineShape struct {
 	name   string
 	header nats.Header
 	body   string
-	code   string
+	code   streams.RejectCode
 	path   string
 }
 
@@ -32,7 +33,7 @@ func nineShapes(conv string) []nineShape {
 	st := func() nats.Header { return nats.Header{"content-type": {streams.ContentTypeCloudEvents}} }
 	bin := func(k, v string) nats.Header {
 		h := nats.Header{}
-		for name, value := range binaryHeaders(streams.TypeMessageAppended, conv, streams.ContentTypeJSON) {
+		for name, value := range natstest.BinaryHeaders(streams.TypeMessageAppended, conv, streams.ContentTypeJSON) {
 			h.Set(name, value)
 		}
 		h.Set(k, v)
@@ -89,7 +90,7 @@ func TestNineShapes(t *testing.T) {
 // acknowledgement before the next: some 37,000 events one round trip at a
 // time took over 5 minutes on a loaded 2-core machine. It returns how many
 // it published.
-func sendCorpusAsync(t *testing.T, js jetstream.JetStream, c *client.Client, cases []corpusCase) int {
+func sendCorpusAsync(t *testing.T, js jetstream.JetStream, c *client.Client, cases []natstest.CorpusCase) int {
 	t.Helper()
 	ctx := context.Background()
 	n := 0
@@ -119,11 +120,11 @@ func sendCorpusAsync(t *testing.T, js jetstream.JetStream, c *client.Client, cas
 		n++
 	}
 	for i, cc := range cases {
-		for _, g := range cc.groups {
-			send(caseID(i), i, streams.TypeGroupsUpserted, g)
+		for _, g := range cc.Groups {
+			send(natstest.CaseID(i), i, streams.TypeGroupsUpserted, g)
 		}
-		for _, m := range cc.msgs {
-			send(caseID(i), i, streams.TypeMessageAppended, m)
+		for _, m := range cc.Msgs {
+			send(natstest.CaseID(i), i, streams.TypeMessageAppended, m)
 		}
 	}
 	select {
@@ -141,28 +142,28 @@ func sendCorpusAsync(t *testing.T, js jetstream.JetStream, c *client.Client, cas
 // rejection, and each conversation's stored snapshot. Each of the nine is
 // refused with its code and path, and leaves its conversation unchanged.
 func TestEmittedMatchesSchemas(t *testing.T) {
-	set, err := compiledSchemas()
+	set, err := natstest.CompiledSchemas()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cases []corpusCase
+	var cases []natstest.CorpusCase
 	for _, f := range []string{"generated-normal.jsonl.gz", "generated-noise.jsonl.gz", "reference-suite.jsonl.gz"} {
 		n := 1 << 30
 		if testing.Short() {
 			n = 10
 		}
-		cases = append(cases, loadCorpus(t, f, n)...)
+		cases = append(cases, natstest.LoadCorpus(t, f, n)...)
 	}
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	js, err := jetstream.New(nc, jetstream.WithPublishAsyncMaxPending(256))
 	if err != nil {
 		t.Fatal(err)
 	}
-	snaps := record(t, nc, "convstream.snapshots.>")
-	errs := record(t, nc, "convstream.errors.>")
-	startWorker(t, nc)
-	c := newClient(t, nc)
+	snaps := natstest.Record(t, nc, "convstream.snapshots.>")
+	errs := natstest.Record(t, nc, "convstream.errors.>")
+	StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 
 	start := time.Now()
@@ -193,16 +194,16 @@ func TestEmittedMatchesSchemas(t *testing.T) {
 		}
 	}
 	for i := range cases {
-		snap := waitCaughtUp(t, c, caseID(i), 120*time.Second)
+		snap := natstest.WaitCaughtUp(t, c, natstest.CaseID(i), 120*time.Second)
 		raw, err := json.Marshal(snap)
 		if err != nil {
 			t.Fatal(err)
 		}
-		validate(caseID(i)+" stored snapshot", streams.TypeSnapshotUpdated, raw)
+		validate(natstest.CaseID(i)+" stored snapshot", streams.TypeSnapshotUpdated, raw)
 	}
 	for i, s := range shapes {
 		conv := fmt.Sprintf("shape-%d", i)
-		snap := waitVersion(t, c, conv, 1, 20*time.Second)
+		snap := natstest.WaitVersion(t, c, conv, 1, 20*time.Second)
 		raw, err := json.Marshal(snap)
 		if err != nil {
 			t.Fatal(err)
@@ -210,8 +211,8 @@ func TestEmittedMatchesSchemas(t *testing.T) {
 		validate(conv+" stored snapshot", streams.TypeSnapshotUpdated, raw)
 		var rej streams.EventRejected
 		found := func() bool {
-			for _, r := range errs.all() {
-				if r.subject == "convstream.errors."+conv && r.err == nil && json.Unmarshal(r.ev.Data(), &rej) == nil && rej.Sequence == seqs[i] {
+			for _, r := range errs.All() {
+				if r.Subject == "convstream.errors."+conv && r.Err == nil && json.Unmarshal(r.Event.Data(), &rej) == nil && rej.Sequence == seqs[i] {
 					return true
 				}
 			}
@@ -228,21 +229,21 @@ func TestEmittedMatchesSchemas(t *testing.T) {
 			t.Errorf("%s: flat list %s", s.name, snap.FlatList)
 		}
 	}
-	waitFor(t, 60*time.Second, "every delta published", func() bool { return snaps.count("") >= events-len(shapes) })
-	for _, r := range append(snaps.all(), errs.all()...) {
-		if r.err != nil {
-			t.Fatalf("%s: %v", r.subject, r.err)
+	natstest.WaitFor(t, 60*time.Second, "every delta published", func() bool { return snaps.Count("") >= events-len(shapes) })
+	for _, r := range append(snaps.All(), errs.All()...) {
+		if r.Err != nil {
+			t.Fatalf("%s: %v", r.Subject, r.Err)
 		}
-		env, err := r.ev.MarshalJSON()
+		env, err := r.Event.MarshalJSON()
 		if err != nil {
 			t.Fatal(err)
 		}
-		validate(r.subject+" envelope", schemas.Envelope, env)
-		validate(r.subject+" "+r.ev.Type(), r.ev.Type(), r.ev.Data())
+		validate(r.Subject+" envelope", schemas.Envelope, env)
+		validate(r.Subject+" "+r.Event.Type(), r.Event.Type(), r.Event.Data())
 	}
-	if n := errs.count(""); n != len(shapes) {
+	if n := errs.Count(""); n != len(shapes) {
 		t.Errorf("%d rejections, want %d (the nine shapes)", n, len(shapes))
 	}
 	t.Logf("%d conformance conversations and %d shapes, %d events: %d deltas, %d rejections and %d stored snapshots valid, in %v",
-		len(cases), len(shapes), events, snaps.count(""), errs.count(""), len(cases)+len(shapes), time.Since(start).Round(time.Millisecond))
+		len(cases), len(shapes), events, snaps.Count(""), errs.Count(""), len(cases)+len(shapes), time.Since(start).Round(time.Millisecond))
 }

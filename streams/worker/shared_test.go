@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/convstream/convstream/internal/natstest"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestSharedConsumer runs two workers on one unpartitioned consumer, so
@@ -20,33 +23,33 @@ func TestSharedConsumer(t *testing.T) {
 	if testing.Short() {
 		n = 6
 	}
-	events, want := plan(t, loadCorpus(t, "generated-normal.jsonl.gz", n))
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	errs := record(t, nc, "convstream.errors.>")
+	events, want := natstest.Plan(t, natstest.LoadCorpus(t, "generated-normal.jsonl.gz", n))
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	errs := natstest.Record(t, nc, "convstream.errors.>")
 	readers := []*sdkmetric.ManualReader{sdkmetric.NewManualReader(), sdkmetric.NewManualReader()}
-	opts := func(i int) []Option {
-		return []Option{WithAckWait(2 * time.Second), WithLanes(2),
-			WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(readers[i])))}
+	opts := func(i int) []worker.Option {
+		return []worker.Option{worker.WithAckWait(2 * time.Second), worker.WithLanes(2),
+			worker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(readers[i])))}
 	}
-	startWorker(t, nc, opts(0)...)
+	worker.StartWorker(t, nc, opts(0)...)
 	ncB, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ncB.Close)
-	b := startWorker(t, ncB, opts(1)...)
-	c := newClient(t, nc)
+	b := worker.StartWorker(t, ncB, opts(1)...)
+	c := natstest.NewClient(t, nc)
 	last := map[string]uint64{}
 	for i, e := range events {
 		if i == len(events)/2 {
 			ncB.Close() // a crash: what B held comes back after AckWait
 		}
-		sent, err := c.Send(context.Background(), e.conv, e.typ, e.data)
+		sent, err := c.Send(context.Background(), e.Conv, e.Type, e.Data)
 		if err != nil {
 			t.Fatal(err)
 		}
-		last[e.conv] = sent.Sequence
+		last[e.Conv] = sent.Sequence
 		if i%2 == 0 {
 			// Spread over seconds: the server hands the events to one
 			// worker's pull, then to the other's when it expires (each
@@ -55,16 +58,16 @@ func TestSharedConsumer(t *testing.T) {
 		}
 	}
 	select {
-	case <-b.done:
+	case <-b.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatal("worker B did not stop after losing its connection")
 	}
-	checkStoredAt(t, c, want, last, 30*time.Second)
-	if n := errs.count(""); n != 0 {
-		t.Errorf("%d events refused; the first: %v", n, errs.all()[0].ev)
+	natstest.CheckStoredAt(t, c, want, last, 30*time.Second)
+	if n := errs.Count(""); n != 0 {
+		t.Errorf("%d events refused; the first: %v", n, errs.All()[0].Event)
 	}
-	a, bs := sums(t, readers[0]), sums(t, readers[1])
+	a, bs := natstest.Sums(t, readers[0]), natstest.Sums(t, readers[1])
 	t.Logf("%d conversations, %d events; worker A applied %d, skipped %d, healed %d; worker B (killed halfway) applied %d, healed %d",
-		len(want), len(events), a[MetricEventsApplied], a[MetricEventsSkipped], a[MetricEventsHealed],
-		bs[MetricEventsApplied], bs[MetricEventsHealed])
+		len(want), len(events), a[worker.MetricEventsApplied], a[worker.MetricEventsSkipped], a[worker.MetricEventsHealed],
+		bs[worker.MetricEventsApplied], bs[worker.MetricEventsHealed])
 }

@@ -1,4 +1,4 @@
-package worker
+package worker_test
 
 import (
 	"context"
@@ -9,7 +9,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker"
 )
 
 // TestBacklogSpreads starts 3 workers on a backlog of 6 partitions: each
@@ -17,10 +19,10 @@ import (
 // partitions it prefers among the workers present, see
 // ownership.rebalance), and every conversation ends equal to Parse.
 func TestBacklogSpreads(t *testing.T) {
-	ns := startServer(t, "")
-	storage := Storage{Partitions: 6}
-	startWorker(t, connect(t, ns), WithStorage(storage)).stop(t) // the stream and consumers
-	c := newClient(t, connect(t, ns))
+	ns := natstest.StartServer(t, "")
+	storage := worker.Storage{Partitions: 6}
+	worker.StartWorker(t, natstest.Connect(t, ns), worker.WithStorage(storage)).Stop(t) // the stream and consumers
+	c := natstest.NewClient(t, natstest.Connect(t, ns))
 	ctx := context.Background()
 	const convs, events = 300, 10
 	want := map[string]*conversation.Conversation{}
@@ -68,21 +70,21 @@ func TestBacklogSpreads(t *testing.T) {
 		}
 	}
 
-	logger := failureLogger(t, 200)
-	workers := make([]*running, 3)
+	logger := natstest.FailureLogger(t, 200)
+	workers := make([]*worker.Running, 3)
 	for i := range workers {
-		workers[i] = startWorker(t, connect(t, ns), WithStorage(storage), WithLogger(logger.With("worker", i)))
+		workers[i] = worker.StartWorker(t, natstest.Connect(t, ns), worker.WithStorage(storage), worker.WithLogger(logger.With("worker", i)))
 	}
 	most := 0
-	waitFor(t, 60*time.Second, "each worker owning 2 partitions", func() bool {
+	natstest.WaitFor(t, 60*time.Second, "each worker owning 2 partitions", func() bool {
 		spread := true
 		for _, r := range workers {
-			n := len(r.w.OwnedPartitions())
+			n := len(r.W.OwnedPartitions())
 			most = max(most, n)
 			spread = spread && n == 2
 		}
 		return spread
 	})
 	t.Logf("partitions spread; the most one worker owned meanwhile: %d", most)
-	checkStoredAt(t, c, want, last, 2*time.Minute)
+	natstest.CheckStoredAt(t, c, want, last, 2*time.Minute)
 }

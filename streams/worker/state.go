@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
@@ -47,7 +48,7 @@ type convState struct {
 	// frame): measured by the last check, grown by an allowance for each
 	// event since; 0 when not known since the state was loaded. depthLeft
 	// is how many events may be applied before the context tree's branch
-	// depth is measured again; 0: at the next one (both snapshotlimits.go).
+	// depth is measured again; 0: at the next one (both store_limits.go).
 	treeBound int32
 	depthLeft int16
 	// unverified marks a state loaded for reading, up to the stored
@@ -60,46 +61,15 @@ type convState struct {
 	// checks that it is the next one (see gapWatch).
 	gaps uint32
 
-	// The snapshot store's (snapshotStore). The stored snapshot: its
-	// version, sequence and KV revision (0: none).
-	storedVersion, storedSeq, rev uint64
-	// store holds the events waiting for a store and the write in flight,
-	// from an event until a write leaves nothing pending (nil otherwise:
-	// see storeState); storing is true while a store is queued on the
-	// lane.
-	store *storeState
-	// lastStore is when the last snapshot was written, in Unix nanoseconds
-	// as the lane's store clock counts (0: none since the state was
-	// loaded).
-	lastStore int64
-	// storeAt is when the queued store runs, on the lane's clock (moved
-	// forward when a store falls due earlier); retryAt, when not 0, is when
-	// a failed or outdated write is to be retried. Both are Unix
-	// nanoseconds, and they belong with store: they sit here rather than
-	// in storeState, which a conversation at rest does not have.
-	storeAt, retryAt int64
-	// snapshotBytes is the size of the last snapshot encoded (0: none
-	// yet); unstoredBytes that of the events in store.unstored. Both are
-	// clamped to 32 bits (see clamp32): a snapshot is one message, under
-	// the server's limit of 64 MiB, and the events' size only weighs the
-	// next store against the snapshot.
-	snapshotBytes, unstoredBytes int32
-	// phase places the state's stores within a stretched interval (see
-	// storeDue), drawn at random when the state is made.
-	phase uint32
-	// failures counts writes in a row that failed transiently (the server
-	// away, a timeout); the next try waits longer each time. It stops
-	// counting at its maximum, past every bound it is compared with.
-	failures uint8
-	storing  bool
-	// leaving marks a state of a partition this worker lost: its unstored
-	// events are stored (and acknowledged) before it is let go, so that the
-	// partition's new owner does not apply them a second time.
-	leaving bool
-
-	// The checkpointer's: the events since the conversation's last
-	// checkpoint, and their size (see checkpointer.due).
-	sinceEvents, sinceBytes int
+	// The snapshot store's part (convStore) and the checkpointer's: the
+	// events since the conversation's last checkpoint, and their size.
+	convStore
+	sinceCheckpoint checkpointLag
+	// checkpointing is set while a checkpoint of the state is written
+	// (from the lane that begins it to the writer that ends it): the
+	// compaction rule (checkpointer.compactDue) waits for it, so that a
+	// hot conversation has one write under way, not one for each store.
+	checkpointing atomic.Bool
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
@@ -111,7 +81,8 @@ func (w *Worker) readHead(ctx context.Context, id string, how read.Mode) (snapsh
 	}
 	h, err := snapshotHeadOf(value)
 	if err != nil {
-		return snapshotHead{}, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+		w.noteNewerForm(ctx, id, err)
+		return snapshotHead{}, 0, fmt.Errorf("worker: read snapshot %s: %w", id, err)
 	}
 	return h, rev, nil
 }
@@ -137,7 +108,7 @@ func (w *Worker) stateForEvent(ctx context.Context, l *lane, id string, seq uint
 		}
 		next, err := w.reads.NextEvent(ctx, id, st.seq+1)
 		if err != nil {
-			return nil, false, fmt.Errorf("streams: next event of %s: %w", id, err)
+			return nil, false, fmt.Errorf("worker: next event of %s: %w", id, err)
 		}
 		if next.Sequence == seq {
 			st.unverified, st.gaps = false, gaps
@@ -195,7 +166,7 @@ func (w *Worker) load(ctx context.Context, id string, seq uint64) (st *convState
 func (w *Worker) stateForRead(l *lane, id string, pre *convState, lets uint64) *convState {
 	// A conversation of a partition another worker owns changes behind
 	// this worker's back: it is read from the store every time.
-	if !w.ownsConversation(id) {
+	if !w.owned.owns(id) {
 		if st := l.cache.Peek(id); st != nil && !st.leaving { // a leaving one goes once stored
 			l.cache.Drop(id)
 		}
@@ -237,8 +208,8 @@ func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error)
 // revision.
 func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
 	return &convState{id: r.id, conv: r.conv, live: r.live, seq: seq, version: r.last,
-		storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32(),
-		events: r.base + uint64(r.n), sinceEvents: r.n, sinceBytes: r.bytes}
+		convStore: convStore{storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()},
+		events:    r.base + uint64(r.n), sinceCheckpoint: checkpointLag{events: r.n, bytes: r.bytes}}
 }
 
 // unsaved reports whether st has events no stored snapshot covers yet:
@@ -280,3 +251,27 @@ const (
 	storeStateBytes = 64
 	flatEntryBytes  = 24
 )
+
+// A convState is what the lanes' caches hold (internal/convcache): these
+// methods are what a cache asks of it.
+
+// Key returns the conversation's id.
+func (st *convState) Key() string { return st.id }
+
+// Weight approximates the memory st holds (see weight).
+func (st *convState) Weight() int64 { return st.weight() }
+
+// Settled reports whether nothing pending needs st's conversation soon
+// (see settled).
+func (st *convState) Settled() bool { return st.settled() }
+
+// Compact lets go of what an idle state rebuilds when next used: settled,
+// so with no store pending, its store state goes (the next event makes a
+// new one), and its conversation is compacted (see
+// conversation.Conversation.Compact).
+func (st *convState) Compact() {
+	st.dropStore()
+	if st.conv != nil {
+		st.conv.Compact()
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
 
@@ -12,17 +13,17 @@ import (
 // inference request is as stored; events after that may be pending with a
 // crashed worker. The first event applied to it must not jump over them.
 func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 
-	r := startWorker(t, nc)
+	r := StartWorker(t, nc)
 	if _, err := c.Send(ctx, "gap", streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user"}); err != nil {
 		t.Fatal(err)
 	}
-	waitVersion(t, c, "gap", 1, 10*time.Second)
-	r.stop(t)
+	natstest.WaitVersion(t, c, "gap", 1, 10*time.Second)
+	r.Stop(t)
 	// Two events no worker has seen: the first stands for one a crashed
 	// worker holds unacknowledged.
 	e1, err := c.Send(ctx, "gap", streams.TypeMessageAppended, map[string]any{"id": "m2", "role": "assistant", "parentId": "m1"})
@@ -70,7 +71,7 @@ func TestReadLoadedStateDoesNotSkipPendingEvents(t *testing.T) {
 // a read unless its cache let a state go since the read counted lets (a
 // copy let go may be newer); the read gets the state either way.
 func TestStateForReadKeepsOnlyCurrent(t *testing.T) {
-	nc := connect(t, startServer(t, ""))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
 	w := provisionedWorker(t, nc)
 	w.lanes = newLanes(1, 4, cacheConfig{conversations: 10})
 	defer w.lanes.shutdown()

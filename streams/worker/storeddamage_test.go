@@ -16,6 +16,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/natsembed"
 )
@@ -26,11 +27,11 @@ import (
 // nothing. Now a rebuild applies every event still in the stream whatever
 // its size; a new event over the lower limit is refused as before.
 func TestLowerEventLimitKeepsStored(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	const id = "big"
-	first := startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0))
-	c := newClient(t, nc)
+	first := StartWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
 	want := map[string]*conversation.Conversation{id: conversation.NewConversation()}
 	send := func(k int, content string) uint64 {
 		t.Helper()
@@ -54,8 +55,8 @@ func TestLowerEventLimitKeepsStored(t *testing.T) {
 	send(0, "hello")
 	send(1, strings.Repeat("x", 500<<10))
 	seq := send(2, "after")
-	checkStoredAt(t, c, want, map[string]uint64{id: seq}, 30*time.Second)
-	first.stop(t)
+	natstest.CheckStoredAt(t, c, want, map[string]uint64{id: seq}, 30*time.Second)
+	first.Stop(t)
 
 	// A worker with a lower limit, and no stored snapshot to start from:
 	// the conversation is rebuilt from every event.
@@ -69,9 +70,9 @@ func TestLowerEventLimitKeepsStored(t *testing.T) {
 	}
 	limits := DefaultLimits()
 	limits.MaxEventBytes = 100 << 10
-	startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0), WithLimits(limits))
+	StartWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0), WithLimits(limits))
 	seq = send(3, "next")
-	checkStoredAt(t, c, want, map[string]uint64{id: seq}, 30*time.Second)
+	natstest.CheckStoredAt(t, c, want, map[string]uint64{id: seq}, 30*time.Second)
 }
 
 // damageFiles overwrites n bytes in the middle of every file under dir
@@ -108,51 +109,28 @@ func damageFiles(t testing.TB, dir, part string, n int) int {
 // events.
 func TestDamagedConsumerState(t *testing.T) {
 	dir := t.TempDir()
-	ns := startServer(t, dir)
+	ns := natstest.StartServer(t, dir)
 	port := ns.Addr().(*net.TCPAddr).Port
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithSnapshotInterval(0))
-	c := newClient(t, nc)
-	want := map[string]*conversation.Conversation{}
-	last := map[string]uint64{}
-	send := func(id string, k int) {
-		t.Helper()
-		data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": "user", "content": "hi"}
-		if k > 0 {
-			data["parentId"] = fmt.Sprintf("m%d", k-1)
-		}
-		sent, err := c.Send(context.Background(), id, streams.TypeMessageAppended, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want[id] == nil {
-			want[id] = conversation.NewConversation()
-		}
-		m, err := conversation.NewMessage(data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := want[id].Append(m); err != nil {
-			t.Fatal(err)
-		}
-		last[id] = sent.Sequence
-	}
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
+	sent := newAppends(t, c)
 	for k := range 5 {
 		for i := range 4 {
-			send(fmt.Sprintf("c%d", i), k)
+			sent.chain(fmt.Sprintf("c%d", i), k)
 		}
 	}
-	checkStoredAt(t, c, want, last, 30*time.Second)
-	r.stop(t)
+	natstest.CheckStoredAt(t, c, sent.want, sent.last, 30*time.Second)
+	r.Stop(t)
 	nc.Close()
 	ns.Shutdown()
 	ns.WaitForShutdown()
-	if n := damageFiles(t, dir, filepath.Join("obs", r.w.cfg.consumer, "o.dat"), 64); n == 0 {
+	if n := damageFiles(t, dir, filepath.Join("obs", r.W.cfg.consumer, "o.dat"), 64); n == 0 {
 		t.Fatal("no consumer state file found")
 	}
 	ns = startServerAt(t, dir, port)
-	nc = connect(t, ns)
-	w, err := New(nc, WithLogger(testLogger(t)), WithSnapshotInterval(0))
+	nc = natstest.Connect(t, ns)
+	w, err := New(nc, WithLogger(natstest.TestLogger(t)), WithSnapshotInterval(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +138,7 @@ func TestDamagedConsumerState(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	waitFor(t, 30*time.Second, "not ready for the damaged consumer", func() bool {
+	natstest.WaitFor(t, 30*time.Second, "not ready for the damaged consumer", func() bool {
 		err := w.Ready()
 		return err != nil && strings.Contains(err.Error(), "damaged")
 	})
@@ -185,12 +163,13 @@ func TestDamagedConsumerState(t *testing.T) {
 		t.Fatal("no consumer directory removed")
 	}
 	startServerAt(t, dir, port)
-	waitFor(t, 60*time.Second, "the worker ready", func() bool { return w.Ready() == nil })
-	c = newClient(t, nc)
+	natstest.WaitFor(t, 60*time.Second, "the worker ready", func() bool { return w.Ready() == nil })
+	c = natstest.NewClient(t, nc)
+	sent.c = c
 	for i := range 4 {
-		send(fmt.Sprintf("c%d", i), 5)
+		sent.chain(fmt.Sprintf("c%d", i), 5)
 	}
-	checkStoredAt(t, c, want, last, 30*time.Second)
+	natstest.CheckStoredAt(t, c, sent.want, sent.last, 30*time.Second)
 }
 
 // startServerAt starts an embedded JetStream server on port with its
@@ -210,11 +189,11 @@ func startServerAt(t testing.TB, dir string, port int) *server.Server {
 // conversation was rebuilt without them and served. Now the rebuild says
 // so: convstream.storage.damaged with what events, and a line on /readyz.
 func TestEventsLostReported(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	const id = "lost"
-	first := startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0))
-	c := newClient(t, nc)
+	first := StartWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
 	var seqs []uint64
 	send := func(k int) uint64 {
 		t.Helper()
@@ -232,8 +211,8 @@ func TestEventsLostReported(t *testing.T) {
 	for k := range 5 {
 		send(k)
 	}
-	waitVersion(t, c, id, seqs[4], 30*time.Second)
-	first.stop(t)
+	natstest.WaitVersion(t, c, id, seqs[4], 30*time.Second)
+	first.Stop(t)
 	ctx := context.Background()
 	st, err := c.JetStream().Stream(ctx, c.Subjects().EventsStream())
 	if err != nil {
@@ -245,16 +224,143 @@ func TestEventsLostReported(t *testing.T) {
 		}
 	}
 	reader := sdkmetric.NewManualReader()
-	r := startWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0),
+	r := StartWorker(t, nc, WithCheckpoints(false), WithSnapshotInterval(0),
 		WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
-	waitVersion(t, c, id, send(5), 30*time.Second)
-	if n := sumWhere(collect(t, reader), MetricStorageDamaged, "what", "events"); n < 1 {
+	natstest.WaitVersion(t, c, id, send(5), 30*time.Second)
+	if n := sumWhere(natstest.Collect(t, reader), MetricStorageDamaged, "what", "events"); n < 1 {
 		t.Errorf("%s{what=events} = %d, want at least 1", MetricStorageDamaged, n)
 	}
 	rec := httptest.NewRecorder()
-	r.w.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	r.W.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
 	if body := rec.Body.String(); !strings.Contains(body, "storage damaged") || !strings.Contains(body, id) {
 		t.Errorf("/readyz says %q, want the lost events named", body)
 	}
 	t.Logf("/readyz: %s", rec.Body.String())
+}
+
+// TestStaleSnapshotsRebuilt: a snapshot bucket truncated, or restored
+// from an older copy, served stale snapshots with /readyz 200 and nothing
+// said. The worker now compares the stored snapshots with the events
+// stream once it consumes: one snapshot put back to an older version and
+// one removed are counted (convstream.storage.damaged{what=snapshots}) and
+// rebuilt from the events stream with no new event, each equal to Parse;
+// nothing is left on /readyz, and a later event applies over the rebuilt
+// snapshot.
+func TestStaleSnapshotsRebuilt(t *testing.T) {
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	first := StartWorker(t, nc, WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
+	ctx := context.Background()
+	want := map[string]*conversation.Conversation{}
+	var old []byte
+	for _, id := range []string{"fresh", "stale", "gone"} {
+		want[id] = conversation.NewConversation()
+		for k := range 3 {
+			data := map[string]any{"id": fmt.Sprintf("m%d", k), "role": "user", "content": "hi", "createdAt": 1000 + k}
+			if k > 0 {
+				data["parentId"] = fmt.Sprintf("m%d", k-1)
+			}
+			m, err := conversation.NewMessage(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := want[id].Append(m); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Send(ctx, id, streams.TypeMessageAppended, data); err != nil {
+				t.Fatal(err)
+			}
+			natstest.WaitCaughtUp(t, c, id, 30*time.Second)
+			if id == "stale" && k == 0 {
+				entry, err := first.W.snapshots.kv.Get(ctx, id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				old = entry.Value()
+			}
+		}
+	}
+	first.Stop(t)
+	if _, err := first.W.snapshots.kv.Put(ctx, "stale", old); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.W.snapshots.kv.Purge(ctx, "gone"); err != nil {
+		t.Fatal(err)
+	}
+	reader := sdkmetric.NewManualReader()
+	r := StartWorker(t, nc, WithSnapshotInterval(0), WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
+	natstest.WaitFor(t, 60*time.Second, "the audit", r.W.audit.done.Load)
+	if n := sumWhere(natstest.Collect(t, reader), MetricStorageDamaged, "what", "snapshots"); n != 2 {
+		t.Errorf("%s{what=snapshots} = %d, want 2 (stale and gone)", MetricStorageDamaged, n)
+	}
+	if n := r.W.audit.repaired.Load(); n != 2 {
+		t.Errorf("%d snapshots rebuilt, want 2 (stale and gone)", n)
+	}
+	natstest.CheckStored(t, c, want, 30*time.Second)
+	rec := httptest.NewRecorder()
+	r.W.HealthHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+	if body := rec.Body.String(); rec.Code != 200 || strings.Contains(body, "storage damaged") {
+		t.Errorf("/readyz %d says %q, want the rebuilt snapshots not reported", rec.Code, body)
+	}
+	data := map[string]any{"id": "m3", "role": "user", "content": "again", "parentId": "m2", "createdAt": 1003}
+	m, err := conversation.NewMessage(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := want["stale"].Append(m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Send(ctx, "stale", streams.TypeMessageAppended, data); err != nil {
+		t.Fatal(err)
+	}
+	natstest.CheckStored(t, c, map[string]*conversation.Conversation{"stale": want["stale"], "fresh": want["fresh"]}, 30*time.Second)
+}
+
+// TestSnapshotBucketRemovedRebuilt: the operator's fix for a snapshot
+// bucket whose files are damaged (docs/operations.md, Failure modes):
+// with the server stopped, its stream's directory is removed. The worker
+// makes the bucket again at its start and rebuilds every conversation's
+// snapshot from the events stream, with no new event: each equals Parse.
+func TestSnapshotBucketRemovedRebuilt(t *testing.T) {
+	dir := t.TempDir()
+	ns := natstest.StartServer(t, dir)
+	port := ns.Addr().(*net.TCPAddr).Port
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithSnapshotInterval(0))
+	c := natstest.NewClient(t, nc)
+	sent := newAppends(t, c)
+	for k := range 5 {
+		for i := range 20 {
+			sent.chain(fmt.Sprintf("c%d", i), k)
+		}
+	}
+	natstest.CheckStored(t, c, sent.want, 30*time.Second)
+	bucket := "KV_" + r.W.cfg.subjects.SnapshotBucket()
+	r.Stop(t)
+	nc.Close()
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	removed := 0
+	_ = filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
+		if err == nil && e.IsDir() && filepath.Base(path) == bucket {
+			removed++
+			if err := os.RemoveAll(path); err != nil {
+				return err
+			}
+			return filepath.SkipDir
+		}
+		return err
+	})
+	if removed != 1 {
+		t.Fatalf("%d directories of %s removed, want 1", removed, bucket)
+	}
+	ns = startServerAt(t, dir, port)
+	nc = natstest.Connect(t, ns)
+	r = StartWorker(t, nc, WithSnapshotInterval(0))
+	natstest.WaitFor(t, 60*time.Second, "the audit", r.W.audit.done.Load)
+	if n := r.W.audit.repaired.Load(); n != int64(len(sent.want)) {
+		t.Errorf("%d snapshots rebuilt, want %d", n, len(sent.want))
+	}
+	natstest.CheckStored(t, natstest.NewClient(t, nc), sent.want, 30*time.Second)
 }

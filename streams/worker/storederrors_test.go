@@ -39,10 +39,10 @@ func waitErrors(t testing.TB, c *client.Client, conv string, n int, timeout time
 // that reported them has stopped. Before the errors stream they went out
 // on core NATS only, and Errors found nothing.
 func TestStoredErrorsReadLater(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	r := startWorker(t, nc, WithPipelines(testPipelines()))
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	r := StartWorker(t, nc, WithPipelines(SlimPipelines()))
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 
 	const conv = "stored"
@@ -60,10 +60,10 @@ func TestStoredErrorsReadLater(t *testing.T) {
 		t.Fatalf("errors of a conversation without any: %v, %v", none, err)
 	}
 	waitErrors(t, c, conv, 2, 20*time.Second)
-	r.stop(t)
+	r.Stop(t)
 
 	// A client that was never subscribed, on a connection of its own.
-	later := newClient(t, connect(t, ns))
+	later := natstest.NewClient(t, natstest.Connect(t, ns))
 	got, err := later.Errors(ctx, conv)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestStoredErrorsReadLater(t *testing.T) {
 	if rej.Type() != streams.TypeEventRejected {
 		t.Fatalf("first report %s, want %s", rej.Type(), streams.TypeEventRejected)
 	}
-	checkEvent(t, rej)
+	natstest.CheckEvent(t, rej)
 	var data streams.EventRejected
 	if err := json.Unmarshal(rej.Data(), &data); err != nil {
 		t.Fatal(err)
@@ -87,7 +87,7 @@ func TestStoredErrorsReadLater(t *testing.T) {
 	if fail.Type() != streams.TypePipelineFailed || fail.ID() != "failed:fail-1" {
 		t.Fatalf("second report %s %s, want %s failed:fail-1", fail.Type(), fail.ID(), streams.TypePipelineFailed)
 	}
-	checkEvent(t, fail)
+	natstest.CheckEvent(t, fail)
 	if got[0].Sequence >= got[1].Sequence || got[0].Stored.IsZero() {
 		t.Errorf("reports not in stream order or without a time: %+v", got)
 	}
@@ -99,7 +99,7 @@ func TestStoredErrorsReadLater(t *testing.T) {
 // client reads it back, with no permission violation on the way.
 func TestStoredErrorsWithPermissions(t *testing.T) {
 	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(),
-		ConfigFile: natstest.WriteConfig(t, permissionsConfig(map[string]string{"a": "tenanta"}))})
+		ConfigFile: natstest.WriteConfig(t, natstest.PermissionsConfig(map[string]string{"a": "tenanta"}))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,8 +112,8 @@ func TestStoredErrorsWithPermissions(t *testing.T) {
 	}
 	t.Cleanup(nc.Close)
 	s, _ := streams.NewSubjects("tenanta")
-	startWorker(t, nc, WithSubjects(s))
-	c := newClient(t, nc, client.WithSubjects(s))
+	StartWorker(t, nc, WithSubjects(s))
+	c := natstest.NewClient(t, nc, client.WithSubjects(s))
 	ctx := context.Background()
 	if _, err := c.Send(ctx, "chat", streams.TypeMessageDeleted, map[string]any{"id": "ghost"}); err != nil {
 		t.Fatal(err)
@@ -137,9 +137,9 @@ func TestStoredErrorsWithPermissions(t *testing.T) {
 // it exists, and to keep only the newest records of a conversation past
 // its per-conversation limit.
 func TestErrorsStreamLimits(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
-	c := newClient(t, nc)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	config := func() jetstream.StreamConfig {
 		t.Helper()
@@ -149,14 +149,15 @@ func TestErrorsStreamLimits(t *testing.T) {
 		}
 		return st.CachedInfo().Config
 	}
-	r := startWorker(t, nc)
+	r := StartWorker(t, nc)
 	if cfg := config(); cfg.MaxAge != DefaultErrorsMaxAge || cfg.MaxBytes != DefaultErrorsMaxBytes ||
 		cfg.MaxMsgsPerSubject != DefaultErrorsMaxPerConversation || cfg.Subjects[0] != "convstream.errors.>" {
 		t.Errorf("default errors stream: %+v", cfg)
 	}
-	r.stop(t)
+	r.Stop(t)
 
-	startWorker(t, nc, WithErrorRetention(ErrorRetention{MaxAge: time.Hour, MaxBytes: -1, MaxPerConversation: 2}))
+	StartWorker(t, nc, WithErrorRetention(ErrorRetention{MaxAge: time.Hour, MaxBytes: -1, MaxPerConversation: 2}),
+		WithStorage(Storage{Reconcile: true}))
 	if cfg := config(); cfg.MaxAge != time.Hour || cfg.MaxBytes != -1 || cfg.MaxMsgsPerSubject != 2 {
 		t.Errorf("errors stream after WithErrorRetention: %+v", cfg)
 	}
@@ -165,7 +166,7 @@ func TestErrorsStreamLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 20*time.Second, "the third rejection", func() bool {
+	natstest.WaitFor(t, 20*time.Second, "the third rejection", func() bool {
 		got, err := c.Errors(ctx, "noisy")
 		return err == nil && len(got) == 2 && got[1].Event.ID() != "" && strings.Contains(string(got[1].Event.Data()), "ghost-2")
 	})
@@ -184,8 +185,8 @@ func TestErrorsStreamLimits(t *testing.T) {
 // records are all still there, and every rejection was reported without
 // an error.
 func TestNoisyConversationKeepsOthersRecords(t *testing.T) {
-	ns := startServer(t, "")
-	nc := connect(t, ns)
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
 	ctx := context.Background()
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -193,10 +194,10 @@ func TestNoisyConversationKeepsOthersRecords(t *testing.T) {
 	}
 	s, _ := streams.NewSubjects(streams.DefaultPrefix)
 	want := errorsStreamConfig(s, Storage{}, ErrorRetention{MaxBytes: 256 << 10, MaxPerConversation: 20})
-	if err := provisionErrors(ctx, js, want, testLogger(t)); err != nil {
+	if err := provisionErrors(ctx, js, want, false, natstest.TestLogger(t)); err != nil {
 		t.Fatal(err)
 	}
-	rep := &reports{js: js, subjects: s, source: "urn:test", log: failureLogger(t, 5)}
+	rep := &reports{js: js, subjects: s, source: "urn:test", log: natstest.FailureLogger(t, 5)}
 	reject := func(conv string, i int) {
 		t.Helper()
 		id := fmt.Sprintf("%s-%d", conv, i)
@@ -211,7 +212,7 @@ func TestNoisyConversationKeepsOthersRecords(t *testing.T) {
 	for i := range 5000 {
 		reject(fmt.Sprintf("noisy-%d", i%100), i)
 	}
-	c := newClient(t, nc)
+	c := natstest.NewClient(t, nc)
 	got, err := c.Errors(ctx, "quiet")
 	if err != nil || len(got) != 10 {
 		t.Fatalf("quiet kept %d of its 10 records: %v", len(got), err)
@@ -244,9 +245,9 @@ func TestErrorsStreamFitsSmallStore(t *testing.T) {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		t.Fatal("server not ready")
 	}
-	nc := connect(t, ns)
-	startWorker(t, nc)
-	c := newClient(t, nc)
+	nc := natstest.Connect(t, ns)
+	StartWorker(t, nc)
+	c := natstest.NewClient(t, nc)
 	st, err := c.JetStream().Stream(context.Background(), c.Subjects().ErrorsStream())
 	if err != nil {
 		t.Fatal(err)

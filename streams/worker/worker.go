@@ -33,20 +33,26 @@ type Worker struct {
 	// Set by Run.
 	stream jetstream.Stream
 	lanes  *lanes
-	owned  []atomic.Bool // by partition, when partitioned
-	own    *ownership    // when partitioned
+	owned  ownedSet   // by partition, when partitioned
+	own    *ownership // when partitioned
 	ready  atomic.Bool
 	// waiting is why a setup call is being retried (untilAvailable), for
 	// Ready; nil when none is.
 	waiting atomic.Pointer[error]
-	// eventsLost describes the last loss of events found (eventslost.go).
+	// eventsLost describes the last loss of events found (state_eventslost.go).
 	eventsLost atomic.Pointer[string]
-	cached     atomic.Int64 // what the lanes' caches weigh
-	held       atomic.Int64 // how many conversations they hold
-	writers    *writers     // the goroutines that run snapshot and checkpoint writes
-	// snapshots writes the snapshots to their bucket (snapshotstore.go).
+	// audit holds what the stored snapshots' audit found (store_audit.go).
+	audit   snapshotAudit
+	cached  atomic.Int64 // what the lanes' caches weigh
+	held    atomic.Int64 // how many conversations they hold
+	writers *writers     // the goroutines that run snapshot and checkpoint writes
+
+	// newerForm is the last form of a newer release met (version.go).
+	newerForm atomic.Pointer[newerForm]
+
+	// snapshots writes the snapshots to their bucket (store_snapshotstore.go).
 	snapshots *snapshotStore
-	// degraded holds the conversations held at a limit (degraded.go).
+	// degraded holds the conversations held at a limit (store_degraded.go).
 	degraded degradedSet
 	runs     atomic.Bool
 	// cp writes and reads conversations' checkpoints (nil: checkpoints
@@ -54,16 +60,19 @@ type Worker struct {
 	cp *checkpointer
 	// loads bounds the conversations loaded off the lanes at once (see
 	// park).
-	loads *loadGate
+	loads *loadAhead
 	// reads reads the stored snapshots and events (package read).
 	reads *read.Reader
 	// progress keeps the events the worker holds from redelivery.
 	progress *inProgress
-	// gaps watches each consumer's deliveries for breaks (gaps.go).
+	// gaps watches each consumer's deliveries for breaks (consumer_gaps.go).
 	gaps []gapWatch
 	// consumers are the consumers Run made, by partition, for their
-	// gauges (consumermetrics.go).
+	// gauges (consumer_metrics.go).
 	consumers atomic.Pointer[[]jetstream.Consumer]
+	// compaction is the checkpointer's compactor once Run made it, for
+	// the convstream.compaction.purging gauge.
+	compaction atomic.Pointer[compactor]
 	// replies are the conversations with replies being written (live.go).
 	replies replyWatch
 
@@ -72,8 +81,10 @@ type Worker struct {
 	infer *inferenceServer
 
 	// failures keeps the last failure of events being redelivered, for
-	// their dead letters (deadletter.go).
+	// their dead letters (reports_deadletter.go).
 	failures failureNotes
+	// erasures holds the conversations erased lately (erase.go).
+	erasures erasures
 	// reports writes rejections and failures to the errors stream.
 	reports *reports
 }
@@ -95,11 +106,11 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("streams: %w", err)
+		return nil, fmt.Errorf("worker: %w", err)
 	}
 	ins, err := newInstruments(cfg.meterProvider)
 	if err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	w := &Worker{
 		id:      id,
@@ -110,10 +121,18 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		traced:  traced(cfg.tracerProvider),
 		metrics: ins,
 		writers: newWriters(),
-		loads:   newLoadGate(cfg.loads),
 		gaps:    newGapWatches(cfg.storage.Partitions),
 		reports: &reports{js: js, subjects: cfg.subjects, source: cfg.source, log: cfg.logger},
 	}
+	w.loads = newLoadAhead(cfg.loads, loadDeps{
+		load:       w.load,
+		handle:     func(ctx context.Context, d *delivery) { w.settle(ctx, d, w.handler(ctx, d)) },
+		stale:      w.handBackStale,
+		giveBack:   w.giveBack,
+		do:         func(ctx context.Context, l *lane, fn func()) error { return w.lanes.do(ctx, l, fn) },
+		partitions: cfg.storage.Partitions,
+		log:        cfg.logger,
+	})
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
 	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, queueGroup: cfg.consumer, source: cfg.source, log: cfg.logger,
@@ -123,19 +142,22 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 		runLimits: cfg.inferenceLimits, maxMessages: cfg.limits.MaxMessages,
 		lastStored: w.lastStoredSeq, read: w.readOnLane}
 	if err := w.observeCache(cfg.meterProvider); err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
+	if err := w.observeCompaction(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	if err := w.observeDegraded(cfg.meterProvider); err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	if err := w.observeConsumers(cfg.meterProvider); err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	if w.partitionMetrics, err = w.observePartitions(cfg.meterProvider); err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	if err := w.observeConnection(cfg.meterProvider); err != nil {
-		return nil, fmt.Errorf("streams: metrics: %w", err)
+		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
 	// decode runs before the chain (it cannot fail); then
 	// validate → apply → publish, wrapped outermost first. The stream is
@@ -172,7 +194,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	w.stream = stream
 	err = w.untilAvailable(ctx, "errors stream", func() error {
-		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), log)
+		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), w.cfg.storage.Reconcile, log)
 	})
 	if err != nil {
 		return err
@@ -192,7 +214,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	defer func() { _ = deadLetters.Unsubscribe() }()
 	// An async error on a subscription may have dropped events: every
-	// consumer is checked again (gaps.go).
+	// consumer is checked again (consumer_gaps.go).
 	defer w.watchAsyncErrors(context.WithoutCancel(ctx))()
 	w.snapshots.open(ctx, kv)
 	w.reads = read.New(ctx, readConfig(w.nc, w.cfg, stream, kv))
@@ -208,6 +230,25 @@ func (w *Worker) Run(ctx context.Context) error {
 		}
 		w.cp = newCheckpointer(bucket, w.writers, w.metrics, log, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
 			w.cfg.limits.conversationOptions())
+		w.cp.erased = w.erasures.covers
+		mark := compactionOf(stream.CachedInfo().Config.Metadata)
+		w.cp.compactor = newCompactor(stream, func(id string) string {
+			return w.cfg.subjects.StoredConversation(id, w.partitions())
+		}, w.cfg.compaction, w.cfg.compactRatio, w.metrics, log, mark)
+		if w.cfg.compactionPoll > 0 {
+			w.cp.compactor.poll, w.cp.compactor.settle = w.cfg.compactionPoll, w.cfg.compactionSettle
+		}
+		if w.cfg.compaction && !mark.On {
+			log.WarnContext(ctx, "events not compacted: the events stream was made by a release without compaction; "+
+				"once every worker runs this release, turn it on with convctl compaction --enable (docs/operations.md, \"Event compaction\")",
+				"stream", w.cfg.subjects.EventsStream())
+		}
+		w.compaction.Store(w.cp.compactor)
+		if !w.cp.compactor.settled(time.Now()) {
+			watch, stop := context.WithCancel(ctx)
+			defer stop() // not past Run
+			go w.cp.compactor.watchCompaction(watch, log)
+		}
 	}
 	if w.partitions() > 0 {
 		return w.runPartitioned(ctx)
@@ -218,7 +259,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("streams: consumer %s: %w", w.cfg.consumer, err)
+		return fmt.Errorf("worker: consumer %s: %w", w.cfg.consumer, err)
 	}
 	w.setConsumers([]jetstream.Consumer{cons})
 	w.lanes = newLanes(w.cfg.lanes, w.cfg.laneDepth, w.cacheConfig())
@@ -226,7 +267,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	it, err := cons.Messages(jetstream.PullMaxMessages(fetchWindow), jetstream.PullExpiry(pullExpiry))
 	if err != nil {
 		w.lanes.shutdown()
-		return fmt.Errorf("streams: consume: %w", err)
+		return fmt.Errorf("worker: consume: %w", err)
 	}
 	// Work started before shutdown runs to completion: it only stops the
 	// fetching.
@@ -238,8 +279,17 @@ func (w *Worker) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	stopErasing, err := w.startErasing(work)
+	if err != nil {
+		it.Stop()
+		w.infer.stop()
+		w.lanes.shutdown()
+		return err
+	}
+	defer stopErasing()
 	w.progress.start(work, w.cfg.ackWait)
 	w.ready.Store(true)
+	go w.auditSnapshots(ctx) // once, in the background (store_audit.go)
 	log.InfoContext(ctx, "worker consuming", "stream", stream.CachedInfo().Config.Name,
 		"consumer", w.cfg.consumer, "lanes", w.cfg.lanes, "inference", w.cfg.pipelines != nil)
 
@@ -268,7 +318,7 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        w.cfg.ackWait,
-		MaxDeliver:     w.cfg.maxDeliver, // then dead-lettered (deadletter.go)
+		MaxDeliver:     w.cfg.maxDeliver, // then dead-lettered (reports_deadletter.go)
 		// Far above what one worker holds (the fetch window, the lane
 		// queues and the events awaiting a store): events a crashed worker
 		// left unacknowledged keep their slots until AckWait, and must not
@@ -303,6 +353,7 @@ func (w *Worker) finish(work context.Context) {
 	w.storeAll(work)
 	w.cp.writeAll(work, w.lanes)
 	w.lanes.shutdown()
+	w.cp.stop(work) // before the connection closes: nothing writes on it after Run
 	w.writers.stop()
 	w.progress.close()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
@@ -358,7 +409,7 @@ func (w *Worker) handle(ctx context.Context, l *lane, m jetstream.Msg, behind ti
 	d.lane = l
 	d.behind = behind
 	d.gaps = gaps
-	w.process(ctx, l, d)
+	w.loads.process(ctx, l, d)
 }
 
 // handBackStale hands m back to the server, and reports whether it did,
@@ -369,9 +420,14 @@ func (w *Worker) handBackStale(m jetstream.Msg) bool {
 	if w.own == nil || !w.own.stale(m) {
 		return false
 	}
+	w.giveBack(m)
+	return true
+}
+
+// giveBack hands m back to the server at once, for redelivery.
+func (w *Worker) giveBack(m jetstream.Msg) {
 	w.settled(m)
 	_ = m.Nak()
-	return true
 }
 
 // settle acknowledges a delivery by its outcome: ack when applied or

@@ -56,7 +56,7 @@ describe(label, () => {
     if (!applyDelta(snap, append)) throw new Error("delta refused");
   });
 
-  bench(`applyDelta: a branch switch half way (${middle.flatList.length} of ${snap.flatList.length} entries carried)`, () => {
+  bench(`applyDelta: a branch switch half way (${middle.flatList?.length ?? 0} of ${snap.flatList.length} entries carried)`, () => {
     if (!applyDelta(snap, middle)) throw new Error("delta refused");
   });
 

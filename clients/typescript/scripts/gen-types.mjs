@@ -87,9 +87,12 @@ for (const file of files) {
   delete schema.$id;
   delete schema.$schema;
   schema.title = typeName(file);
-  schema.$defs = Object.fromEntries(
-    Object.entries(localRefs(defs)).map(([k, d]) => [k, { ...d, title: defTitles[k] }]),
-  );
+  // The shared definitions, beside a schema's own (the request shapes of
+  // convstream.inference.context.v1, by format).
+  schema.$defs = {
+    ...(schema.$defs ?? {}),
+    ...Object.fromEntries(Object.entries(localRefs(defs)).map(([k, d]) => [k, { ...d, title: defTitles[k] }])),
+  };
   const ts = await compile(schema, typeName(file), {
     bannerComment: banner,
     additionalProperties: true,
@@ -113,6 +116,34 @@ for (const file of files) {
     writeFileSync(path, ts);
   }
 }
+// types.ts: the event types, one per convstream.* schema, as the TYPES
+// the client sends and reads by (cloudevents.ts exports it); the Go test
+// TestTypesListed checks it against streams.Types.
+function typeKey(file) {
+  // convstream.event.deadlettered.v1.json → eventDeadlettered
+  const [first, ...rest] = file.replace(/^convstream\./, "").replace(/\.v\d+\.json$/, "").split(".");
+  return first + rest.map((p) => p[0].toUpperCase() + p.slice(1)).join("");
+}
+const typesTS =
+  `${banner}\n\n/** The event types of the wire contract, one per schema in schemas/. */\nexport const TYPES = {\n` +
+  files
+    .filter((f) => f.startsWith("convstream."))
+    .map((f) => `  ${typeKey(f)}: "${f.replace(/\.json$/, "")}",\n`)
+    .join("") +
+  `} as const;\n`;
+names.push("types.ts");
+if (check) {
+  let committed = "";
+  try {
+    committed = readFileSync(join(outDir, "types.ts"), "utf8");
+  } catch {
+    // missing: stale
+  }
+  if (committed !== typesTS) stale.push("types.ts");
+} else {
+  writeFileSync(join(outDir, "types.ts"), typesTS);
+}
+
 if (check) {
   if (stale.length) {
     console.error(`src/generated is out of date with schemas/ (${stale.join(", ")}): run npm run gen:types`);

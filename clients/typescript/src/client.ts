@@ -34,12 +34,23 @@ export interface Receipt {
   readonly duplicate: boolean;
 }
 
+/** InferenceFormat names the shape of an inference context's request: a provider's, or raw. */
+export type InferenceFormat = InferenceContextV1["format"];
+
+/**
+ * InferenceContextFor is the inference context of format F: its `request`
+ * typed as that provider's body (OpenAIChatRequest, OpenAIResponsesRequest,
+ * AnthropicMessagesRequest, GeminiRequest; none for raw). For the whole
+ * union, InferenceContextV1, `format` narrows it.
+ */
+export type InferenceContextFor<F extends InferenceFormat> = Extract<InferenceContextV1, { format: F }>;
+
 /** InferOptions of an inference request (docs/events.md, "Inference"). */
-export interface InferOptions {
+export interface InferOptions<F extends InferenceFormat = InferenceFormat> {
   /** The message the context ends at; absent: the active path. */
   leafId?: string;
-  /** The provider format of the answer (issue 37's `format`); absent: the worker's default. */
-  format?: string;
+  /** The provider format of the answer, which types the context's request; absent: openai.chat. */
+  format?: F;
   /** The pipeline spec; absent: "default". */
   pipeline?: string;
   /** Per-processor configuration merged over the spec's. */
@@ -185,9 +196,13 @@ export class Client {
    * infer asks a worker for the model-ready context of a conversation. It
    * throws RejectedError (unknown conversation or leaf, bad pipeline or
    * params), PipelineFailedError, TimeoutError, or a ConvstreamError with
-   * code "unavailable" when no worker answers.
+   * code "unavailable" when no worker answers. With a `format`, the
+   * context's request is typed as that format's body.
    */
-  async infer(conversationId: string, opts: InferOptions = {}): Promise<InferenceContextV1> {
+  async infer<F extends InferenceFormat = InferenceFormat>(
+    conversationId: string,
+    opts: InferOptions<F> = {},
+  ): Promise<InferenceContextFor<F>> {
     checkConversationId(conversationId);
     const data: Record<string, unknown> = { conversationId };
     if (opts.leafId !== undefined) data["leafId"] = opts.leafId;
@@ -206,7 +221,7 @@ export class Client {
     const out = decodeEvent(reply);
     switch (out.type) {
       case TYPES.inferenceContext:
-        return out.data as InferenceContextV1;
+        return out.data as InferenceContextFor<F>;
       case TYPES.pipelineFailed:
         throw new PipelineFailedError(out.data as PipelineFailedV1);
       case TYPES.eventRejected:

@@ -6,24 +6,10 @@
 
 import { headers, nuid, type Msg, type MsgHdrs } from "@nats-io/nats-core";
 import { DecodeError } from "./errors.js";
+import { TYPES } from "./generated/types.js";
 
-/** The event types of the wire contract. */
-export const TYPES = {
-  messageAppended: "convstream.message.appended.v1",
-  messageUpdated: "convstream.message.updated.v1",
-  messageDeleted: "convstream.message.deleted.v1",
-  groupsUpserted: "convstream.groups.upserted.v1",
-  snapshotUpdated: "convstream.snapshot.updated.v1",
-  snapshotDelta: "convstream.snapshot.delta.v1",
-  inferenceRequested: "convstream.inference.requested.v1",
-  inferenceContext: "convstream.inference.context.v1",
-  pipelineFailed: "convstream.pipeline.failed.v1",
-  eventRejected: "convstream.event.rejected.v1",
-  messageChunk: "convstream.message.chunk.v1",
-  messageCompleted: "convstream.message.completed.v1",
-  replyRequested: "convstream.reply.requested.v1",
-  replyStop: "convstream.reply.stop.v1",
-} as const;
+/** The event types of the wire contract (generated from schemas/). */
+export { TYPES };
 
 /** A CloudEvent 1.0 about a conversation, with its data parsed. */
 export interface CloudEvent<T = unknown> {

@@ -8,10 +8,18 @@
 
 import type { NatsConnection, Subscription } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
-import { Client, type ClientOptions, type InferOptions, type Receipt, type ReplyRequest } from "./client.js";
+import {
+  Client,
+  type ClientOptions,
+  type InferenceContextFor,
+  type InferenceFormat,
+  type InferOptions,
+  type Receipt,
+  type ReplyRequest,
+} from "./client.js";
 import { TYPES, decodeEvent } from "./cloudevents.js";
 import { ClosedError, ConvstreamError, InvalidArgumentError, PipelineFailedError, RejectedError, TimeoutError } from "./errors.js";
-import { applyDelta, fromStored, streamingMessage, type ConversationSnapshot } from "./snapshot.js";
+import { applyDelta, fromStored, readableFormat, streamingMessage, type ConversationSnapshot } from "./snapshot.js";
 import { checkConversationId } from "./subjects.js";
 import type { EventRejectedV1 } from "./generated/convstream.event.rejected.v1.js";
 import type { InferenceContextV1 } from "./generated/convstream.inference.context.v1.js";
@@ -327,7 +335,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   switchBranch(messageId: string, index: number): Promise<Receipt> {
     return this.client.switchBranch(this.id, messageId, index);
   }
-  infer(opts: InferOptions = {}): Promise<InferenceContextV1> {
+  infer<F extends InferenceFormat = InferenceFormat>(opts: InferOptions<F> = {}): Promise<InferenceContextFor<F>> {
     return this.client.infer(this.id, opts);
   }
 
@@ -370,7 +378,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     if (d.version <= this.version) {
       // Stale (covered), or an event taken into account without a change
       // (an identical append): only the sequence moves on.
-      this.advanceSequence(d.version, d.sequence);
+      this.advanceSequence(d.version, d.sequence ?? d.version);
       return;
     }
     const next = applyDelta(this.current, d);
@@ -387,7 +395,9 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   }
 
   private onStored(s: SnapshotUpdatedV1): void {
-    if (!s || typeof s.version !== "number" || !Array.isArray(s.flatList)) return;
+    // A snapshot of a newer format than this client reads is left as a
+    // malformed one is (readableFormat).
+    if (!s || typeof s.version !== "number" || !Array.isArray(s.flatList) || !readableFormat(s)) return;
     if (!this.current || s.version > this.current.version) {
       this.stats.resyncs++;
       this.set(fromStored(s));

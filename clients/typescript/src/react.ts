@@ -4,8 +4,7 @@
 import { useCallback, useEffect, useState } from "react";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { openConversation, type Conversation, type ConversationOptions } from "./conversation.js";
-import type { InferOptions } from "./client.js";
-import type { InferenceContextV1 } from "./generated/convstream.inference.context.v1.js";
+import type { InferenceContextFor, InferenceFormat, InferOptions } from "./client.js";
 import { streamingMessage, type ConversationSnapshot } from "./snapshot.js";
 
 /**
@@ -37,7 +36,7 @@ export interface UseConversation {
   /** switchBranch shows branch `index` under `messageId` (Conversation.switchBranch); a failure lands in `error`. */
   switchBranch: (messageId: string, index: number) => Promise<void>;
   /** infer asks for the inference context (Conversation.infer); it rejects when the conversation is not open. */
-  infer: (opts?: InferOptions) => Promise<InferenceContextV1>;
+  infer: <F extends InferenceFormat = InferenceFormat>(opts?: InferOptions<F>) => Promise<InferenceContextFor<F>>;
 }
 
 type HeldState = Pick<UseConversation, "conversation" | "snapshot" | "error" | "status">;
@@ -85,7 +84,8 @@ export function useConversation(nc: NatsConnection | null, id: string | null, op
     [conv],
   );
   const infer = useCallback(
-    (opts?: InferOptions) => (conv ? conv.infer(opts) : Promise.reject(new Error("conversation not open"))),
+    <F extends InferenceFormat = InferenceFormat>(opts?: InferOptions<F>): Promise<InferenceContextFor<F>> =>
+      conv ? conv.infer(opts) : Promise.reject(new Error("conversation not open")),
     [conv],
   );
   const isStreaming = state.snapshot ? streamingMessage(state.snapshot.flatList) !== undefined : false;

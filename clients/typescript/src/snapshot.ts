@@ -20,6 +20,20 @@ export interface ConversationSnapshot {
   readonly treeVersion: number;
 }
 
+/**
+ * SNAPSHOT_FORMAT is the newest form of a stored snapshot this client reads
+ * (its `format` field; absent is 1). A snapshot of a newer format, written
+ * by a later release of the worker, is not read rather than misread
+ * (docs/events.md, "Versions").
+ */
+export const SNAPSHOT_FORMAT = 1;
+
+/** readableFormat says whether this client reads the stored snapshot's format. */
+export function readableFormat(s: SnapshotUpdatedV1): boolean {
+  const f = s.format ?? 1;
+  return Number.isInteger(f) && f >= 0 && f <= SNAPSHOT_FORMAT;
+}
+
 /** fromStored returns the snapshot of a stored value (convstream.snapshot.updated.v1). */
 export function fromStored(s: SnapshotUpdatedV1): ConversationSnapshot {
   return {
@@ -42,22 +56,24 @@ export function fromStored(s: SnapshotUpdatedV1): ConversationSnapshot {
 export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDeltaV1): ConversationSnapshot | null {
   if (Array.isArray(d.append) && d.append.length > 0) return applyAppend(current, d);
   const keep = d.keep ?? 0;
-  if (!Array.isArray(d.flatList) || !Number.isInteger(d.from) || d.from < 0 || !Number.isInteger(keep) || keep < 0) return null;
-  if ((d.from > 0 || keep > 0) && (!current || current.version !== d.baseVersion)) return null;
+  const { from, flatList: carried, conversationId, sequence } = d;
+  if (!Array.isArray(carried) || typeof from !== "number" || !Number.isInteger(from) || from < 0 || !Number.isInteger(keep) || keep < 0) return null;
+  if (typeof conversationId !== "string" || typeof sequence !== "number") return null;
+  if ((from > 0 || keep > 0) && (!current || current.version !== d.baseVersion)) return null;
   const base = current?.flatList ?? [];
-  if (d.from + keep > base.length || d.from + d.flatList.length + keep !== d.length) return null;
+  if (from + keep > base.length || from + carried.length + keep !== d.length) return null;
   let flatList: Message[];
-  if (d.from === 0 && keep === 0) {
-    flatList = d.flatList;
+  if (from === 0 && keep === 0) {
+    flatList = carried;
   } else {
-    flatList = base.slice(0, d.from);
-    for (const e of d.flatList) flatList.push(e);
+    flatList = base.slice(0, from);
+    for (const e of carried) flatList.push(e);
     for (const e of base.slice(base.length - keep)) flatList.push(e);
   }
   return {
-    conversationId: d.conversationId,
+    conversationId,
     version: d.version,
-    sequence: d.sequence,
+    sequence,
     flatList,
     contextTree: current?.contextTree ?? [],
     treeVersion: current?.treeVersion ?? 0,
@@ -67,7 +83,9 @@ export function applyDelta(current: ConversationSnapshot | null, d: SnapshotDelt
 /**
  * applyAppend applies the delta of a reply's chunk: its texts added at the
  * end of the content (or reasoning.content) of the entries it names. Only
- * those entries are copied: a chunk costs its text, not the list.
+ * those entries are copied: a chunk costs its text, not the list. Such a
+ * delta carries no conversationId, sequence, from or flatList: it applies
+ * to its baseVersion only, and its sequence is its version.
  */
 function applyAppend(current: ConversationSnapshot | null, d: SnapshotDeltaV1): ConversationSnapshot | null {
   if (!current || current.version !== d.baseVersion || d.length !== current.flatList.length) return null;
@@ -85,7 +103,7 @@ function applyAppend(current: ConversationSnapshot | null, d: SnapshotDeltaV1): 
       return null;
     }
   }
-  return { ...current, version: d.version, sequence: d.sequence, flatList };
+  return { ...current, version: d.version, sequence: d.sequence ?? d.version, flatList };
 }
 
 /** The state of a message as a reply: "done" for an ordinary message. */

@@ -70,6 +70,9 @@ export async function setup(project: TestProject): Promise<void> {
       "--websocket", `127.0.0.1:${ws}`,
       "--http", `127.0.0.1:${http}`,
       "--log-level", "warn",
+      // The live test starts its screens between a reply's start and its first
+      // chunk, which on a loaded machine can take longer than the default.
+      "--reply-idle-timeout", "2m",
       "--log-format", "text",
     ],
     { stdio: ["ignore", "inherit", "inherit"] },

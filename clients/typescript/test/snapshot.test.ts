@@ -1,7 +1,7 @@
 // applyDelta alone: the rules of docs/events.md "Snapshots".
 
 import { describe, expect, it } from "vitest";
-import { applyDelta, fromStored, type ConversationSnapshot } from "../src/index.js";
+import { applyDelta, fromStored, readableFormat, SNAPSHOT_FORMAT, type ConversationSnapshot } from "../src/index.js";
 
 const m = (id: string) => ({ id, role: "user", content: id });
 const base: ConversationSnapshot = fromStored({
@@ -45,5 +45,30 @@ describe("applyDelta", () => {
   });
   it("deletes off the path: from = length, nothing carried", () => {
     expect(applyDelta(base, delta({ from: 2, length: 2, flatList: [] }))!.flatList.map((e) => e.id)).toEqual(["a", "b"]);
+  });
+  it("refuses a delta without entries that appends nothing", () => {
+    expect(applyDelta(base, { version: 9, baseVersion: 7, length: 3 })).toBeNull();
+  });
+  it("applies a chunk's lean delta (version, baseVersion, length, append) to its base only", () => {
+    const chunk = { version: 9, baseVersion: 7, length: 3, append: [{ i: 1, id: "b", f: "content" as const, t: "+more" }] };
+    const next = applyDelta(base, chunk)!;
+    expect(next.flatList.map((e) => e.content)).toEqual(["a", "b+more", "c"]);
+    expect(next.flatList[0]).toBe(base.flatList[0]);
+    expect([next.conversationId, next.version, next.sequence]).toEqual(["c", 9, 9]);
+    expect(applyDelta(base, { ...chunk, baseVersion: 8 })).toBeNull();
+    expect(applyDelta(base, { ...chunk, length: 4 })).toBeNull();
+    expect(applyDelta(null, chunk)).toBeNull();
+    expect(applyDelta(base, { ...chunk, append: [{ i: 1, id: "a", f: "content" as const, t: "x" }] })).toBeNull();
+  });
+});
+
+describe("readableFormat", () => {
+  const stored = { conversationId: "c", version: 7, sequence: 7, flatList: [], contextTree: [] };
+  it("reads a snapshot without a format (format 1) and one of this client's format", () => {
+    expect(readableFormat(stored)).toBe(true);
+    expect(readableFormat({ ...stored, format: SNAPSHOT_FORMAT })).toBe(true);
+  });
+  it("refuses a newer format", () => {
+    expect(readableFormat({ ...stored, format: SNAPSHOT_FORMAT + 1 })).toBe(false);
   });
 });

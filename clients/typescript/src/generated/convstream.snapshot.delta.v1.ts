@@ -6,7 +6,7 @@ export type ConversationId = string;
  * What one applied event changed in a conversation's flatList, published on P.snapshots.<conversationId>: the flatList of version is that of baseVersion kept up to index from, followed by flatList, followed by the last keep entries of baseVersion's flatList; its length is length. A delta with from 0 carries the whole flatList and applies to any base. A follower whose version is not baseVersion (a gap) reloads the full snapshot from the bucket.
  */
 export interface SnapshotDeltaV1 {
-  conversationId: ConversationId;
+  conversationId?: ConversationId;
   /**
    * The version this delta leads to: the events-stream sequence of the last event that changed the conversation (greater than baseVersion, not necessarily by one). The same version always names the same flatList.
    */
@@ -18,11 +18,11 @@ export interface SnapshotDeltaV1 {
   /**
    * Events-stream sequence of the event applied.
    */
-  sequence: number;
+  sequence?: number;
   /**
    * Index of the first flatList entry that changed; entries before it are kept.
    */
-  from: number;
+  from?: number;
   /**
    * Length of the resulting flatList: from plus the number of entries carried plus keep.
    */
@@ -34,9 +34,9 @@ export interface SnapshotDeltaV1 {
   /**
    * The entries of the resulting flatList from index from on, up to the kept end.
    */
-  flatList: Message[];
+  flatList?: Message[];
   /**
-   * On the delta of a chunk: text added at the end of string fields of flatList entries (from and length are then the list's length and flatList is empty, so a reader that knows no appends keeps its list).
+   * On the delta of a chunk: text added at the end of string fields of flatList entries. Such a delta carries version, baseVersion, length (the list's, unchanged) and append only: its conversation is the subject's, its sequence is its version, and it applies only to baseVersion.
    */
   append?: {
     /**

@@ -12,6 +12,10 @@ export type NodeList = ContextNode[];
  * A conversation as it stands after an event: the flatList and contextTree of conversation.Parse over its messages in append order. Published on P.snapshots.<conversationId> and stored under <conversationId> in the snapshot bucket.
  */
 export interface SnapshotUpdatedV1 {
+  /**
+   * The snapshot's form, written first: 1 (absent in snapshots of releases before the field, read as 1). A reader refuses a format newer than it knows.
+   */
+  format?: number;
   conversationId: ConversationId;
   /**
    * The events-stream sequence of the last event that changed the conversation: it increases with every applied event, and the same version always names the same flatList, whichever worker computed it.

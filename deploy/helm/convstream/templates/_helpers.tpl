@@ -222,11 +222,13 @@ replicas are always passed; optional JetStream settings only when set.
 {{- with $js.placementTags }}{{ $args = append $args (printf "--placement-tags=%s" (join "," .)) }}{{ end }}
 {{- if gt (int $js.partitions) 0 }}{{ $args = append $args (printf "--partitions=%d" (int $js.partitions)) }}{{ end }}
 {{- with $js.pinnedTTL }}{{ $args = append $args (printf "--pinned-ttl=%v" .) }}{{ end }}
+{{- with $js.watchIdle }}{{ $args = append $args (printf "--watch-idle=%v" .) }}{{ end }}
 {{- with $js.snapshotInterval }}{{ $args = append $args (printf "--snapshot-interval=%v" .) }}{{ end }}
 {{- with $js.snapshotMaxInterval }}{{ $args = append $args (printf "--snapshot-max-interval=%v" .) }}{{ end }}
 {{- if and (hasKey $js "headsConfirmedFrom") (ne (toString $js.headsConfirmedFrom) "") (ne (toString $js.headsConfirmedFrom) "<nil>") }}{{ $args = append $args (printf "--heads-confirmed-from=%s" (include "convstream.bytes" (dict "name" "jetstream.headsConfirmedFrom" "value" $js.headsConfirmedFrom))) }}{{ end }}
 {{- with $js.storeStallLimit }}{{ $args = append $args (printf "--store-stall-limit=%v" .) }}{{ end }}
 {{- if and (hasKey $js "checkpoints") (not $js.checkpoints) }}{{ $args = append $args "--checkpoints=false" }}{{ end }}
+{{- if $js.reconcile }}{{ $args = append $args "--reconcile" }}{{ end }}
 {{- $args = append $args (printf "--max-event-bytes=%s" (include "convstream.bytes" (dict "name" "worker.maxEventBytes" "value" $w.maxEventBytes))) }}
 {{- $args = append $args (printf "--max-messages=%d" (int64 $w.maxMessages)) }}
 {{- $args = append $args (printf "--max-snapshot-bytes=%s" (include "convstream.bytes" (dict "name" "worker.maxSnapshotBytes" "value" $w.maxSnapshotBytes))) }}

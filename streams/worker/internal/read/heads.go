@@ -152,7 +152,7 @@ func (r *Reader) Snapshot(ctx context.Context, id string, how Mode) ([]byte, uin
 		m, err = nil, nil
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("streams: read snapshot %s: %w", id, err)
+		return nil, 0, fmt.Errorf("read: read snapshot %s: %w", id, err)
 	}
 	var value []byte
 	var rev uint64

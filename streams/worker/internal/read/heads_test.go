@@ -12,32 +12,11 @@ import (
 
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
-	"github.com/convstream/convstream/streams/natsembed"
 )
 
 // confirmedFrom is the worker's default for Config.ConfirmedFrom
 // (worker.DefaultHeadsConfirmedFrom).
 const confirmedFrom = 32 << 10
-
-func startServer(t testing.TB) *server.Server {
-	t.Helper()
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-	return ns
-}
-
-func connect(t testing.TB, ns *server.Server) *nats.Conn {
-	t.Helper()
-	nc, err := nats.Connect(ns.ClientURL(), nats.MaxReconnects(-1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	return nc
-}
 
 // testSubjects are the default subjects, as a worker's.
 func testSubjects(t testing.TB) streams.Subjects {
@@ -117,7 +96,7 @@ func readAllWays(t testing.TB, r *Reader, id string) (value string, rev uint64) 
 // them and requires the same answers: none for a key never written, the
 // value and revision of the last write, none once deleted or purged.
 func TestReadStored(t *testing.T) {
-	nc := connect(t, startServer(t))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
 	kv := bucket(t, nc, 1)
 	r := newReader(t, nc, kv)
 	if r.Mode() != Direct {
@@ -160,7 +139,7 @@ func TestReadStored(t *testing.T) {
 // value, or none once the key is deleted, and the answer itself only while
 // it is the last.
 func TestConfirm(t *testing.T) {
-	nc := connect(t, startServer(t))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
 	kv := bucket(t, nc, 1)
 	r := newReader(t, nc, kv)
 	ctx := context.Background()
@@ -207,8 +186,8 @@ func TestConfirm(t *testing.T) {
 // that answered the direct get lagged.
 func TestReadStoredInACluster(t *testing.T) {
 	servers := natstest.StartCluster(t, 3)
-	writer := bucket(t, connect(t, servers[0]), 3)
-	nc := connect(t, notLeader(t, writer, servers))
+	writer := bucket(t, natstest.Connect(t, servers[0]), 3)
+	nc := natstest.Connect(t, notLeader(t, writer, servers))
 	r := newReader(t, nc, bucket(t, nc, 3))
 	if r.Mode() != Confirmed {
 		t.Fatalf("a bucket of three replicas is read %s", r.Mode())
@@ -289,7 +268,7 @@ func TestHeadReader(t *testing.T) {
 // asked), so every read, direct or confirmed, returns the bucket's own
 // last value, even one the mirror does not have yet.
 func TestReadStoredPastAMirror(t *testing.T) {
-	nc := connect(t, startServer(t))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
 	kv := bucket(t, nc, 1)
 	r := newReader(t, nc, kv)
 	ctx := context.Background()
@@ -352,7 +331,7 @@ func TestReadStoredPastAMirror(t *testing.T) {
 // TestHeadReaderStartsAtTheBucketMean checks that a head reader starts at
 // the mean size of the values its bucket holds, and at 0 for an empty one.
 func TestHeadReaderStartsAtTheBucketMean(t *testing.T) {
-	nc := connect(t, startServer(t))
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
 	kv := bucket(t, nc, 1)
 	ctx := context.Background()
 	var h heads

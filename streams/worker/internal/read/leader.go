@@ -63,28 +63,28 @@ func (r *Reader) leaderGet(ctx context.Context, stream string, req msgGetRequest
 	reply, err := r.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, body)
 	if err != nil {
 		if errors.Is(err, nats.ErrNoResponders) {
-			return nil, fmt.Errorf("streams: get from %s: %w", stream, jetstream.ErrStreamNotFound)
+			return nil, fmt.Errorf("read: get from %s: %w", stream, jetstream.ErrStreamNotFound)
 		}
-		return nil, fmt.Errorf("streams: get from %s: %w", stream, err)
+		return nil, fmt.Errorf("read: get from %s: %w", stream, err)
 	}
 	resp, err := decodeMsgGet(reply.Data)
 	if err != nil {
-		return nil, fmt.Errorf("streams: get from %s: %w", stream, err)
+		return nil, fmt.Errorf("read: get from %s: %w", stream, err)
 	}
 	if resp.Error != nil {
 		if resp.Error.ErrorCode == errCodeNoMessage {
 			return nil, jetstream.ErrMsgNotFound
 		}
-		return nil, fmt.Errorf("streams: get from %s: %w", stream, resp.Error)
+		return nil, fmt.Errorf("read: get from %s: %w", stream, resp.Error)
 	}
 	if resp.Message == nil {
-		return nil, fmt.Errorf("streams: get from %s: %w", stream, jetstream.ErrInvalidJetStreamResponse)
+		return nil, fmt.Errorf("read: get from %s: %w", stream, jetstream.ErrInvalidJetStreamResponse)
 	}
 	m := &jetstream.RawStreamMsg{Subject: resp.Message.Subject, Sequence: resp.Message.Sequence,
 		Data: resp.Message.Data, Time: resp.Message.Time}
 	if len(resp.Message.Header) > 0 {
 		if m.Header, err = nats.DecodeHeadersMsg(resp.Message.Header); err != nil {
-			return nil, fmt.Errorf("streams: get from %s: %w", stream, err)
+			return nil, fmt.Errorf("read: get from %s: %w", stream, err)
 		}
 	}
 	return m, nil

@@ -14,7 +14,7 @@ import (
 
 // ErrBatchUnsupported is returned by a batched read (EventBatch) when the
 // server answered it with a single message: a server older than 2.11.
-var ErrBatchUnsupported = errors.New("streams: batched direct get not supported by the server")
+var ErrBatchUnsupported = errors.New("read: batched direct get not supported by the server")
 
 // Headers a batched direct get adds to every stored message it returns;
 // they are taken off again, so that an event read back weighs what it
@@ -29,6 +29,15 @@ var directGetHeaders = []string{
 // one it carries.
 const headerNumPending = "Nats-Num-Pending"
 
+// replicaQuietTimeout bounds how long a direct get waits for a replica's
+// first answer. A direct get goes to one replica of the stream's queue
+// group, and one on a frozen server (still a member until its routes are
+// found dead) never answers: the read is asked again, and goes to another,
+// after this rather than leaderGetTimeout, while a replica that answers
+// at all answers at once from its own store. With 2 s a try, rebuilds
+// after a server froze waited out tries in a row (BenchmarkClusterFaults).
+const replicaQuietTimeout = time.Second
+
 // directGet reads one message of stream with a direct get, answered by any
 // replica of it or by a mirror of it that answers direct gets for it
 // (MirrorDirect); from is the name of the stream that answered.
@@ -38,22 +47,22 @@ func (r *Reader) directGet(ctx context.Context, stream string, req msgGetRequest
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
+	ctx, cancel := context.WithTimeout(ctx, replicaQuietTimeout)
 	defer cancel()
 	answer, err := r.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, body)
 	if err != nil {
-		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+		return nil, "", fmt.Errorf("read: direct get from %s: %w", stream, err)
 	}
 	none, err := directStatus(answer)
 	if err != nil {
-		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+		return nil, "", fmt.Errorf("read: direct get from %s: %w", stream, err)
 	}
 	if none {
 		return nil, "", jetstream.ErrMsgNotFound
 	}
 	from = answer.Header.Get(jetstream.StreamHeader)
 	if m, err = storedFromDirect(answer); err != nil {
-		return nil, "", fmt.Errorf("streams: direct get from %s: %w", stream, err)
+		return nil, "", fmt.Errorf("read: direct get from %s: %w", stream, err)
 	}
 	return m, from, nil
 }
@@ -82,26 +91,35 @@ func (r *Reader) directBatch(ctx context.Context, stream, subject string, from u
 	inbox := r.nc.NewInbox()
 	sub, err := r.nc.ChanSubscribe(inbox, answers)
 	if err != nil {
-		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+		return fmt.Errorf("read: batched get from %s: %w", stream, err)
 	}
 	defer func() { _ = sub.Unsubscribe() }()
 	if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+		return fmt.Errorf("read: batched get from %s: %w", stream, err)
 	}
 	// As for a leader get: a replica that goes quiet fails the read, and the
 	// event that needed it is retried later, rather than holding the lane.
+	// The first answer comes within replicaQuietTimeout from a replica
+	// that is up; the whole batch within leaderGetTimeout.
 	ctx, cancel := context.WithTimeout(ctx, leaderGetTimeout)
 	defer cancel()
-	for {
+	quiet := time.NewTimer(replicaQuietTimeout)
+	defer quiet.Stop()
+	for first := true; ; first = false {
 		var m *nats.Msg
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("streams: batched get from %s: %w", stream, ctx.Err())
+			return fmt.Errorf("read: batched get from %s: %w", stream, ctx.Err())
+		case <-quiet.C:
+			if first {
+				return fmt.Errorf("read: batched get from %s: no answer in %v: %w", stream, replicaQuietTimeout, context.DeadlineExceeded)
+			}
+			continue
 		case m = <-answers:
 		}
 		none, err := directStatus(m)
 		if err != nil {
-			return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+			return fmt.Errorf("read: batched get from %s: %w", stream, err)
 		}
 		if none { // the end of the batch
 			return nil
@@ -112,7 +130,7 @@ func (r *Reader) directBatch(ctx context.Context, stream, subject string, from u
 		}
 		raw, err := storedFromDirect(m)
 		if err != nil {
-			return fmt.Errorf("streams: batched get from %s: %w", stream, err)
+			return fmt.Errorf("read: batched get from %s: %w", stream, err)
 		}
 		if !fn(raw, pending) {
 			return nil
