@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/convstream/convstream/conversation"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // checkpointer reads and writes conversations' checkpoints (checkpoint.go)
@@ -25,7 +26,11 @@ import (
 // pointer test where a no-op implementation behind an interface would add
 // a dynamic call to every snapshot store (busyDue).
 type checkpointer struct {
-	bucket  jetstream.KeyValue
+	bucket jetstream.KeyValue
+	// keys reads the bucket's checkpoints as its leader holds them: one
+	// read from a replica behind it may be older than the events the
+	// stream still holds (see checkpoint_compact.go).
+	keys    *read.Keys
 	writers *writers // shared with the snapshot writes
 	metrics *instruments
 	logger  *slog.Logger
@@ -54,13 +59,13 @@ type checkpointer struct {
 	stopped atomic.Bool
 }
 
-// newCheckpointer returns the checkpointer of bucket, which runs its
-// writes on ws, counts them in ins, logs to log, queues at most waiting
+// newCheckpointer returns the checkpointer of bucket, read through keys,
+// which runs its writes on ws, counts them in ins, logs to log, queues at most waiting
 // writes for a slot, and decodes checkpoints into conversations made with
 // convOpts.
-func newCheckpointer(bucket jetstream.KeyValue, ws *writers, ins *instruments, log *slog.Logger,
+func newCheckpointer(bucket jetstream.KeyValue, keys *read.Keys, ws *writers, ins *instruments, log *slog.Logger,
 	maxPayload func() int64, waiting int, convOpts []conversation.Option) *checkpointer {
-	return &checkpointer{bucket: bucket, writers: ws, metrics: ins, logger: log, maxPayload: maxPayload,
+	return &checkpointer{bucket: bucket, keys: keys, writers: ws, metrics: ins, logger: log, maxPayload: maxPayload,
 		convOpts: convOpts, slots: make(chan struct{}, checkpointsInFlight), queue: make(chan func(), waiting)}
 }
 
@@ -123,7 +128,7 @@ func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*c
 	if c == nil {
 		return nil, nil, 0, nil
 	}
-	entry, err := c.get(ctx, id)
+	value, rev, err := c.get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil, 0, nil
 	}
@@ -134,7 +139,7 @@ func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*c
 		c.logger.WarnContext(ctx, "checkpoint not read; replaying every event", "conversation", id, "err", err)
 		return nil, nil, 0, nil
 	}
-	cp, conv, err := decodeCheckpoint(entry.Value(), c.convOpts...)
+	cp, conv, err := decodeCheckpoint(value, c.convOpts...)
 	if err != nil {
 		if c.compacting() {
 			// Replaying what is left would store a shorter conversation
@@ -152,7 +157,7 @@ func (c *checkpointer) resume(ctx context.Context, id string, before uint64) (*c
 		}
 		return nil, nil, 0, nil
 	}
-	return cp, conv, entry.Revision(), nil
+	return cp, conv, rev, nil
 }
 
 // compacting reports whether the events checkpoints cover may be purged,
@@ -172,16 +177,17 @@ const (
 	checkpointReadTries   = 3
 )
 
-// get reads the checkpoint of conversation id, asking again when a read
-// times out.
-func (c *checkpointer) get(ctx context.Context, id string) (jetstream.KeyValueEntry, error) {
+// get reads the checkpoint of conversation id and its revision, as the
+// bucket's leader holds it (read.Keys), asking again when a read times
+// out; jetstream.ErrKeyNotFound when there is none.
+func (c *checkpointer) get(ctx context.Context, id string) ([]byte, uint64, error) {
 	for try := 1; ; try++ {
 		rctx, cancel := context.WithTimeout(ctx, checkpointReadTimeout)
-		entry, err := c.bucket.Get(rctx, id)
+		value, rev, err := c.keys.Get(rctx, id)
 		cancel()
 		if err == nil || try == checkpointReadTries || ctx.Err() != nil ||
 			!errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			return entry, err
+			return value, rev, err
 		}
 	}
 }

@@ -180,17 +180,15 @@ const putTries = 3
 // whether it wrote it.
 func (c *checkpointer) putNewer(ctx context.Context, id string, value []byte, seq uint64) (bool, error) {
 	for try := 1; ; try++ {
-		entry, err := c.get(ctx, id)
-		var rev uint64
+		stored, rev, err := c.get(ctx, id)
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
 			return false, err
 		default:
-			if stored, err := checkpointSeq(entry.Value()); err == nil && stored >= seq {
+			if at, err := checkpointSeq(stored); err == nil && at >= seq {
 				return false, nil
 			}
-			rev = entry.Revision()
 		}
 		if rev == 0 {
 			_, err = c.bucket.Create(ctx, id, value)
@@ -229,12 +227,9 @@ func checkpointSeq(value []byte) (uint64, error) {
 // checkpointRevision returns the revision of conversation id's checkpoint
 // (0: none).
 func (c *checkpointer) checkpointRevision(ctx context.Context, id string) (uint64, error) {
-	entry, err := c.get(ctx, id)
+	_, rev, err := c.get(ctx, id)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return 0, nil
 	}
-	if err != nil {
-		return 0, err
-	}
-	return entry.Revision(), nil
+	return rev, err
 }

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,6 +20,7 @@ import (
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // editLoad is a compaction workload: convs conversations of msgs messages
@@ -513,6 +515,68 @@ func TestStopQuiet(t *testing.T) {
 	for _, line := range logged.all() {
 		if strings.Contains(line, "not compacted") || strings.Contains(line, "checkpoint not written") || strings.Contains(line, "connection closed") {
 			t.Errorf("logged after the stop: %s", line)
+		}
+	}
+}
+
+// TestCheckpointReadsConfirmed compacts conversations on a 3-node cluster
+// (buckets of 3 replicas), then has a worker with an empty cache, on a
+// server of its own, rebuild each from its checkpoint. Every checkpoint it
+// reads must be its bucket leader's: a direct get may be answered by a
+// replica that has not applied the last checkpoint yet, and the events
+// after the one it answers with may be purged (TestClusterFaults once
+// ended with an edit missing). The reads are seen as the leader's
+// confirmations (read.Keys) on the bucket's API subject.
+func TestCheckpointReadsConfirmed(t *testing.T) {
+	load := editLoad{convs: 6, msgs: 5, edits: 100, size: 100}
+	servers := natstest.StartCluster(t, 3)
+	storage := Storage{StreamReplicas: 3, BucketReplicas: 3}
+	nc := natstest.Connect(t, servers[0])
+	c := natstest.NewClient(t, nc)
+	want := load.want(t, load.edits)
+	first := StartWorker(t, nc, WithStorage(storage), WithLanes(2), WithCacheConversations(2))
+	natstest.CheckStoredAt(t, c, want, load.publish(t, c, 0, load.edits), 2*time.Minute)
+	first.Stop(t)
+	for id := range want {
+		if _, _, ok := storedCheckpoint(t, first.W, id); !ok {
+			t.Fatalf("%s has no checkpoint", id)
+		}
+	}
+
+	bucket := c.Subjects().CheckpointBucket()
+	var mu sync.Mutex
+	confirmed := map[string]bool{}
+	sub, err := nc.Subscribe("$JS.API.STREAM.MSG.GET.KV_"+bucket, func(m *nats.Msg) {
+		var req struct {
+			NextFor string `json:"next_by_subj"`
+			LastFor string `json:"last_by_subj"`
+		}
+		if json.Unmarshal(m.Data, &req) == nil {
+			mu.Lock()
+			confirmed[strings.TrimPrefix(req.NextFor+req.LastFor, "$KV."+bucket+".")] = true
+			mu.Unlock()
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = sub.Unsubscribe() }()
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	second := StartWorker(t, natstest.Connect(t, servers[2]), WithStorage(storage), WithLanes(2))
+	if mode := second.W.cp.keys.Mode(); mode != read.Confirmed {
+		t.Errorf("checkpoints of a bucket of 3 replicas read %s, want confirmed", mode)
+	}
+	natstest.CheckStoredAt(t, c, want, appendOneMore(t, c, want, "after-restart"), 2*time.Minute)
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for id := range want {
+		if !confirmed[id] {
+			t.Errorf("%s: its checkpoint was read without its leader (confirmed: %v)", id, confirmed)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func provisionedWorker(t testing.TB, nc *nats.Conn, opts ...Option) *Worker {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w.cp = newCheckpointer(bucket, w.writers, w.metrics, w.cfg.logger, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
+		w.cp = newCheckpointer(bucket, w.reads.Keys(context.Background(), bucket), w.writers, w.metrics, w.cfg.logger, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
 			w.cfg.limits.conversationOptions())
 	}
 	return w

@@ -228,7 +228,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		w.cp = newCheckpointer(bucket, w.writers, w.metrics, log, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
+		w.cp = newCheckpointer(bucket, w.reads.Keys(ctx, bucket), w.writers, w.metrics, log, w.nc.MaxPayload, w.cfg.checkpointsWaiting,
 			w.cfg.limits.conversationOptions())
 		w.cp.erased = w.erasures.covers
 		mark := compactionOf(stream.CachedInfo().Config.Metadata)
