@@ -177,7 +177,7 @@ func exportConversation(ctx context.Context, src exportSource, conv string) (*ex
 	}
 	// No checkpoint bucket: a deployment with checkpoints off, which
 	// compacts nothing.
-	checkpoints, err := src.js.KeyValue(ctx, subjects.CheckpointBucket())
+	checkpoints, err := worker.OpenCheckpoints(ctx, src.js, subjects)
 	if err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
 		return nil, fmt.Errorf("checkpoint bucket %s: %w", subjects.CheckpointBucket(), err)
 	}
@@ -189,7 +189,7 @@ func exportConversation(ctx context.Context, src exportSource, conv string) (*ex
 		// Events counted pending and purged before they were delivered
 		// (TestExportEraseImport, under load) left their checkpoint
 		// changed: read again from it.
-		if now, cpErr := checkpointRevision(ctx, checkpoints, conv); cpErr != nil {
+		if now, cpErr := checkpoints.Revision(ctx, conv); cpErr != nil {
 			return nil, fmt.Errorf("%s: checkpoint: %w", conv, cpErr)
 		} else if err != nil && now == rev {
 			return nil, err
@@ -214,22 +214,6 @@ func exportConversation(ctx context.Context, src exportSource, conv string) (*ex
 // that changed while the events after it were read.
 const exportTries = 4
 
-// checkpointRevision returns the revision of conversation conv's
-// checkpoint in bucket (0: none, or no bucket).
-func checkpointRevision(ctx context.Context, bucket jetstream.KeyValue, conv string) (uint64, error) {
-	if bucket == nil {
-		return 0, nil
-	}
-	entry, err := bucket.Get(ctx, conv)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	return entry.Revision(), nil
-}
-
 // errNoneDelivered is the error of a fetch that ended, after
 // exportFetchWait, with none of the events counted pending: compaction may
 // have purged them meanwhile.
@@ -242,21 +226,19 @@ const exportFetchWait = 10 * time.Second
 // (nil: none) and the events of stream after it leave it, with the
 // sequence of the last event read (or the checkpoint's) and the
 // checkpoint's revision (0: none).
-func replayEvents(ctx context.Context, stream jetstream.Stream, checkpoints jetstream.KeyValue, subjects streams.Subjects, conv string) (*conversation.Conversation, uint64, uint64, error) {
+func replayEvents(ctx context.Context, stream jetstream.Stream, checkpoints *worker.Checkpoints, subjects streams.Subjects, conv string) (*conversation.Conversation, uint64, uint64, error) {
 	// No message limit: export restores what the worker holds, whatever
 	// limit it runs with.
 	noLimit := conversation.WithMaxMessages(0)
 	c := conversation.NewConversation(noLimit)
 	var last, rev uint64
-	if checkpoints != nil {
-		cp, err := worker.ReadCheckpoint(ctx, checkpoints, conv, noLimit)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return nil, 0, 0, fmt.Errorf("%s: %w", conv, err)
-		default:
-			c, last, rev = cp.Conversation, cp.Sequence, cp.Revision
-		}
+	cp, err := checkpoints.Read(ctx, conv, noLimit)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+	case err != nil:
+		return nil, 0, 0, fmt.Errorf("%s: %w", conv, err)
+	default:
+		c, last, rev = cp.Conversation, cp.Sequence, cp.Revision
 	}
 	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{subjects.StoredEvents(conv, partitions(stream.CachedInfo().Config.SubjectTransform))},

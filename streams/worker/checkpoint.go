@@ -16,6 +16,7 @@ import (
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/streams"
+	"github.com/convstream/convstream/streams/worker/internal/read"
 )
 
 // A checkpoint is a conversation's messages and groups as they stood after
@@ -250,8 +251,8 @@ func decodeCheckpoint(value []byte, opts ...conversation.Option) (*checkpoint, *
 	return &cp, conv, nil
 }
 
-// StoredCheckpoint is a conversation's checkpoint as ReadCheckpoint reads
-// it.
+// StoredCheckpoint is a conversation's checkpoint as Checkpoints.Read
+// reads it.
 type StoredCheckpoint struct {
 	// Conversation holds the checkpoint's messages and groups.
 	Conversation *conversation.Conversation
@@ -265,19 +266,52 @@ type StoredCheckpoint struct {
 	Revision uint64
 }
 
-// ReadCheckpoint reads conversation id's checkpoint from bucket (the
-// checkpoint bucket, streams.Subjects.CheckpointBucket) into a
-// conversation made with opts. It returns jetstream.ErrKeyNotFound when
-// there is none. A reader of a compacted events stream (convctl export)
-// starts from it, as a worker's rebuild does.
-func ReadCheckpoint(ctx context.Context, bucket jetstream.KeyValue, id string, opts ...conversation.Option) (*StoredCheckpoint, error) {
-	entry, err := bucket.Get(ctx, id)
+// Checkpoints reads conversations' checkpoints as the checkpoint bucket's
+// leader holds them, for a reader of a compacted events stream (convctl
+// export), which starts from a conversation's checkpoint as a worker's
+// rebuild does. A replica behind the leader may hold an older checkpoint,
+// whose later events a compaction purged (TestCheckpointReadsConfirmed).
+// A nil *Checkpoints, of a deployment without checkpoints, holds none.
+type Checkpoints struct {
+	keys *read.Keys
+}
+
+// OpenCheckpoints returns the reader of the checkpoint bucket of s
+// (streams.Subjects.CheckpointBucket) over js's connection;
+// jetstream.ErrBucketNotFound when there is none (checkpoints off).
+func OpenCheckpoints(ctx context.Context, js jetstream.JetStream, s streams.Subjects) (*Checkpoints, error) {
+	kv, err := js.KeyValue(ctx, s.CheckpointBucket())
 	if err != nil {
 		return nil, err
 	}
-	cp, conv, err := decodeCheckpoint(entry.Value(), opts...)
+	return &Checkpoints{keys: read.NewKeys(ctx, js.Conn(), kv)}, nil
+}
+
+// Read reads conversation id's checkpoint into a conversation made with
+// opts. It returns jetstream.ErrKeyNotFound when there is none.
+func (c *Checkpoints) Read(ctx context.Context, id string, opts ...conversation.Option) (*StoredCheckpoint, error) {
+	if c == nil {
+		return nil, jetstream.ErrKeyNotFound
+	}
+	value, rev, err := c.keys.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	cp, conv, err := decodeCheckpoint(value, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("worker: checkpoint of %s: %w", id, err)
 	}
-	return &StoredCheckpoint{Conversation: conv, Sequence: cp.Seq, Revision: entry.Revision()}, nil
+	return &StoredCheckpoint{Conversation: conv, Sequence: cp.Seq, Revision: rev}, nil
+}
+
+// Revision returns the revision of conversation id's checkpoint (0: none).
+func (c *Checkpoints) Revision(ctx context.Context, id string) (uint64, error) {
+	if c == nil {
+		return 0, nil
+	}
+	_, rev, err := c.keys.Get(ctx, id)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
+	}
+	return rev, err
 }

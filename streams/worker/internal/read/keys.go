@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -15,18 +16,23 @@ import (
 // whose later events are purged, and a rebuild from it leaves them out
 // (TestCheckpointReadsConfirmed, package worker).
 type Keys struct {
-	r      *Reader
-	stream string // the bucket's stream
-	prefix string // a key's subject, before the key
+	r      *Reader // its connection: leaderGet and directGet use no more
+	stream string  // the bucket's stream
+	prefix string  // a key's subject, before the key
 	how    Mode
 }
 
-// Keys returns a reader of kv's keys, read as its configuration says (see
-// modeOf): Direct from a bucket of one replica that no mirror answers for,
-// Confirmed from a replicated one, Leader from one that answers no direct
-// gets or whose status cannot be read.
+// Keys returns a reader of kv's keys over r's connection (see NewKeys).
 func (r *Reader) Keys(ctx context.Context, kv jetstream.KeyValue) *Keys {
-	k := &Keys{r: r, stream: "KV_" + kv.Bucket(), prefix: "$KV." + kv.Bucket() + ".", how: Leader}
+	return NewKeys(ctx, r.nc, kv)
+}
+
+// NewKeys returns a reader of kv's keys over nc, read as its configuration
+// says (see modeOf): Direct from a bucket of one replica that no mirror
+// answers for, Confirmed from a replicated one, Leader from one that
+// answers no direct gets or whose status cannot be read.
+func NewKeys(ctx context.Context, nc *nats.Conn, kv jetstream.KeyValue) *Keys {
+	k := &Keys{r: &Reader{nc: nc}, stream: "KV_" + kv.Bucket(), prefix: "$KV." + kv.Bucket() + ".", how: Leader}
 	status, err := kv.Status(ctx)
 	if err != nil {
 		return k
