@@ -60,9 +60,9 @@ type checkpointer struct {
 }
 
 // newCheckpointer returns the checkpointer of bucket, read through keys,
-// which runs its writes on ws, counts them in ins, logs to log, queues at most waiting
-// writes for a slot, and decodes checkpoints into conversations made with
-// convOpts.
+// which runs its writes on ws, counts them in ins, logs to log, queues at
+// most waiting writes for a slot, and decodes checkpoints into
+// conversations made with convOpts.
 func newCheckpointer(bucket jetstream.KeyValue, keys *read.Keys, ws *writers, ins *instruments, log *slog.Logger,
 	maxPayload func() int64, waiting int, convOpts []conversation.Option) *checkpointer {
 	return &checkpointer{bucket: bucket, keys: keys, writers: ws, metrics: ins, logger: log, maxPayload: maxPayload,
