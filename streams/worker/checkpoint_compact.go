@@ -87,9 +87,16 @@ var errCheckpointMoved = errors.New("the conversation's checkpoint changed while
 // (checkpoint_compact_mark.go).
 type compactor struct {
 	stream jetstream.Stream
-	// subject is the filter subject of what the events stream holds of a
-	// conversation: its events and its reply chunks.
-	subject func(id string) string
+	// purges purges the stream below its consumers' floors
+	// (consumer_purges.go).
+	purges *purger
+	// subjects are the literal subjects of what the events stream holds
+	// of a conversation: its events and its reply chunks. Each is purged
+	// on its own: nats-server compares a purge's subject with every
+	// message of the stream in the range purged, and a wildcard's
+	// comparison (P.*.<id>) costs several times a literal's, which finds
+	// the subject's messages by its index.
+	subjects func(id string) []string
 	// purge is WithEventCompaction's: whether this worker purges, once
 	// the stream says it may be compacted.
 	purge bool
@@ -106,9 +113,9 @@ type compactor struct {
 
 // newCompactor returns the compactor of the events stream, whose metadata
 // when bound said mark, for a worker that purges or not.
-func newCompactor(stream jetstream.Stream, subject func(id string) string, purge bool, ratio float64,
+func newCompactor(stream jetstream.Stream, purges *purger, subjects func(id string) []string, purge bool, ratio float64,
 	ins *instruments, log *slog.Logger, mark EventCompaction) *compactor {
-	c := &compactor{stream: stream, subject: subject, purge: purge, ratio: ratio, metrics: ins, logger: log,
+	c := &compactor{stream: stream, purges: purges, subjects: subjects, purge: purge, ratio: ratio, metrics: ins, logger: log,
 		poll: compactionPoll, settle: CompactionSettle}
 	c.mark.Store(&mark)
 	return c
@@ -142,13 +149,19 @@ func (c *compactor) settled(now time.Time) bool {
 func (c *compactor) purging(now time.Time) bool { return c != nil && c.purge && c.settled(now) }
 
 // compact purges the events and chunks of conversation id stored before
-// sequence seq, that of the last event its checkpoint just written covers.
-// A failure is logged and counted; the next checkpoint's purge covers
-// them. It runs on a writer.
+// sequence seq, that of the last event its checkpoint just written covers,
+// as far as its consumer's floor allows (consumer_purges.go: the rest is
+// purged once the floor passes it). A failure is logged and counted; the
+// next checkpoint's purge covers them. It runs on a writer.
 func (c *compactor) compact(ctx context.Context, id string, seq uint64) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compactTimeout)
 	defer cancel()
-	err := c.stream.Purge(ctx, jetstream.WithPurgeSubject(c.subject(id)), jetstream.WithPurgeSequence(seq))
+	var err error
+	for _, subject := range c.subjects(id) {
+		if _, err = c.purges.purge(ctx, id, subject, seq); err != nil {
+			break
+		}
+	}
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		c.metrics.compacted(ctx, "failed")
 		c.logger.DebugContext(ctx, "events not compacted: the connection closed", "conversation", id, "before", seq)

@@ -110,7 +110,7 @@ func TestCompactionMarkOfANewStream(t *testing.T) {
 	if err != nil || !mark.On || !mark.Since.IsZero() || !mark.PurgesFrom().IsZero() {
 		t.Fatalf("a new stream: %+v, %v; want on since its creation", mark, err)
 	}
-	c := newCompactor(w.stream, nil, true, 1, w.metrics, w.cfg.logger, mark)
+	c := newCompactor(w.stream, nil, nil, true, 1, w.metrics, w.cfg.logger, mark)
 	if !c.purging(time.Now()) {
 		t.Error("a worker does not purge a new stream")
 	}
@@ -128,7 +128,7 @@ func TestCompactionMarkOfANewStream(t *testing.T) {
 	if got := compactionOf(map[string]string{CompactionMetadataKey: on.String()}); got != on {
 		t.Errorf("mark %q read as %+v", on.String(), got)
 	}
-	c = newCompactor(w.stream, nil, true, 1, w.metrics, w.cfg.logger, on)
+	c = newCompactor(w.stream, nil, nil, true, 1, w.metrics, w.cfg.logger, on)
 	if c.purging(since.Add(CompactionSettle-time.Second)) || !c.purging(since.Add(CompactionSettle)) {
 		t.Errorf("purging before or not after %v settled", CompactionSettle)
 	}

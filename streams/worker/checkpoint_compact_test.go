@@ -374,8 +374,10 @@ func TestCompactionRacesRebuild(t *testing.T) {
 	c := natstest.NewClient(t, nc)
 	ctx := context.Background()
 	w := provisionedWorker(t, nc, WithLogger(natstest.FailureLogger(t, 20)))
-	w.cp.compactor = newCompactor(w.stream, func(id string) string { return w.cfg.subjects.StoredConversation(id, 0) },
-		true, 0, w.metrics, w.cfg.logger, EventCompaction{On: true})
+	purges := newPurger(w.stream, 0, nil, w.partitionOf, w.cfg.logger) // no consumer reads the stream
+	w.cp.compactor = newCompactor(w.stream, purges, func(id string) []string {
+		return []string{w.cfg.subjects.StoredEvents(id, 0), w.cfg.subjects.StoredChunks(id, 0)}
+	}, true, 0, w.metrics, w.cfg.logger, EventCompaction{On: true})
 
 	const n, every = 600, 25
 	var seqs []uint64

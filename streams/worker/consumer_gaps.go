@@ -8,6 +8,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/streams"
 )
 
 // A consumer numbers its deliveries (the consumer sequence in a message's
@@ -112,6 +114,15 @@ func (w *Worker) consumerName(p int) string {
 		return w.cfg.consumer
 	}
 	return w.cfg.partitionConsumer(p)
+}
+
+// partitionOf returns the partition of conversation id, whose consumer
+// delivers its events (0 on an unpartitioned stream).
+func (w *Worker) partitionOf(id string) int {
+	if n := w.partitions(); n > 0 {
+		return streams.PartitionOf(id, n)
+	}
+	return 0
 }
 
 // resyncAll counts a break in every consumer's deliveries: their

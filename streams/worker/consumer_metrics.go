@@ -61,10 +61,18 @@ func (w *Worker) observeConsumers(mp metric.MeterProvider) error {
 	return err
 }
 
-// setConsumers gives observeConsumers the consumers Run made, by
-// partition (one when the stream is not partitioned).
+// setConsumers gives observeConsumers and the purges the consumers Run
+// made, by partition (one when the stream is not partitioned).
 func (w *Worker) setConsumers(cons []jetstream.Consumer) {
 	w.consumers.Store(&cons)
+}
+
+// consumerList returns the consumers Run made, by partition, nil before.
+func (w *Worker) consumerList() []jetstream.Consumer {
+	if cons := w.consumers.Load(); cons != nil {
+		return *cons
+	}
+	return nil
 }
 
 // observeConnection reports the worker's NATS connection: 1 while it is

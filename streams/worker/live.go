@@ -406,13 +406,15 @@ func spliceReply(raw []byte, id string, r *liveReply) []byte {
 
 // purgeChunks removes the conversation's chunks stored before seq, that of
 // a completion just applied: the events stream keeps replies, not chunks.
-// A failure is logged; the next completion's purge covers them.
+// Chunks its consumer has not acknowledged yet are purged once it has
+// (consumer_purges.go). A failure is logged; the next completion's purge
+// covers them.
 func (w *Worker) purgeChunks(ctx context.Context, id string, seq uint64) {
 	subject := w.cfg.subjects.StoredChunks(id, w.partitions())
 	go func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer cancel()
-		if err := w.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(seq)); err != nil {
+		if _, err := w.purges.Load().purge(ctx, id, subject, seq); err != nil {
 			w.cfg.logger.WarnContext(ctx, "reply chunks not purged", "conversation", id, "before", seq, "err", err)
 		}
 	}()

@@ -93,6 +93,7 @@ const (
 	MetricCheckpoints        = "convstream.checkpoints"
 	MetricCompactions        = "convstream.compactions"
 	MetricCompactionPurging  = "convstream.compaction.purging"
+	MetricPurgesHeld         = "convstream.purges.held"
 	MetricSnapshotWrites     = "convstream.snapshot.writes"
 	MetricSnapshotBytes      = "convstream.snapshot.bytes"
 	MetricSnapshotEventBytes = "convstream.snapshot.event_bytes"
@@ -150,7 +151,7 @@ func newInstruments(mp metric.MeterProvider) (*instruments, error) {
 		ins.checkpoints = c
 	}
 	if c, err := m.Int64Counter(MetricCompactions, metric.WithUnit("{purge}"),
-		metric.WithDescription("Purges of a conversation's events its checkpoint covers, by outcome: purged, failed (the next checkpoint's purge covers them).")); err != nil {
+		metric.WithDescription("Purges of a conversation's events its checkpoint covers, by outcome: purged (what its consumer has acknowledged; the rest once it has, convstream.purges.held), failed (the next checkpoint's purge covers them).")); err != nil {
 		errs = append(errs, err)
 	} else {
 		ins.compactions = c

@@ -68,8 +68,11 @@ type Worker struct {
 	// gaps watches each consumer's deliveries for breaks (consumer_gaps.go).
 	gaps []gapWatch
 	// consumers are the consumers Run made, by partition, for their
-	// gauges (consumer_metrics.go).
+	// gauges (consumer_metrics.go) and their floors (consumer_purges.go).
 	consumers atomic.Pointer[[]jetstream.Consumer]
+	// purges purges the events stream below the consumers' floors; set
+	// by Run (read by the convstream.purges.held gauge).
+	purges atomic.Pointer[purger]
 	// compaction is the checkpointer's compactor once Run made it, for
 	// the convstream.compaction.purging gauge.
 	compaction atomic.Pointer[compactor]
@@ -144,6 +147,9 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	if err := w.observeCache(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
+	if err := w.observePurges(cfg.meterProvider); err != nil {
+		return nil, fmt.Errorf("worker: metrics: %w", err)
+	}
 	if err := w.observeCompaction(cfg.meterProvider); err != nil {
 		return nil, fmt.Errorf("worker: metrics: %w", err)
 	}
@@ -193,6 +199,11 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	w.stream = stream
+	purges := newPurger(stream, w.partitions(), w.consumerList, w.partitionOf, log)
+	w.purges.Store(purges)
+	purging, stopPurging := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPurging()
+	go purges.run(purging)
 	err = w.untilAvailable(ctx, "errors stream", func() error {
 		return provisionErrors(ctx, w.js, errorsStreamConfig(w.cfg.subjects, w.cfg.storage, w.cfg.errorRetention), w.cfg.storage.Reconcile, log)
 	})
@@ -232,8 +243,8 @@ func (w *Worker) Run(ctx context.Context) error {
 			w.cfg.limits.conversationOptions())
 		w.cp.erased = w.erasures.covers
 		mark := compactionOf(stream.CachedInfo().Config.Metadata)
-		w.cp.compactor = newCompactor(stream, func(id string) string {
-			return w.cfg.subjects.StoredConversation(id, w.partitions())
+		w.cp.compactor = newCompactor(stream, purges, func(id string) []string {
+			return []string{w.cfg.subjects.StoredEvents(id, w.partitions()), w.cfg.subjects.StoredChunks(id, w.partitions())}
 		}, w.cfg.compaction, w.cfg.compactRatio, w.metrics, log, mark)
 		if w.cfg.compactionPoll > 0 {
 			w.cp.compactor.poll, w.cp.compactor.settle = w.cfg.compactionPoll, w.cfg.compactionSettle
@@ -354,10 +365,31 @@ func (w *Worker) finish(work context.Context) {
 	w.cp.writeAll(work, w.lanes)
 	w.lanes.shutdown()
 	w.cp.stop(work) // before the connection closes: nothing writes on it after Run
+	w.settlePurges(work)
 	w.writers.stop()
 	w.progress.close()
 	if err := w.nc.FlushTimeout(5 * time.Second); err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		w.cfg.logger.WarnContext(work, "flush on shutdown", "err", err)
+	}
+}
+
+// purgeSettleBudget bounds how long a graceful stop waits for its
+// consumers' floors to pass the purges they held back.
+const purgeSettleBudget = 2 * time.Second
+
+// settlePurges makes the purges the consumers' floors held back, once the
+// stop's last events are acknowledged, for at most purgeSettleBudget;
+// what is left stays in the stream until a later purge of its
+// conversation.
+func (w *Worker) settlePurges(ctx context.Context) {
+	purges := w.purges.Load()
+	if purges == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, purgeSettleBudget)
+	defer cancel()
+	if left := purges.settle(ctx); left > 0 {
+		w.cfg.logger.InfoContext(ctx, "purges left for later: events not yet acknowledged hold them back", "subjects", left)
 	}
 }
 

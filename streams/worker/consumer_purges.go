@@ -1,0 +1,221 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/convstream/convstream/streams"
+)
+
+// The worker purges its own events stream by subject: compaction removes
+// the events and chunks a checkpoint covers, a completion the chunks its
+// reply replaces. A purge by subject of a message its consumer still has
+// pending (delivered, not yet acknowledged: an event applied whose
+// acknowledgement waits for its snapshot, deferAck) can make nats-server
+// (2.15.2 and 2.15.3 at least) lose another pending message of that
+// consumer. The consumer drops the purged message from its pending set
+// and raises its delivered floor to that message's delivery, above an
+// earlier delivery still pending (a delivery lost on the way, waiting
+// for AckWait); the next acknowledgement in delivery order then carries
+// the ack floor past the earlier message, which is never redelivered. Of
+// the worker's consumers, every one that a purge's subject falls in is
+// exposed, filtered or not: the chunks' purges did, and a consumer
+// without filters does for every purge.
+//
+// So a purger purges only below the consumer's acknowledgement floor:
+// what it covers has no pending delivery to lose. The rest of a purge is
+// owed, and paid once the floor passes it (purgeRetry), or at a graceful
+// stop (settle). An event that stays unacknowledged (one waiting on a
+// conversation it cannot be applied to yet) holds back the purges of its
+// consumer's conversations until it is: TestPurgeSparesPendingDeliveries.
+
+// purgeFloorAge is how long a read of a consumer's acknowledgement floor
+// serves the purges that follow it: floors only rise, so an older read is
+// a lower bound, and a busy worker reads each consumer's a few times a
+// second rather than once a purge.
+const purgeFloorAge = 250 * time.Millisecond
+
+// purgeRetry is how often the purges a floor held back are tried again.
+const purgeRetry = time.Second
+
+// purger purges the events stream, below its consumers' floors.
+type purger struct {
+	stream jetstream.Stream
+	// consumers returns the worker's consumers by partition (one when
+	// the stream is not partitioned), nil before Run made them. A purger
+	// without it purges a stream no consumer of the worker reads, below
+	// no floor.
+	consumers func() []jetstream.Consumer
+	// partition returns the partition of conversation id (0 when the
+	// stream is not partitioned).
+	partition func(id string) int
+	logger    *slog.Logger
+
+	floors []floorRead // by partition
+
+	mu   sync.Mutex
+	owed map[string]owedPurge // by subject
+}
+
+// floorRead is the last read of one consumer's acknowledgement floor.
+type floorRead struct {
+	mu  sync.Mutex
+	seq uint64 // the last stream sequence every delivery up to is acknowledged
+	at  time.Time
+}
+
+// owedPurge is the part of a purge a floor held back: subject's messages
+// of conversation id before sequence before.
+type owedPurge struct {
+	id     string
+	before uint64
+}
+
+// newPurger returns the purger of stream, whose consumers are those of
+// partitions partitions (0: one, unpartitioned).
+func newPurger(stream jetstream.Stream, partitions int, consumers func() []jetstream.Consumer,
+	partition func(id string) int, log *slog.Logger) *purger {
+	return &purger{stream: stream, consumers: consumers, partition: partition, logger: log,
+		floors: make([]floorRead, max(partitions, 1)), owed: map[string]owedPurge{}}
+}
+
+// purge removes the messages of subject, of conversation id, stored
+// before sequence before, as far as the floor of the conversation's
+// consumer allows; it reports whether it held back some of them, which it
+// owes then.
+func (p *purger) purge(ctx context.Context, id, subject string, before uint64) (held bool, err error) {
+	floor, err := p.floor(ctx, p.partition(id))
+	if err != nil {
+		return false, err
+	}
+	upTo := min(before, floor+1)
+	held = upTo < before
+	p.note(id, subject, before, held)
+	if upTo <= 1 {
+		return held, nil
+	}
+	return held, p.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(upTo))
+}
+
+// note records the purge of subject before sequence before as owed when
+// it was held back, and as paid otherwise.
+func (p *purger) note(id, subject string, before uint64, held bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	was, owed := p.owed[subject]
+	switch {
+	case held && (!owed || was.before < before):
+		p.owed[subject] = owedPurge{id: id, before: before}
+	case !held && owed && was.before <= before:
+		delete(p.owed, subject)
+	}
+}
+
+// floor returns the acknowledgement floor of the consumer of partition
+// part: read within purgeFloorAge, or read again. Before Run made the
+// consumers it is 0: nothing is purged.
+func (p *purger) floor(ctx context.Context, part int) (uint64, error) {
+	if p.consumers == nil {
+		return math.MaxUint64 - 1, nil
+	}
+	if part < 0 || part >= len(p.floors) {
+		return 0, nil
+	}
+	f := &p.floors[part]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.at.IsZero() && time.Since(f.at) < purgeFloorAge {
+		return f.seq, nil
+	}
+	cons := p.consumers()
+	if part >= len(cons) || cons[part] == nil {
+		return 0, nil
+	}
+	info, err := cons[part].Info(ctx)
+	if err != nil {
+		return 0, err
+	}
+	f.seq, f.at = max(f.seq, info.AckFloor.Stream), time.Now()
+	return f.seq, nil
+}
+
+// pay tries the owed purges again and returns how many are still owed.
+func (p *purger) pay(ctx context.Context) int {
+	p.mu.Lock()
+	owed := make(map[string]owedPurge, len(p.owed))
+	for subject, o := range p.owed {
+		owed[subject] = o
+	}
+	p.mu.Unlock()
+	for subject, o := range owed {
+		if _, err := p.purge(ctx, o.id, subject, o.before); err != nil && ctx.Err() == nil {
+			p.logger.DebugContext(ctx, "owed purge not made", "subject", subject, "before", o.before, "err", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.owed)
+}
+
+// run pays the owed purges every purgeRetry until ctx ends.
+func (p *purger) run(ctx context.Context) {
+	t := time.NewTicker(purgeRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			pctx, cancel := context.WithTimeout(ctx, compactTimeout)
+			p.pay(pctx)
+			cancel()
+		}
+	}
+}
+
+// settle pays the owed purges, trying again as the floors rise, until
+// none is owed or ctx ends: a step of a graceful stop, once the last
+// events are acknowledged. It returns how many are still owed.
+func (p *purger) settle(ctx context.Context) int {
+	for {
+		left := p.pay(ctx)
+		if left == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			return left
+		case <-time.After(purgeFloorAge):
+		}
+	}
+}
+
+// held returns how many subjects have a purge held back.
+func (p *purger) held() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.owed)
+}
+
+// observePurges reports, as a gauge, the subjects whose purge waits for
+// their consumer to acknowledge what it covers (convstream.purges.held):
+// it stays up while an event goes unacknowledged.
+func (w *Worker) observePurges(mp metric.MeterProvider) error {
+	_, err := mp.Meter(streams.InstrumentationName).Int64ObservableGauge(MetricPurgesHeld, metric.WithUnit("{subject}"),
+		metric.WithDescription("Subjects of the events stream (a conversation's events or reply chunks) whose purge waits for their consumer to acknowledge what it covers; it stays up while an event goes unacknowledged."),
+		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			if p := w.purges.Load(); p != nil {
+				o.Observe(int64(p.held()))
+			} else {
+				o.Observe(0)
+			}
+			return nil
+		}))
+	return err
+}
