@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 )
@@ -75,5 +76,56 @@ func TestMaxAckPendingLimitReadsTheServersError(t *testing.T) {
 	}
 	if _, ok := maxAckPendingLimit(context.Canceled); ok {
 		t.Error("a limit from another error")
+	}
+}
+
+// TestConsumerFilters: the unpartitioned consumer of a stream Provision
+// made, which holds the events and the chunks and nothing else, has no
+// filter (nats-server then looks its next message up by sequence alone);
+// one of a stream an operator gave another subject keeps the two filters,
+// and the message on that subject is left where it is, neither applied
+// nor rejected. Either way events apply.
+func TestConsumerFilters(t *testing.T) {
+	for _, extra := range []bool{false, true} {
+		t.Run(fmt.Sprintf("extra=%v", extra), func(t *testing.T) {
+			ctx := context.Background()
+			nc := natstest.Connect(t, natstest.StartServer(t, t.TempDir()))
+			c := natstest.NewClient(t, nc)
+			w := provisionedWorker(t, nc)
+			if extra {
+				cfg := w.stream.CachedInfo().Config
+				cfg.Subjects = append(cfg.Subjects, "operator.>")
+				if _, err := c.JetStream().UpdateStream(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.JetStream().Publish(ctx, "operator.note", []byte("not an event")); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := StartWorker(t, nc)
+			want := map[string]*conversation.Conversation{"filters": conversation.NewConversation()}
+			last := map[string]uint64{}
+			for i := range 3 {
+				last["filters"] = sendChainedAs(t, c, want["filters"], "filters", i, []string{"user", "assistant"}[i%2], "hello").Sequence
+			}
+			natstest.CheckStoredAt(t, c, want, last, 30*time.Second)
+			info, err := r.W.stream.Consumer(ctx, r.W.cfg.consumer)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := info.CachedInfo().Config
+			wantFilters := 0
+			if extra {
+				wantFilters = 2
+			}
+			if len(got.FilterSubjects) != wantFilters || got.FilterSubject != "" {
+				t.Errorf("consumer filters %q %q, want %d", got.FilterSubject, got.FilterSubjects, wantFilters)
+			}
+			if extra {
+				if _, err := r.W.stream.GetLastMsgForSubject(ctx, "operator.note"); err != nil {
+					t.Errorf("the operator's message: %v", err)
+				}
+			}
+		})
 	}
 }

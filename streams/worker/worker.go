@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -321,11 +322,25 @@ func (w *Worker) Run(ctx context.Context) error {
 
 // consumerConfig is the durable consumer of an unpartitioned stream.
 func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
+	var filters []string
+	if w.stream == nil || !onlyEventsAndChunks(w.stream.CachedInfo().Config.Subjects, w.cfg.subjects) {
+		// Chunks share the events stream and its order (streams.Subjects.Chunks).
+		filters = []string{w.cfg.subjects.AllEvents(), w.cfg.subjects.AllChunks()}
+	}
 	return jetstream.ConsumerConfig{
 		Durable:     w.cfg.consumer,
 		Description: "convstream worker: applies message events in order",
-		// Chunks share the events stream and its order (streams.Subjects.Chunks).
-		FilterSubjects: []string{w.cfg.subjects.AllEvents(), w.cfg.subjects.AllChunks()},
+		// No filter on a stream that holds the events and the chunks and
+		// nothing else, as every stream Provision makes: with the two as
+		// filters, nats-server matched each next message's subject against
+		// them, about 39% of a flat-out worker's CPU profile, and without
+		// them the worker applied about twice the events a second
+		// (BENCHMARKS.md, "The unpartitioned consumer without filters";
+		// TestConsumerFilters). A stream given other subjects keeps them.
+		// Every purge of the stream reaches a consumer without filters;
+		// the purger keeps them below its ack floor (consumer_purges.go),
+		// without which TestLostDeliveriesHealed lost events.
+		FilterSubjects: filters,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		AckPolicy:      jetstream.AckExplicitPolicy,
 		AckWait:        w.cfg.ackWait,
@@ -336,6 +351,12 @@ func (w *Worker) consumerConfig() jetstream.ConsumerConfig {
 		// stall its successor.
 		MaxAckPending: w.maxAckPending(fetchWindow),
 	}
+}
+
+// onlyEventsAndChunks reports whether a stream of subjects holds the
+// events and the chunks of s and nothing else.
+func onlyEventsAndChunks(subjects []string, s streams.Subjects) bool {
+	return len(subjects) == 2 && slices.Contains(subjects, s.AllEvents()) && slices.Contains(subjects, s.AllChunks())
 }
 
 // cacheConfig is what the lanes' caches keep.
