@@ -65,7 +65,8 @@ package worker
 //   - Consumers and their deliveries: consumer.go, consumer_metrics.go,
 //     consumer_ack.go, consumer_inprogress.go, consumer_gaps.go (deliveries
 //     lost on the way, and the check that an event is its conversation's next
-//     one).
+//     one), consumer_purges.go (the stream's purges, kept below the
+//     consumers' acknowledgement floors).
 //   - Reports on the errors stream: reports.go, reports_errorstream.go,
 //     reports_deadletter.go.
 //   - Partitions and their owners: partition_ownership.go,
