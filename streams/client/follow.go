@@ -56,11 +56,22 @@ func (c *Client) Deltas(ctx context.Context, conversationID string) (<-chan *str
 	return out, nil
 }
 
+// followRereads is how many times Follow reads the stored snapshot again
+// while no delta comes.
+const followRereads = 4
+
 // Follow sends the flat list of a conversation as it changes: the stored
 // snapshot (when there is one), then the view after every delta, until ctx
 // ends; the channel is closed then. On a gap (a delta whose base is not
 // the view's version) it goes on from the stored snapshot, waiting up to
 // resync for the bucket to catch up with the delta (see awaitView).
+//
+// The stored snapshot may be behind the deltas sent before Follow
+// subscribed (the bucket is up to --snapshot-max-interval behind them),
+// and a quiet conversation sends no later delta to reveal the gap: until
+// a delta comes it reads the stored snapshot again after resync, then
+// after twice that and so on, followRereads times at most, and sends it
+// when it is newer than the view.
 func (c *Client) Follow(ctx context.Context, conversationID string, resync time.Duration) (<-chan *streams.View, error) {
 	deltas, err := c.Deltas(ctx, conversationID)
 	if err != nil {
@@ -85,7 +96,31 @@ func (c *Client) Follow(ctx context.Context, conversationID string, resync time.
 				return
 			}
 		}
-		for d := range deltas {
+		wait, rereads := resync, 0
+		again := time.NewTimer(wait)
+		defer again.Stop()
+		for {
+			var d *streams.SnapshotDelta
+			select {
+			case <-again.C:
+				if v, err := c.storedView(ctx, conversationID); err == nil && v.Version > view.Version {
+					view = v
+					if !send(view) {
+						return
+					}
+				}
+				if rereads++; rereads < followRereads {
+					wait *= 2
+					again.Reset(wait)
+				}
+				continue
+			case next, ok := <-deltas:
+				if !ok {
+					return
+				}
+				d = next
+				again.Stop()
+			}
 			if d.Version <= view.Version {
 				continue // stale: the stored snapshot covers it
 			}

@@ -89,3 +89,54 @@ func TestFollowResyncWatches(t *testing.T) {
 		t.Errorf("%d direct gets while the follower waited %v for the bucket", n, waited)
 	}
 }
+
+// TestFollowCatchesUpWithTheBucket starts a follower after a conversation's
+// last delta and before the bucket stored it (stores at most every 2 s
+// here), with no later event to reveal the gap: the follower reads the
+// stored snapshot again and sends the version it missed.
+func TestFollowCatchesUpWithTheBucket(t *testing.T) {
+	nc := natstest.Connect(t, natstest.StartServer(t, ""))
+	StartWorker(t, nc, WithLogger(natstest.TestLogger(t)),
+		WithAckWait(30*time.Second), WithSnapshotInterval(2*time.Second), WithSnapshotMaxInterval(2*time.Second))
+	c := natstest.NewClient(t, nc)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const conv = "fc"
+	live := conversation.NewConversation()
+	first := sendChained(t, c, live, conv, 0)
+	natstest.WaitVersion(t, c, conv, first.Sequence, 30*time.Second)
+	deltas, err := c.Deltas(ctx, conv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	second := sendChained(t, c, live, conv, 1)
+	for d := range deltas {
+		if d.Version >= second.Sequence {
+			break
+		}
+	}
+	views, err := c.Follow(ctx, conv, 200*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	var seen []uint64
+	for {
+		select {
+		case v := <-views:
+			seen = append(seen, v.Version)
+			if v.Version == second.Sequence {
+				if len(v.FlatList) != 2 {
+					t.Fatalf("version %d holds %d messages, want 2", v.Version, len(v.FlatList))
+				}
+				t.Logf("views sent: versions %v", seen)
+				return
+			}
+		case <-deadline:
+			t.Fatalf("the follower never sent version %d (sent %v)", second.Sequence, seen)
+		}
+	}
+}
