@@ -5,7 +5,7 @@
 // duplicate, and each ends on the same final text.
 
 import { spawn } from "node:child_process";
-import { afterAll, beforeAll, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, expect, inject, it, onTestFinished } from "vitest";
 import type { NatsConnection } from "@nats-io/nats-core";
 import { Client, applyDelta, messageState, openConversation, type Conversation, type ConversationSnapshot } from "../src/index.js";
 import { connectTo, newId, until } from "./helpers.js";
@@ -55,6 +55,9 @@ it("streams a 1,000-chunk reply to every screen with no gap or duplicate", async
   const goTexts: string[] = [];
   const goStates: string[] = [];
   const watch = spawn(inject("worker").convctl, ["watch", "--flat", "--nats-url", `nats://${inject("worker").natsUrl}`, id]);
+  onTestFinished(() => {
+    watch.kill(); // also when the test fails: a watch left running outlives the suite
+  });
   let pendingLine = "";
   watch.stdout.on("data", (buf: Buffer) => {
     const lines = (pendingLine + buf.toString("utf8")).split("\n");
