@@ -63,9 +63,18 @@ func ParseRole(s string) (Role, error) {
 type PermissionOption func(*permissionOptions)
 
 type permissionOptions struct {
-	inbox string
-	erase bool
+	inbox   string
+	erase   bool
+	kvWatch bool
 }
+
+// WithKVWatch lets a ui user follow the snapshot bucket with a KV watch,
+// as clients before client.Watch's core subscription did: it may then
+// create and delete consumers on the bucket's stream. Where tenants share
+// a NATS account, such a consumer can deliver onto another tenant's
+// subjects (see UIClientPermissions): give it only to clients that need
+// it, or tenants accounts of their own.
+func WithKVWatch() PermissionOption { return func(o *permissionOptions) { o.kvWatch = true } }
 
 // WithErase lets a ui or orchestrator user erase conversations (publish
 // on Subjects.AllErase): without it they may not. A worker user always
@@ -210,42 +219,55 @@ func snapshotReads(s Subjects) []string {
 
 // UIClientPermissions returns the permissions of a viewer of the subjects
 // s: publish events and inference requests; read a snapshot (KV get) and
-// the stored errors, and watch the bucket; follow deltas and errors. Watching takes an ordered
-// consumer on the snapshot bucket's stream, so it may create and delete
-// consumers there — and only there: not on the events stream, and it may
-// delete or change no stream or bucket, nor write a snapshot. The
-// JetStream API's create names no durable in its subject, so permissions
-// cannot refuse a durable: a tenant's limits
-// (natsembed.TenantLimits.MaxConsumers) bound how many it creates, and
-// the bucket's consumer limits how long one lives unused
-// (worker.Storage.WatchIdle). Nor can
-// they see a push consumer's delivery subject: where tenants share an
-// account, a ui user can have its consumer deliver onto another tenant's
-// subjects; give tenants accounts of their own where UIs are not trusted.
+// the stored errors; follow the stored snapshots on the bucket's key
+// subjects (client.Watch, with a core subscription), deltas and errors.
+// It creates no consumer, so it may create none: not on the events
+// stream, nor on the snapshot bucket. Permissions see subjects only, not
+// a push consumer's delivery subject, so a consumer of its own would let
+// a ui user have the server deliver onto any subject of its account,
+// another tenant's deltas included where tenants share one. WithKVWatch
+// gives it the rights of a KV watch back, for clients that follow the
+// bucket with one. It may delete or change no stream or bucket, nor
+// write a snapshot.
 func UIClientPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	o := permissionOpts(opts)
 	p := s.Prefix()
-	kvStream := "KV_" + s.SnapshotBucket()
+	publish := []string{
+		p + ".events.>",
+		p + ".inference.*",
+		p + ".doctor.*",
+		p + ".replies.*", // ask for a reply
+		p + ".stop.*",    // stop one
+	}
+	if o.kvWatch {
+		publish = append(publish, kvWatchPermissions(s)...)
+	}
 	return Permissions{
-		Publish: append([]string{
-			p + ".events.>",
-			p + ".inference.*",
-			p + ".doctor.*",
-			p + ".replies.*", // ask for a reply
-			p + ".stop.*",    // stop one
-			"$JS.API.CONSUMER.CREATE." + kvStream,
-			"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
-			// A stopped watch deletes its consumer; without this the
-			// client logged a permission violation for each and left the
-			// consumer to the server's idle timeout (TestUIWatchCleansUp).
-			"$JS.API.CONSUMER.DELETE." + kvStream + ".*",
-			"$JS.FC." + kvStream + ".>", // the watch's flow control
-		}, append(append(snapshotReads(s), errorsReaderPermissions(s)...), o.grants(s)...)...),
+		Publish: append(publish, append(append(snapshotReads(s), errorsReaderPermissions(s)...), o.grants(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",
 			p + ".snapshots.>",
 			p + ".errors.>",
+			p + ".results.>",    // pipeline failures of inference (the TypeScript client follows them)
+			s.AllSnapshotKeys(), // the stored snapshots, as written
 		},
+	}
+}
+
+// kvWatchPermissions are the JetStream API subjects of a KV watch on the
+// snapshot bucket (WithKVWatch): an ordered consumer created and, when
+// the watch stops, deleted, and its flow control. The JetStream API's
+// create names no durable in its subject, so these cannot refuse a
+// durable either: a tenant's limits (natsembed.TenantLimits.MaxConsumers)
+// bound how many it creates, and the bucket's consumer limits how long
+// one lives unused (worker.Storage.WatchIdle).
+func kvWatchPermissions(s Subjects) []string {
+	kvStream := "KV_" + s.SnapshotBucket()
+	return []string{
+		"$JS.API.CONSUMER.CREATE." + kvStream,
+		"$JS.API.CONSUMER.CREATE." + kvStream + ".>",
+		"$JS.API.CONSUMER.DELETE." + kvStream + ".*",
+		"$JS.FC." + kvStream + ".>",
 	}
 }
 

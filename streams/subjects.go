@@ -138,6 +138,18 @@ func (s Subjects) EventsStream() string { return s.StreamName() + "_EVENTS" }
 // CONVSTREAM_SNAPSHOTS for the default prefix.
 func (s Subjects) SnapshotBucket() string { return s.StreamName() + "_SNAPSHOTS" }
 
+// SnapshotKey returns the subject under which the snapshot bucket stores a
+// conversation's snapshot ($KV.CONVSTREAM_SNAPSHOTS.<id>). Every write of
+// the snapshot is published there, so a core subscription to it follows
+// the stored snapshots without a consumer (client.Watch).
+func (s Subjects) SnapshotKey(conversationID string) string {
+	return "$KV." + s.SnapshotBucket() + "." + conversationID
+}
+
+// AllSnapshotKeys returns the wildcard subject of the snapshot bucket's
+// keys.
+func (s Subjects) AllSnapshotKeys() string { return "$KV." + s.SnapshotBucket() + ".>" }
+
 func (s Subjects) StreamName() string {
 	return strings.ToUpper(strings.ReplaceAll(s.prefix, ".", "_"))
 }

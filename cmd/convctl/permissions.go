@@ -20,9 +20,10 @@ func runPermissions(_ context.Context, args []string, _ io.Reader, stdout, stder
 	prefix := fs.String("subject-prefix", streams.DefaultPrefix, "subject prefix of the tenant")
 	inbox := fs.String("inbox-prefix", "", "inbox prefix of the user's connections (--nats-inbox-prefix); default _INBOX, right only in an account of the tenant's own")
 	erase := fs.Bool("erase", false, "grant a ui or orchestrator user the right to erase conversations (a worker user has it)")
+	kvWatch := fs.Bool("kv-watch", false, "let a ui user follow the snapshot bucket with a KV watch, as clients of earlier releases do (it may then create consumers there: see docs/operations.md)")
 	tenants := fs.String("tenants", "", `a tenants file ({"tenants": [...]}, as the worker's --embedded-tenants): print the nats-server accounts that declare them`)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: convctl permissions --role worker|ui|orchestrator [--subject-prefix P] [--inbox-prefix I] [--erase]")
+		fmt.Fprintln(stderr, "usage: convctl permissions --role worker|ui|orchestrator [--subject-prefix P] [--inbox-prefix I] [--erase] [--kv-watch]")
 		fmt.Fprintln(stderr, "       convctl permissions --tenants FILE")
 		fmt.Fprintln(stderr, "Prints the NATS permissions of a role of one subject prefix as the JSON of a")
 		fmt.Fprintln(stderr, "nats-server user's permissions block, or the accounts of a tenants file, each")
@@ -71,6 +72,9 @@ func runPermissions(_ context.Context, args []string, _ io.Reader, stdout, stder
 	opts := []streams.PermissionOption{streams.WithInboxPrefix(*inbox)}
 	if *erase {
 		opts = append(opts, streams.WithErase())
+	}
+	if *kvWatch {
+		opts = append(opts, streams.WithKVWatch())
 	}
 	p, err := streams.PermissionsFor(r, s, opts...)
 	if err == nil {

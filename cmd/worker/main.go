@@ -161,7 +161,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (*o
 	str(&o.storage.PlacementCluster, "placement-cluster", "CONVSTREAM_PLACEMENT_CLUSTER", "", "JetStream cluster to place the stream and bucket in")
 	fs.Var((*stringList)(&o.storage.PlacementTags), "placement-tags", "comma-separated server tags the stream and bucket must be placed on")
 	ef.Bind("placement-tags", "CONVSTREAM_PLACEMENT_TAGS")
-	dur(&o.storage.WatchIdle, "watch-idle", "CONVSTREAM_WATCH_IDLE", worker.DefaultWatchIdle, "longest a consumer on the snapshot bucket (a UI's watch, or a durable a UI login made) lives unused; one asking for more is refused (0 or negative: no limit)")
+	dur(&o.storage.WatchIdle, "watch-idle", "CONVSTREAM_WATCH_IDLE", worker.DefaultWatchIdle, "longest a consumer on the snapshot bucket (a KV watch, or a durable made by a UI login with kvWatch) lives unused; one asking for more is refused (0 or negative: no limit)")
 	num(&o.storage.Partitions, "partitions", "CONVSTREAM_PARTITIONS", 0, "partitions of the events stream, each owned by one worker at a time (0: one shared consumer); the same on every worker, fixed for a stream")
 	fs.BoolVar(&o.storage.Reconcile, "reconcile", false, "change the settings of the existing events, errors and checkpoint streams, snapshot bucket and consumers (replicas, limits, duplicate window, ack wait, max deliver, pinned TTL) to this worker's; without it a worker whose settings differ stays not ready, naming them, until they agree (docs/operations.md, \"Changing settings\")")
 	ef.Bind("reconcile", "CONVSTREAM_RECONCILE")

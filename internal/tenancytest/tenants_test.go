@@ -592,6 +592,11 @@ func (p *prober) probeOwn(ctx context.Context) {
 	req("events stream info", "$JS.API.STREAM.INFO."+stream, nil)
 	req("direct get of an event", "$JS.API.DIRECT.GET."+stream, map[string]any{"seq": 1})
 	req("events consumer", "$JS.API.CONSUMER.CREATE."+stream, map[string]any{"config": map[string]any{"deliver_subject": p.nc.NewInbox(), "ack_policy": "none", "inactive_threshold": int64(time.Second)}})
+	// A consumer of its own bucket would deliver wherever it says, another
+	// tenant's deltas included where tenants share an account: a client
+	// role follows the bucket on its key subjects and may create none.
+	req("snapshot bucket consumer", "$JS.API.CONSUMER.CREATE."+kvStream, map[string]any{"config": map[string]any{"deliver_subject": p.nc.NewInbox(), "ack_policy": "none", "inactive_threshold": int64(time.Second)}})
+	req("named snapshot bucket consumer", "$JS.API.CONSUMER.CREATE."+kvStream+".probe", map[string]any{"config": map[string]any{"name": "probe", "deliver_subject": p.nc.NewInbox(), "ack_policy": "none", "inactive_threshold": int64(time.Second)}})
 	req("pull from the worker's consumer", "$JS.API.CONSUMER.MSG.NEXT."+stream+".never-made", map[string]any{"batch": 1, "expires": int64(time.Second)})
 	req("KV put", "$KV."+bucket+".probe", map[string]any{})
 	req("stream create", "$JS.API.STREAM.CREATE."+stream+"_PROBE", map[string]any{"name": "OTHER"})
@@ -600,9 +605,8 @@ func (p *prober) probeOwn(ctx context.Context) {
 		req("stream update", "$JS.API.STREAM.UPDATE."+st, map[string]any{"name": "OTHER"})
 		req("message delete", "$JS.API.STREAM.MSG.DELETE."+st, map[string]any{"seq": 999999})
 	}
-	// A ui deletes the consumers of its watches on the snapshot bucket's
-	// stream (TestUIWatchCleansUp); none may delete the worker's.
 	req("consumer delete", "$JS.API.CONSUMER.DELETE."+stream+".never-made", nil)
+	req("snapshot bucket consumer delete", "$JS.API.CONSUMER.DELETE."+kvStream+".never-made", nil)
 	req("stream purge", "$JS.API.STREAM.PURGE."+stream, map[string]any{"filter": s.Events("never-used")})
 	req("stream purge", "$JS.API.STREAM.PURGE."+kvStream, map[string]any{"filter": "$KV." + bucket + ".never-used"})
 	req("stream purge", "$JS.API.STREAM.PURGE."+replies, map[string]any{"filter": s.Replies("never-used")})
@@ -657,7 +661,8 @@ func mustJSON(v any) []byte {
 // TestTenantQuota: with an account per tenant, tenanta's limits (8 MiB of
 // storage, 12 consumers) in the tenants file bound what its UI user can
 // take: its events are refused once the account's storage is used, and
-// its watches once the consumers are, while tenantb, on the same server,
+// KV watches (an earlier release's client, given kvWatch; a ui's own
+// watches take no consumer) once the consumers are, while tenantb, on the same server,
 // goes on storing events and watching snapshots. Without limits one
 // tenant's UI filled the server's storage and tenant B could store
 // nothing.
@@ -665,6 +670,7 @@ func TestTenantQuota(t *testing.T) {
 	none := func(string) string { return "" }
 	tenants := isolationTenants(none, none)
 	tenants[0].Limits = &natsembed.TenantLimits{MaxStorage: 8 << 20, MaxConsumers: 12}
+	tenants[0].Users = append(tenants[0].Users, natsembed.TenantUser{User: "tenanta-oldui", Password: "tenanta-oldui-pw", Role: streams.RoleUI, KVWatch: true})
 	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: tenants})
 	if err != nil {
 		t.Fatal(err)
@@ -691,17 +697,32 @@ func TestTenantQuota(t *testing.T) {
 	}
 	t.Logf("tenanta at its storage limit: %v", refused)
 
-	var watches int
-	for watches = 0; watches < 100; watches++ {
+	// A ui's watches take no consumer; a KV watch (an earlier release's
+	// client, kvWatch) takes one each, up to the limit.
+	for i := range 100 {
 		wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
 		defer wcancel()
-		if _, err := a.Watch(wctx, fmt.Sprintf("fill-%d", watches)); err != nil {
-			t.Logf("tenanta's watch %d refused: %v", watches, err)
-			break
+		if _, err := a.Watch(wctx, fmt.Sprintf("fill-%d", i)); err != nil {
+			t.Fatalf("tenanta's watch %d: %v", i, err)
 		}
 	}
+	sA, _ := streams.NewSubjects("tenanta")
+	old := natstest.NewClient(t, isolationConn(t, ns.ClientURL(), "tenanta-oldui", "", v, "tenanta-oldui"), client.WithSubjects(sA)).JetStream()
+	kv, err := old.KeyValue(ctx, sA.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var watches int
+	for watches = 0; watches < 100; watches++ {
+		w, err := kv.Watch(ctx, fmt.Sprintf("fill-%d", watches))
+		if err != nil {
+			t.Logf("tenanta's KV watch %d refused: %v", watches, err)
+			break
+		}
+		defer func() { _ = w.Stop() }()
+	}
 	if watches >= 100 {
-		t.Fatal("tenanta opened 100 watches under a limit of 12 consumers")
+		t.Fatal("tenanta opened 100 KV watches under a limit of 12 consumers")
 	}
 
 	for i := range 5 {
@@ -721,110 +742,148 @@ func TestTenantQuota(t *testing.T) {
 	t.Fatal("tenantb's snapshot did not reach its fifth event")
 }
 
-// TestUIWatchCleansUp: a ui user stopping a KV watch deletes the watch's
-// consumer. Its role could not: each stop logged a permission violation
-// (six million of them for one client following another tenant's flood)
-// and left the consumer to the server's idle timeout.
-func TestUIWatchCleansUp(t *testing.T) {
-	none := func(string) string { return "" }
+// TestUIFollowsWithoutConsumers: a ui user follows stored snapshots
+// (client.Watch) on the bucket's key subject, with no consumer, and may
+// create none: permissions cannot see a push consumer's delivery subject,
+// so where tenants share an account a ui's consumer could deliver onto
+// the other tenant's deltas (and a durable would outlive the ui). With
+// WithKVWatch (a client of an earlier release) it may create the
+// bucket's consumers again, and the bucket's consumer limits apply: a
+// durable goes once unused for the worker's watch idle limit, and one
+// asking to live longer is refused. A bucket made without the limit (by
+// an older worker) gets it at the next start.
+func TestUIFollowsWithoutConsumers(t *testing.T) {
 	tenantInbox := func(name string) string { s, _ := streams.NewSubjects(name); return streams.TenantInboxPrefix(s) }
-	for _, setup := range []struct {
-		name    string
-		tenants []natsembed.Tenant
-		inbox   func(string) string
-	}{
-		{"account-each", isolationTenants(none, none), none},
-		{"shared-account", isolationTenants(func(string) string { return "SHARED" }, tenantInbox), tenantInbox},
-	} {
-		t.Run(setup.name, func(t *testing.T) {
-			ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: setup.tenants})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-			v := &violations{}
-			s, _ := streams.NewSubjects("tenanta")
-			wnc := isolationConn(t, ns.ClientURL(), "tenanta-worker", setup.inbox("tenanta"), v, "worker")
-			startWorker(t, wnc, worker.WithSubjects(s))
-			ui := natstest.NewClient(t, isolationConn(t, ns.ClientURL(), "tenanta-ui", setup.inbox("tenanta"), v, "ui"), client.WithSubjects(s))
-			worker := natstest.NewClient(t, wnc, client.WithSubjects(s))
-			ctx := context.Background()
-			consumers := func() int {
-				st, err := worker.JetStream().Stream(ctx, "KV_"+s.SnapshotBucket())
-				if err != nil {
-					t.Fatal(err)
-				}
-				info, err := st.Info(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return info.State.Consumers
-			}
-			for i := range 5 {
-				wctx, cancel := context.WithCancel(ctx)
-				if _, err := ui.Watch(wctx, fmt.Sprintf("chat-%d", i)); err != nil {
-					t.Fatal(err)
-				}
-				cancel()
-			}
-			natstest.WaitFor(t, 30*time.Second, "the watches' consumers deleted", func() bool { return consumers() == 0 })
-			if vs := v.of("ui"); len(vs) > 0 {
-				t.Errorf("the ui met permission violations: %q", vs)
-			}
-		})
-	}
-}
-
-// TestUIDurableGoesIdle: a ui user may create consumers on the snapshot
-// bucket's stream, as its watches must, and permissions cannot tell a
-// durable from a watch. The bucket's consumer limits give the durable the
-// worker's watch idle limit, so it goes once unused that long; one asking
-// to live longer is refused. A bucket made without the limit (by an older
-// worker) gets it at the next start.
-func TestUIDurableGoesIdle(t *testing.T) {
-	none := func(string) string { return "" }
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: isolationTenants(none, none)})
+	shared := isolationTenants(func(string) string { return "SHARED" }, tenantInbox)
+	// tenanta's second ui user is of an earlier release's client.
+	shared[0].Users = append(shared[0].Users, natsembed.TenantUser{User: "tenanta-oldui", Password: "tenanta-oldui-pw", Role: streams.RoleUI, KVWatch: true})
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	v := &violations{}
-	s, _ := streams.NewSubjects("tenanta")
-	kvStream := "KV_" + s.SnapshotBucket()
-	wnc := isolationConn(t, ns.ClientURL(), "tenanta-worker", "", v, "worker")
+	sA, _ := streams.NewSubjects("tenanta")
+	sB, _ := streams.NewSubjects("tenantb")
+	kvStream := "KV_" + sA.SnapshotBucket()
+	inbox := tenantInbox("tenanta")
+	wnc := isolationConn(t, ns.ClientURL(), "tenanta-worker", inbox, v, "worker")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	// An older worker's bucket: no consumer limits.
-	admin := natstest.NewClient(t, wnc, client.WithSubjects(s)).JetStream()
-	if _, err := admin.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.SnapshotBucket(), History: 1}); err != nil {
+	admin := natstest.NewClient(t, wnc, client.WithSubjects(sA))
+	if _, err := admin.JetStream().CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: sA.SnapshotBucket(), History: 1}); err != nil {
 		t.Fatal(err)
 	}
 	const idle = 2 * time.Second
-	startWorker(t, wnc, worker.WithSubjects(s), worker.WithStorage(worker.Storage{WatchIdle: idle}))
-	st, err := admin.Stream(ctx, kvStream)
+	startWorker(t, wnc, worker.WithSubjects(sA), worker.WithStorage(worker.Storage{WatchIdle: idle}))
+	st, err := admin.JetStream().Stream(ctx, kvStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := st.CachedInfo().Config.ConsumerLimits.InactiveThreshold; got != idle {
 		t.Fatalf("the bucket's consumer idle limit is %v, want %v", got, idle)
 	}
-
-	ui := natstest.NewClient(t, isolationConn(t, ns.ClientURL(), "tenanta-ui", "", v, "ui"), client.WithSubjects(s)).JetStream()
-	if _, err := ui.CreateOrUpdateConsumer(ctx, kvStream, jetstream.ConsumerConfig{Durable: "kept-forever", AckPolicy: jetstream.AckNonePolicy}); err != nil {
-		t.Fatalf("the ui's durable: %v", err)
+	consumers := func() int {
+		info, err := st.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.Consumers
 	}
-	_, err = ui.CreateOrUpdateConsumer(ctx, kvStream, jetstream.ConsumerConfig{Durable: "asks-for-more",
+
+	// The ui follows: every stored snapshot arrives, and no consumer is made.
+	uinc := isolationConn(t, ns.ClientURL(), "tenanta-ui", inbox, v, "ui")
+	ui := natstest.NewClient(t, uinc, client.WithSubjects(sA))
+	wctx, stop := context.WithTimeout(ctx, 30*time.Second)
+	watch, err := ui.Watch(wctx, "chat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parent any
+	for i := 1; i <= 3; i++ {
+		id := fmt.Sprintf("m%d", i)
+		if _, err := ui.Send(ctx, "chat", streams.TypeMessageAppended, map[string]any{"id": id, "role": "user", "content": "hello", "parentId": parent}); err != nil {
+			t.Fatal(err)
+		}
+		parent = id
+	}
+	var seen []int
+	for s := range watch {
+		var flat []json.RawMessage
+		if err := json.Unmarshal(s.FlatList, &flat); err != nil {
+			t.Fatal(err)
+		}
+		if seen = append(seen, len(flat)); len(flat) == 3 {
+			break
+		}
+	}
+	stop()
+	if len(seen) == 0 || seen[len(seen)-1] != 3 {
+		t.Fatalf("the ui's watch sent flat lists of %v messages, never the 3 sent", seen)
+	}
+	if n := consumers(); n != 0 {
+		t.Errorf("%d consumers on the snapshot bucket while a ui followed it", n)
+	}
+
+	// A push consumer of its own bucket aimed at the other tenant's deltas:
+	// refused, and nothing reaches the other tenant's subject.
+	bnc := isolationConn(t, ns.ClientURL(), "tenantb-ui", tenantInbox("tenantb"), v, "tenantb-ui")
+	victim, err := bnc.SubscribeSync(sB.Snapshots("victim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	push := jetstream.ConsumerConfig{DeliverSubject: sB.Snapshots("victim"), AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy}
+	body, _ := json.Marshal(map[string]any{"stream_name": kvStream, "config": push})
+	c, cancelReq := context.WithTimeout(ctx, 2*time.Second)
+	m, err := uinc.RequestWithContext(c, "$JS.API.CONSUMER.CREATE."+kvStream, body)
+	cancelReq()
+	if err == nil {
+		t.Errorf("the ui created a push consumer onto the other tenant's deltas: %s", m.Data)
+	}
+	if m, err := victim.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("the other tenant's subject received %s", m.Subject)
+	}
+	natstest.WaitFor(t, 10*time.Second, "the refusal reported", func() bool { return len(v.of("ui")) > 0 })
+	if vs := v.of("ui"); len(vs) != 1 || !strings.Contains(vs[0], "$JS.API.CONSUMER.CREATE."+kvStream) {
+		t.Errorf("the ui's violations: %q, want only the consumer's create", vs)
+	}
+
+	// A client of an earlier release (WithKVWatch) may watch, and make a
+	// durable, under the bucket's consumer limits.
+	old := natstest.NewClient(t, isolationConn(t, ns.ClientURL(), "tenanta-oldui", inbox, v, "oldui"), client.WithSubjects(sA)).JetStream()
+	kv, err := old.KeyValue(ctx, sA.SnapshotBucket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kw, err := kv.Watch(ctx, "chat")
+	if err != nil {
+		t.Fatalf("a KV watch with WithKVWatch: %v", err)
+	}
+	if e := <-kw.Updates(); e == nil || e.Key() != "chat" {
+		t.Errorf("the KV watch's first entry: %v", e)
+	}
+	if err := kw.Stop(); err != nil {
+		t.Errorf("stopping the KV watch: %v", err)
+	}
+	if _, err := old.CreateOrUpdateConsumer(ctx, kvStream, jetstream.ConsumerConfig{Durable: "kept-forever", AckPolicy: jetstream.AckNonePolicy}); err != nil {
+		t.Fatalf("the earlier client's durable: %v", err)
+	}
+	_, err = old.CreateOrUpdateConsumer(ctx, kvStream, jetstream.ConsumerConfig{Durable: "asks-for-more",
 		AckPolicy: jetstream.AckNonePolicy, InactiveThreshold: time.Hour})
 	if err == nil {
 		t.Error("a durable asking to live an hour unused was created under a limit of 2 s")
 	}
 	natstest.WaitFor(t, 60*time.Second, "the unused durable gone", func() bool {
-		_, err := admin.Consumer(ctx, kvStream, "kept-forever")
+		_, err := admin.JetStream().Consumer(ctx, kvStream, "kept-forever")
 		return errors.Is(err, jetstream.ErrConsumerNotFound)
 	})
-	if vs := v.of("ui"); len(vs) > 0 {
-		t.Errorf("the ui met permission violations: %q", vs)
+	if vs := v.of("oldui"); len(vs) > 0 {
+		t.Errorf("the earlier client met permission violations: %q", vs)
 	}
 }
 

@@ -233,57 +233,6 @@ func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.
 	return &s, nil
 }
 
-// Watch sends the stored snapshot of a conversation (when there is one)
-// and then every new one, until ctx ends; the channel is closed then.
-// Snapshots come from the snapshot bucket, so none is missed between
-// reading the current state and following changes, though a fast run of
-// versions may arrive as its latest. A value that is not a snapshot this
-// release reads (malformed, or of a newer format) is skipped.
-func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *streams.Snapshot, error) {
-	if err := checkConversationID(conversationID); err != nil {
-		return nil, err
-	}
-	kv, err := c.js.KeyValue(ctx, c.subjects.SnapshotBucket())
-	if err != nil {
-		return nil, fmt.Errorf("client: snapshot bucket: %w", err)
-	}
-	w, err := kv.Watch(ctx, conversationID)
-	if err != nil {
-		return nil, fmt.Errorf("client: watch %s: %w", conversationID, err)
-	}
-	out := make(chan *streams.Snapshot)
-	go func() {
-		// The channel closes before the watcher stops: stopping deletes
-		// the watch's consumer, which a client without the right to
-		// (UIClientPermissions) waits for until the JetStream API times out.
-		defer func() { _ = w.Stop() }()
-		defer close(out)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case e, ok := <-w.Updates():
-				if !ok {
-					return
-				}
-				if e == nil || e.Operation() != jetstream.KeyValuePut {
-					continue // the end-of-initial-values marker, or a delete
-				}
-				var s streams.Snapshot
-				if json.Unmarshal(e.Value(), &s) != nil || streams.CheckSnapshotFormat(s.Format) != nil {
-					continue // not a snapshot this release reads
-				}
-				select {
-				case out <- &s:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
-}
-
 // checkConversationID refuses an id that cannot name a conversation
 // (streams.ValidConversationID): "*" or ">" would become a wildcard in a
 // subject or a key and read or follow every conversation's data

@@ -99,6 +99,11 @@ type TenantUser struct {
 	// Erase grants a ui or orchestrator user the right to erase
 	// conversations (streams.WithErase); a worker user has it.
 	Erase bool `json:"erase,omitempty"`
+	// KVWatch lets a ui user follow the snapshot bucket with a KV watch
+	// (streams.WithKVWatch), as clients of earlier releases do: it may
+	// then create consumers on the bucket's stream, which in a shared
+	// account can deliver onto another tenant's subjects.
+	KVWatch bool `json:"kvWatch,omitempty"`
 }
 
 // tenantsFile is the JSON file LoadTenants reads.
@@ -296,6 +301,9 @@ func AccountsConfig(tenants []Tenant) ([]byte, error) {
 			opts := []streams.PermissionOption{streams.WithInboxPrefix(t.InboxPrefix)}
 			if u.Erase {
 				opts = append(opts, streams.WithErase())
+			}
+			if u.KVWatch {
+				opts = append(opts, streams.WithKVWatch())
 			}
 			p, err := streams.PermissionsFor(u.Role, s, opts...)
 			if err != nil {

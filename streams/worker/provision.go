@@ -56,9 +56,10 @@ type Storage struct {
 	// WatchIdle bounds how long a consumer on the snapshot bucket lives
 	// without a subscriber: the bucket's stream gives it, as its consumer
 	// limits, to every consumer created there that asks for no more, and
-	// refuses one that asks for more. A UI's watch is such a consumer;
-	// so is a durable a UI login creates, which permissions cannot refuse
-	// (UIClientPermissions): it goes after WatchIdle unused. Zero means
+	// refuses one that asks for more. A KV watch is such a consumer, and
+	// so is a durable made by a UI login given the rights of a KV watch
+	// (streams.WithKVWatch), which permissions cannot refuse: it goes
+	// after WatchIdle unused. Zero means
 	// DefaultWatchIdle, a negative value no limit. A bucket made without
 	// the limit gets it; one whose limit differs is a setting that
 	// Reconcile changes.

@@ -229,7 +229,7 @@ async function main() {
     const url = websocketURL(config);
     setStatus("busy", `connecting to ${url}`);
     const options = { servers: url, name: "convstream-ui", maxReconnectAttempts: -1 };
-    // Replies (KV reads, the watch, inference) come under the tenant's
+    // Replies (KV reads, inference) come under the tenant's
     // own inbox prefix where tenants share a NATS account.
     if (config.inboxPrefix) options.inboxPrefix = config.inboxPrefix;
     const nc = await wsconnect(options);

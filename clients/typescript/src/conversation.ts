@@ -1,12 +1,15 @@
 // Following one conversation (docs/events.md, "Following a conversation"):
 // subscribe to its deltas first, then read the stored snapshot, apply each
 // delta whose base is the version held, and on a gap (or a reconnect, which
-// may have lost deltas) go on from the bucket. A watch on the bucket's key
-// brings every stored snapshot: it ends a gap as soon as the bucket has
-// caught up (the bucket is up to --snapshot-max-interval behind the deltas)
-// and brings the contextTree, which deltas do not carry.
+// may have lost deltas) go on from the bucket. A core subscription to the
+// bucket's key subject ($KV.<bucket>.<id>, where every write of the
+// snapshot is published) brings every stored snapshot without a consumer:
+// it ends a gap as soon as the bucket has caught up (the bucket is up to
+// --snapshot-max-interval behind the deltas) and brings the contextTree,
+// which deltas do not carry. A ui user may create no consumer
+// (streams.UIClientPermissions), so none is needed.
 
-import type { NatsConnection, Subscription } from "@nats-io/nats-core";
+import type { Msg, NatsConnection, Subscription } from "@nats-io/nats-core";
 import { Kvm, type KV } from "@nats-io/kv";
 import {
   Client,
@@ -110,7 +113,6 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
   private current: ConversationSnapshot | null = null;
   private kv: KV | null = null;
   private subs: Subscription[] = [];
-  private stopWatch: (() => void) | null = null;
   private stopStatus: (() => void) | null = null;
   private listeners = new Set<Listener>();
   private errorListeners = new Set<ErrorListener>();
@@ -152,6 +154,7 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
       nc.subscribe(subjects.snapshots(this.id), { callback: (err, msg) => void (err || this.onSnapshotMsg(msg)) }),
       nc.subscribe(subjects.errors(this.id), { callback: (err, msg) => void (err || this.onProblemMsg(msg)) }),
       nc.subscribe(subjects.results(this.id), { callback: (err, msg) => void (err || this.onProblemMsg(msg)) }),
+      nc.subscribe(`$KV.${this.client.bucket}.${this.id}`, { callback: (err, msg) => void (err || this.onKeyMsg(msg)) }),
     );
     await nc.flush();
     // The first read's failure is the caller's: a bucket that is missing
@@ -163,7 +166,6 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     } catch (err) {
       throw new ConvstreamError("unavailable", `convstream: snapshot bucket ${this.client.bucket}: ${(err as Error).message}`, { cause: err });
     }
-    this.watchStored();
     this.followStatus();
   }
 
@@ -350,7 +352,6 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     this.closed = true;
     for (const s of this.subs) s.unsubscribe();
     this.subs = [];
-    this.stopWatch?.();
     this.stopStatus?.();
     for (const w of this.waiters) {
       clearTimeout(w.timer);
@@ -481,8 +482,8 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
     for (const fn of this.errorListeners) fn(err);
   }
 
-  // read gets the stored snapshot; reads do not overlap (the watch brings
-  // any store that lands meanwhile).
+  // read gets the stored snapshot; reads do not overlap (the key's
+  // subscription brings any store that lands meanwhile).
   private async read(): Promise<void> {
     if (this.reading || !this.kv || this.closed) return;
     this.reading = true;
@@ -490,40 +491,23 @@ export class Conversation implements AsyncIterable<ConversationSnapshot> {
       const e = await this.kv.get(this.id);
       if (e && e.operation === "PUT") this.onStored(e.json<SnapshotUpdatedV1>());
     } catch {
-      // The bucket away (a reconnect under way): the watch, the next gap or
-      // the reconnect reads again.
+      // The bucket away (a reconnect under way): the next write, the next
+      // gap or the reconnect reads again.
     } finally {
       this.reading = false;
     }
   }
 
-  // watchStored follows the key; the watch is an ordered consumer, which
-  // the library recreates after a reconnect. If it ends while the
-  // conversation is open, it is started again.
-  private watchStored(): void {
-    if (this.closed || !this.kv) return;
-    let stopped = false;
-    this.kv
-      .watch({ key: this.id })
-      .then(async (it) => {
-        this.stopWatch = () => {
-          stopped = true;
-          it.stop();
-        };
-        if (this.closed) it.stop();
-        for await (const e of it) {
-          if (e.operation !== "PUT") continue;
-          try {
-            this.onStored(e.json<SnapshotUpdatedV1>());
-          } catch {
-            // not a snapshot: skipped, as the Go follower does
-          }
-        }
-      })
-      .catch(() => {})
-      .finally(() => {
-        if (!stopped && !this.closed) setTimeout(() => this.watchStored(), 500);
-      });
+  // onKeyMsg takes a write of the stored snapshot, as published on the
+  // key's subject; a delete or purge (an erasure) carries a KV-Operation
+  // header and no snapshot.
+  private onKeyMsg(msg: Msg): void {
+    if (msg.headers?.get("KV-Operation")) return;
+    try {
+      this.onStored(msg.json<SnapshotUpdatedV1>());
+    } catch {
+      // not a snapshot: skipped, as the Go follower does
+    }
   }
 
   // followStatus reads the bucket after each reconnect: core NATS deltas

@@ -164,14 +164,16 @@ describe.each(transports)("openConversation over %s", (transport) => {
       };
       await a.applied(await add(3));
       const before = { version: a.version, gaps: a.stats.gaps, reconnects: a.stats.reconnects };
-      // Lose the deltas and the bucket watch's messages of this conversation.
+      // Lose the deltas and the stored snapshots' writes (the key's
+      // subject) of this conversation.
       const subject = a.client.subjects.snapshots(id);
-      const watch = (t: string[]) => t.some((x) => x.startsWith("$JS.ACK.KV_"));
+      const key = `$KV.${a.client.bucket}.${id}`;
+      const watch = (t: string[]) => t[1] === key;
       proxy.drop = (t) => t[1] === subject || watch(t);
       await b.applied(await add(4));
       await settled(b);
       expect(a.version, "the deltas were lost").toBe(before.version);
-      // Deltas flow again; the watch stays deaf, so only the read the gap
+      // Deltas flow again; the key's writes stay lost, so only the read the gap
       // makes can catch up. The next delta's base is a version the
       // follower never saw.
       proxy.drop = watch;
@@ -185,7 +187,7 @@ describe.each(transports)("openConversation over %s", (transport) => {
       expect(a.stats.reconnects).toBe(before.reconnects);
       expect(proxy.dropped).toBeGreaterThan(0);
       await settled(b);
-      await a.resync(); // the tree of the last store, which the deaf watch missed
+      await a.resync(); // the tree of the last store, whose write was lost
       expect(a.contextTree).toEqual(want!.contextTree);
       console.log(`lossy link: dropped ${proxy.dropped} messages; follower stats ${JSON.stringify(a.stats)}`);
     } finally {

@@ -15,6 +15,8 @@ export interface WorkerInfo {
   wsUrl: string;
   httpUrl: string;
   convctl: string;
+  /** worker is the worker binary, for tests that start one of their own. */
+  worker: string;
 }
 
 declare module "vitest" {
@@ -83,6 +85,7 @@ export async function setup(project: TestProject): Promise<void> {
     wsUrl: `ws://127.0.0.1:${ws}`,
     httpUrl: `http://127.0.0.1:${http}`,
     convctl,
+    worker,
   });
 }
 
