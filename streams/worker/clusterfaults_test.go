@@ -176,6 +176,29 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 	var mu sync.Mutex
 	left := len(want)
 	deadline := time.Now().Add(timeout)
+	// What is left, each second, by partition (of clusterFaults' 6): the
+	// log of a slow recovery says which owners it waited for.
+	logged := make(chan struct{})
+	defer close(logged)
+	stored := map[string]bool{}
+	go func() {
+		for {
+			select {
+			case <-logged:
+				return
+			case <-time.After(time.Second):
+			}
+			mu.Lock()
+			parts := map[int]int{}
+			for conv := range want {
+				if !stored[conv] {
+					parts[streams.PartitionOf(conv, 6)]++
+				}
+			}
+			t.Logf("%v after the fault: %d conversations not stored yet, by partition %v", time.Since(since).Round(100*time.Millisecond), left, parts)
+			mu.Unlock()
+		}
+	}()
 	for range 8 {
 		wg.Go(func() {
 			for time.Now().Before(deadline) {
@@ -190,6 +213,7 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 				cancel()
 				if err == nil && s.Version >= want[conv] {
 					mu.Lock()
+					stored[conv] = true
 					left--
 					mu.Unlock()
 					continue

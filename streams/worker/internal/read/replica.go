@@ -38,6 +38,13 @@ const headerNumPending = "Nats-Num-Pending"
 // after a server froze waited out tries in a row (BenchmarkClusterFaults).
 const replicaQuietTimeout = time.Second
 
+// replicaHedgeAfter is how long a direct get waits for its replica before
+// it asks again, while still waiting for the first: the second request
+// goes to a replica picked again, so a frozen one costs this instead of
+// replicaQuietTimeout and a read asked again. A replica that is merely slow
+// (a busy machine) costs a second answer, which is dropped.
+const replicaHedgeAfter = 200 * time.Millisecond
+
 // directGet reads one message of stream with a direct get, answered by any
 // replica of it or by a mirror of it that answers direct gets for it
 // (MirrorDirect); from is the name of the stream that answered.
@@ -47,9 +54,7 @@ func (r *Reader) directGet(ctx context.Context, stream string, req msgGetRequest
 	if err != nil {
 		return nil, "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, replicaQuietTimeout)
-	defer cancel()
-	answer, err := r.nc.RequestWithContext(ctx, "$JS.API.DIRECT.GET."+stream, body)
+	answer, err := r.hedgedRequest(ctx, "$JS.API.DIRECT.GET."+stream, body)
 	if err != nil {
 		return nil, "", fmt.Errorf("read: direct get from %s: %w", stream, err)
 	}
@@ -65,6 +70,49 @@ func (r *Reader) directGet(ctx context.Context, stream string, req msgGetRequest
 		return nil, "", fmt.Errorf("read: direct get from %s: %w", stream, err)
 	}
 	return m, from, nil
+}
+
+// hedgedRequest sends a request answered by any one replica and returns
+// the first answer within replicaQuietTimeout, asking a second time, in
+// parallel, if none came within replicaHedgeAfter
+// (TestDirectGetHedgesAFrozenReplica).
+func (r *Reader) hedgedRequest(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
+	ctx, cancel := context.WithTimeout(ctx, replicaQuietTimeout)
+	defer cancel() // ends the request still waiting
+	type result struct {
+		m   *nats.Msg
+		err error
+	}
+	results := make(chan result, 2)
+	ask := func() {
+		m, err := r.nc.RequestWithContext(ctx, subject, body)
+		results <- result{m, err}
+	}
+	go ask()
+	hedge := time.NewTimer(replicaHedgeAfter)
+	defer hedge.Stop()
+	hedgeC, pending := hedge.C, 1
+	again := func() {
+		hedgeC = nil // a request is asked twice at most
+		pending++
+		go ask()
+	}
+	for {
+		select {
+		case <-hedgeC:
+			again()
+		case res := <-results:
+			pending--
+			switch {
+			case res.err == nil:
+				return res.m, nil
+			case hedgeC != nil && ctx.Err() == nil:
+				again() // failed before the hedge: ask the second time now
+			case pending == 0:
+				return nil, res.err
+			}
+		}
+	}
 }
 
 // directBatch reads up to batch messages of stream on subject, from
@@ -87,16 +135,34 @@ func (r *Reader) directBatch(ctx context.Context, stream, subject string, from u
 	}
 	// Every answer and the end-of-batch marker fit: a full channel would
 	// drop messages (a slow consumer) instead of waiting.
-	answers := make(chan *nats.Msg, batch+1)
-	inbox := r.nc.NewInbox()
-	sub, err := r.nc.ChanSubscribe(inbox, answers)
+	ask := func() (chan *nats.Msg, *nats.Subscription, error) {
+		answers := make(chan *nats.Msg, batch+1)
+		inbox := r.nc.NewInbox()
+		sub, err := r.nc.ChanSubscribe(inbox, answers)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read: batched get from %s: %w", stream, err)
+		}
+		if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
+			_ = sub.Unsubscribe()
+			return nil, nil, fmt.Errorf("read: batched get from %s: %w", stream, err)
+		}
+		return answers, sub, nil
+	}
+	answers, sub, err := ask()
 	if err != nil {
-		return fmt.Errorf("read: batched get from %s: %w", stream, err)
+		return err
 	}
-	defer func() { _ = sub.Unsubscribe() }()
-	if err := r.nc.PublishRequest("$JS.API.DIRECT.GET."+stream, inbox, req); err != nil {
-		return fmt.Errorf("read: batched get from %s: %w", stream, err)
-	}
+	// The second request of a hedged read (hedgedRequest), on an inbox of
+	// its own: the replica that answers first is the one read.
+	var spare chan *nats.Msg
+	var spareSub *nats.Subscription
+	defer func() {
+		for _, s := range []*nats.Subscription{sub, spareSub} {
+			if s != nil {
+				_ = s.Unsubscribe()
+			}
+		}
+	}()
 	// As for a leader get: a replica that goes quiet fails the read, and the
 	// event that needed it is retried later, rather than holding the lane.
 	// The first answer comes within replicaQuietTimeout from a replica
@@ -105,17 +171,36 @@ func (r *Reader) directBatch(ctx context.Context, stream, subject string, from u
 	defer cancel()
 	quiet := time.NewTimer(replicaQuietTimeout)
 	defer quiet.Stop()
-	for first := true; ; first = false {
+	hedge := time.NewTimer(replicaHedgeAfter)
+	defer hedge.Stop()
+	hedgeC, got := hedge.C, false
+	for {
 		var m *nats.Msg
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("read: batched get from %s: %w", stream, ctx.Err())
 		case <-quiet.C:
-			if first {
+			if !got {
 				return fmt.Errorf("read: batched get from %s: no answer in %v: %w", stream, replicaQuietTimeout, context.DeadlineExceeded)
 			}
 			continue
+		case <-hedgeC:
+			hedgeC = nil
+			if spare, spareSub, err = ask(); err != nil {
+				return err
+			}
+			continue
 		case m = <-answers:
+		case m = <-spare: // nil until the hedge
+			answers, spare = spare, answers
+			sub, spareSub = spareSub, sub
+		}
+		if !got {
+			got, hedgeC = true, nil
+			if spareSub != nil { // the slower replica's answers are not read
+				_ = spareSub.Unsubscribe()
+				spare, spareSub = nil, nil
+			}
 		}
 		none, err := directStatus(m)
 		if err != nil {
