@@ -5,10 +5,10 @@
 
 import { spawn, execFileSync, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
+import { freePort, waitReady } from "./worker-process.js";
 
 export interface WorkerInfo {
   natsUrl: string;
@@ -26,32 +26,6 @@ declare module "vitest" {
 }
 
 const repo = resolve(import.meta.dirname, "..", "..", "..");
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const addr = s.address();
-      const port = typeof addr === "object" && addr ? addr.port : 0;
-      s.close(() => ok(port));
-    });
-  });
-}
-
-async function waitReady(url: string, child: ChildProcess, deadline: number): Promise<void> {
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode} before it was ready`);
-    try {
-      const res = await fetch(url);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`worker not ready at ${url}`);
-}
 
 let child: ChildProcess | undefined;
 let tmp: string | undefined;

@@ -5,7 +5,6 @@
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, inject, it } from "vitest";
@@ -13,17 +12,7 @@ import type { NatsConnection } from "@nats-io/nats-core";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { openConversation } from "../src/index.js";
 import { connectTo, newId, settled, until } from "./helpers.js";
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const a = s.address();
-      s.close(() => ok(typeof a === "object" && a ? a.port : 0));
-    });
-  });
-}
+import { freePort, waitReady } from "./worker-process.js";
 
 const users = {
   worker: { user: "acme-worker", pass: "acme-worker-pw" },
@@ -71,14 +60,7 @@ beforeAll(async () => {
     ],
     { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, CONVSTREAM_NATS_PASSWORD: users.worker.pass } },
   );
-  const end = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`worker exited with ${child.exitCode}`);
-    const ok = await fetch(`http://127.0.0.1:${http}/readyz`).then((r) => r.ok, () => false);
-    if (ok) break;
-    if (Date.now() > end) throw new Error("worker not ready");
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await waitReady(`http://127.0.0.1:${http}/readyz`, child, Date.now() + 60_000);
 }, 90_000);
 
 afterAll(async () => {
