@@ -3,6 +3,7 @@ package read
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,6 +42,10 @@ type Reader struct {
 	// prefixes a key's subject in the bucket's.
 	eventsStream, bucketStream, bucketKeys string
 	heads                                  heads
+	// quietAt is when a direct get last went unanswered (Unix
+	// nanoseconds): for hedgeWindow after it, direct gets are asked twice
+	// (hedgedRequest).
+	quietAt atomic.Int64
 }
 
 // New returns a reader of what c names. It reads the bucket's status,
