@@ -164,7 +164,7 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			"$JS.ACK." + kvStream + ".>",
 			"$JS.FC." + stream + ".>",
 			"$JS.FC." + kvStream + ".>",
-			"$KV." + bucket + ".>",
+			s.AllSnapshotKeys(),
 			// The checkpoint bucket (see WithCheckpoints): create, get, put.
 			"$JS.API.STREAM.*." + cpStream,
 			"$JS.API.STREAM.MSG.*." + cpStream,
@@ -188,7 +188,7 @@ func WorkerPermissions(s Subjects, opts ...PermissionOption) Permissions {
 		Subscribe: []string{
 			p + ".>",
 			o.inbox + ".>",
-			"$KV." + bucket + ".>",
+			s.AllSnapshotKeys(),
 			"$KV." + members + ".>",
 			"$SRV.>", // discovery requests to the inference micro service
 		},

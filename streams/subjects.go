@@ -150,6 +150,10 @@ func (s Subjects) SnapshotKey(conversationID string) string {
 // keys.
 func (s Subjects) AllSnapshotKeys() string { return "$KV." + s.SnapshotBucket() + ".>" }
 
+// KVOperationHeader is the header with which a key-value bucket marks a
+// delete ("DEL") or a purge ("PURGE") of a key; a write carries none.
+const KVOperationHeader = "KV-Operation"
+
 func (s Subjects) StreamName() string {
 	return strings.ToUpper(strings.ReplaceAll(s.prefix, ".", "_"))
 }

@@ -223,12 +223,23 @@ func (c *Client) Snapshot(ctx context.Context, conversationID string) (*streams.
 	if err != nil {
 		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
 	}
-	var s streams.Snapshot
-	if err := json.Unmarshal(e.Value(), &s); err != nil {
+	s, err := decodeSnapshot(e.Value())
+	if err != nil {
 		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
 	}
+	return s, nil
+}
+
+// decodeSnapshot reads a value of the snapshot bucket: an error for one
+// that is not a snapshot this release reads (malformed, or of a newer
+// format: ErrNewerFormat).
+func decodeSnapshot(data []byte) (*streams.Snapshot, error) {
+	var s streams.Snapshot
+	if err := json.Unmarshal(data, &s); err != nil {
+		return nil, err
+	}
 	if err := streams.CheckSnapshotFormat(s.Format); err != nil {
-		return nil, fmt.Errorf("client: snapshot %s: %w", conversationID, err)
+		return nil, err
 	}
 	return &s, nil
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,10 +9,6 @@ import (
 	"github.com/convstream/convstream/streams"
 	"github.com/nats-io/nats.go"
 )
-
-// kvOperation is the header with which the snapshot bucket marks a delete
-// or a purge of a key (an erasure); a snapshot write carries none.
-const kvOperation = "KV-Operation"
 
 // Watch sends the stored snapshot of a conversation (when there is one)
 // and then every newer one written, until ctx ends; the channel is closed
@@ -104,15 +99,15 @@ func (c *Client) Watch(ctx context.Context, conversationID string) (<-chan *stre
 				if m == nil {
 					continue
 				}
-				if m.Header.Get(kvOperation) != "" {
+				if m.Header.Get(streams.KVOperationHeader) != "" {
 					last = 0 // erased: what comes next is a new conversation
 					continue
 				}
-				var s streams.Snapshot
-				if json.Unmarshal(m.Data, &s) != nil || streams.CheckSnapshotFormat(s.Format) != nil {
+				s, err := decodeSnapshot(m.Data)
+				if err != nil {
 					continue // not a snapshot this release reads
 				}
-				if !send(&s) {
+				if !send(s) {
 					return
 				}
 			}

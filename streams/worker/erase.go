@@ -173,7 +173,7 @@ func (e *eraser) erase(ctx context.Context, id string, req streams.EraseRequest)
 		{s.EventsStream(), s.StoredChunks(id, e.partitions), &c.Chunks},
 		{s.RepliesStream(), s.Replies(id), &c.Replies},
 		{s.ErrorsStream(), s.Errors(id), &c.Errors},
-		{"KV_" + s.SnapshotBucket(), "$KV." + s.SnapshotBucket() + "." + id, &c.Snapshots},
+		{"KV_" + s.SnapshotBucket(), s.SnapshotKey(id), &c.Snapshots},
 		{"KV_" + s.CheckpointBucket(), "$KV." + s.CheckpointBucket() + "." + id, &c.Checkpoints},
 	}
 	for i, step := range steps {

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/streams"
 )
 
 // Mode is how a Reader reads a stored snapshot whose head decides what
@@ -133,9 +135,6 @@ func (r *Reader) Mode() Mode { return r.heads.how }
 // which Pick compares with Config.ConfirmedFrom.
 func (r *Reader) MeanSize() int64 { return r.heads.mean.Load() }
 
-// kvOperation is the header a KV bucket marks deletes and purges with.
-const kvOperation = "KV-Operation"
-
 // Snapshot returns the stored snapshot of conversation id and its
 // revision, as the bucket's leader holds it, read as how says; nil and 0
 // when there is none (or it was deleted).
@@ -157,7 +156,7 @@ func (r *Reader) Snapshot(ctx context.Context, id string, how Mode) ([]byte, uin
 	var value []byte
 	var rev uint64
 	if m != nil {
-		if op := m.Header.Get(kvOperation); op != "DEL" && op != "PURGE" {
+		if op := m.Header.Get(streams.KVOperationHeader); op != "DEL" && op != "PURGE" {
 			value, rev = m.Data, m.Sequence
 		}
 	}

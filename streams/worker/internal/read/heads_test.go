@@ -174,7 +174,7 @@ func TestConfirm(t *testing.T) {
 	if err := kv.Delete(ctx, "c"); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := r.confirm(ctx, stream, key, last); err != nil || got.Header.Get(kvOperation) != "DEL" {
+	if got, err := r.confirm(ctx, stream, key, last); err != nil || got.Header.Get(streams.KVOperationHeader) != "DEL" {
 		t.Fatalf("after a delete: %v, %v", got, err)
 	}
 }

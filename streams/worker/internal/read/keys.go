@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/convstream/convstream/streams"
 )
 
 // Keys reads the values of a KV bucket's keys as the bucket's leader holds
@@ -57,7 +59,7 @@ func (k *Keys) Get(ctx context.Context, key string) ([]byte, uint64, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("read: %s key %s: %w", k.stream, key, err)
 	}
-	if op := m.Header.Get(kvOperation); op == "DEL" || op == "PURGE" {
+	if op := m.Header.Get(streams.KVOperationHeader); op == "DEL" || op == "PURGE" {
 		return nil, 0, jetstream.ErrKeyNotFound
 	}
 	return m.Data, m.Sequence, nil
