@@ -174,13 +174,12 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	left := len(want)
+	stored := map[string]bool{}
 	deadline := time.Now().Add(timeout)
 	// What is left, each second, by partition (of clusterFaults' 6): the
 	// log of a slow recovery says which owners it waited for.
 	logged := make(chan struct{})
 	defer close(logged)
-	stored := map[string]bool{}
 	go func() {
 		for {
 			select {
@@ -195,7 +194,7 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 					parts[streams.PartitionOf(conv, 6)]++
 				}
 			}
-			t.Logf("%v after the fault: %d conversations not stored yet, by partition %v", time.Since(since).Round(100*time.Millisecond), left, parts)
+			t.Logf("%v after the fault: %d conversations not stored yet, by partition %v", time.Since(since).Round(100*time.Millisecond), len(want)-len(stored), parts)
 			mu.Unlock()
 		}
 	}()
@@ -214,7 +213,6 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 				if err == nil && s.Version >= want[conv] {
 					mu.Lock()
 					stored[conv] = true
-					left--
 					mu.Unlock()
 					continue
 				}
@@ -225,7 +223,7 @@ func untilStored(t testing.TB, c *client.Client, want map[string]uint64, since t
 	}
 	wg.Wait()
 	took := time.Since(since)
-	if left > 0 {
+	if left := len(want) - len(stored); left > 0 {
 		t.Fatalf("%d of %d conversations not stored %v after the fault", left, len(want), timeout)
 	}
 	return took

@@ -95,6 +95,15 @@ func (r *Reader) directGet(ctx context.Context, stream string, req msgGetRequest
 func (r *Reader) hedgedRequest(ctx context.Context, subject string, body []byte) (*nats.Msg, error) {
 	ctx, cancel := context.WithTimeout(ctx, replicaQuietTimeout)
 	defer cancel() // ends the request still waiting
+	if !r.hedging() {
+		// One request, on the caller's goroutine: the usual case costs no
+		// goroutine or timer.
+		m, err := r.nc.RequestWithContext(ctx, subject, body)
+		if errors.Is(err, context.DeadlineExceeded) {
+			r.quiet()
+		}
+		return m, err
+	}
 	type result struct {
 		m   *nats.Msg
 		err error
@@ -108,9 +117,6 @@ func (r *Reader) hedgedRequest(ctx context.Context, subject string, body []byte)
 	hedge := time.NewTimer(replicaHedgeAfter)
 	defer hedge.Stop()
 	hedgeC, pending := hedge.C, 1
-	if !r.hedging() {
-		hedgeC = nil
-	}
 	again := func() {
 		hedgeC = nil // a request is asked twice at most
 		pending++
@@ -193,12 +199,13 @@ func (r *Reader) directBatch(ctx context.Context, stream, subject string, from u
 	defer cancel()
 	quiet := time.NewTimer(replicaQuietTimeout)
 	defer quiet.Stop()
-	hedge := time.NewTimer(replicaHedgeAfter)
-	defer hedge.Stop()
-	hedgeC, got := hedge.C, false
-	if !r.hedging() {
-		hedgeC = nil
+	var hedgeC <-chan time.Time // nil unless hedging: no second request
+	if r.hedging() {
+		hedge := time.NewTimer(replicaHedgeAfter)
+		defer hedge.Stop()
+		hedgeC = hedge.C
 	}
+	got := false
 	for {
 		var m *nats.Msg
 		select {
