@@ -275,12 +275,17 @@ func kvWatchPermissions(s Subjects) []string {
 // conversations of the subjects s: publish events and inference requests;
 // read a snapshot (KV get) and the stored errors; follow deltas, errors and
 // inference results. As cmd/orchestrator it also takes reply requests from
-// the replies stream (its info, a durable consumer on it, pulls and acks)
-// and writes the replies: chunks and completions, refusals on the errors
-// subject, answers to stop requests (TestOrchestratorRole). It creates,
-// changes, purges or deletes no stream: the worker creates the replies
-// stream (RepliesStreamConfig), and a create would let it name any
-// subjects, another tenant's too where tenants share an account.
+// the replies stream (its info, pulls and acks on RepliesConsumer, and
+// setting that consumer's ack wait and deliveries) and writes the
+// replies: chunks and completions, refusals on the errors subject,
+// answers to stop requests (TestOrchestratorRole). It creates, changes,
+// purges or deletes no stream: the worker creates the replies stream
+// (RepliesStreamConfig), and a create would let it name any subjects,
+// another tenant's too where tenants share an account. Nor does it create
+// another consumer: the worker creates RepliesConsumer, a pull consumer,
+// which JetStream will not turn into a push one, and the work queue then
+// takes no other, so the role cannot have the server deliver the
+// requests onto another subject (TestOrchestratorMakesNoOtherConsumer).
 func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 	o := permissionOpts(opts)
 	p := s.Prefix()
@@ -294,10 +299,10 @@ func OrchestratorPermissions(s Subjects, opts ...PermissionOption) Permissions {
 			p + ".replies.*",
 			p + ".errors.*", // a refused reply request
 			"$JS.API.STREAM.INFO." + replies,
-			"$JS.API.CONSUMER.CREATE." + replies + ".>",
-			"$JS.API.CONSUMER.INFO." + replies + ".*",
-			"$JS.API.CONSUMER.MSG.NEXT." + replies + ".*",
-			"$JS.ACK." + replies + ".>",
+			"$JS.API.CONSUMER.CREATE." + replies + "." + RepliesConsumer,
+			"$JS.API.CONSUMER.INFO." + replies + "." + RepliesConsumer,
+			"$JS.API.CONSUMER.MSG.NEXT." + replies + "." + RepliesConsumer,
+			"$JS.ACK." + replies + "." + RepliesConsumer + ".>",
 		}, append(append(snapshotReads(s), errorsReaderPermissions(s)...), o.grants(s)...)...),
 		Subscribe: []string{
 			o.inbox + ".>",

@@ -34,7 +34,7 @@ func (o *Orchestrator) Register(fs *flag.FlagSet, env *Env, prefix, modelDefault
 	}
 	fs.IntVar(&o.Concurrency, prefix+"concurrency", orchestrator.DefaultConcurrency, "replies written at once")
 	bind("concurrency", "CONVSTREAM_ORCHESTRATOR_CONCURRENCY")
-	fs.StringVar(&o.Consumer, prefix+"consumer", orchestrator.DefaultConsumer, "durable consumer of the replies stream; orchestrators sharing it share the requests")
+	fs.StringVar(&o.Consumer, prefix+"consumer", orchestrator.DefaultConsumer, "durable consumer of the replies stream; orchestrators sharing it share the requests. The worker creates convstream-orchestrator, and the stream, a work queue, takes no second consumer: another name needs that one deleted, and credentials allowed to create consumers")
 	bind("consumer", "CONVSTREAM_ORCHESTRATOR_CONSUMER")
 	fs.DurationVar(&o.AckWait, prefix+"ack-wait", orchestrator.DefaultAckWait, "how long a request stays with a silent (dead) orchestrator before another takes it and ends its reply as interrupted")
 	bind("ack-wait", "CONVSTREAM_ORCHESTRATOR_ACK_WAIT")

@@ -45,6 +45,13 @@ func isolationUsers(tenant string) map[string]streams.Role {
 	return map[string]streams.Role{tenant + "-worker": streams.RoleWorker, tenant + "-ui": streams.RoleUI, tenant + "-orch": streams.RoleOrchestrator}
 }
 
+// tenantInbox is the inbox prefix of tenant name where tenants share an
+// account (streams.TenantInboxPrefix).
+func tenantInbox(name string) string {
+	s, _ := streams.NewSubjects(name)
+	return streams.TenantInboxPrefix(s)
+}
+
 func isolationTenants(account func(string) string, inbox func(string) string) []natsembed.Tenant {
 	var out []natsembed.Tenant
 	for _, name := range tenantNames {
@@ -60,7 +67,6 @@ func isolationTenants(account func(string) string, inbox func(string) string) []
 
 func isolationSetups() []isolationSetup {
 	none := func(string) string { return "" }
-	tenantInbox := func(name string) string { s, _ := streams.NewSubjects(name); return streams.TenantInboxPrefix(s) }
 	return []isolationSetup{
 		{name: "account per tenant", inbox: none, workersApart: true, config: func(t *testing.T) natsembed.Config {
 			return natsembed.Config{Tenants: isolationTenants(none, none)}
@@ -753,7 +759,6 @@ func TestTenantQuota(t *testing.T) {
 // asking to live longer is refused. A bucket made without the limit (by
 // an older worker) gets it at the next start.
 func TestUIFollowsWithoutConsumers(t *testing.T) {
-	tenantInbox := func(name string) string { s, _ := streams.NewSubjects(name); return streams.TenantInboxPrefix(s) }
 	shared := isolationTenants(func(string) string { return "SHARED" }, tenantInbox)
 	// tenanta's second ui user is of an earlier release's client.
 	shared[0].Users = append(shared[0].Users, natsembed.TenantUser{User: "tenanta-oldui", Password: "tenanta-oldui-pw", Role: streams.RoleUI, KVWatch: true})

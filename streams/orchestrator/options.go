@@ -17,14 +17,15 @@ import (
 const (
 	// DefaultConcurrency is how many replies are written at once.
 	DefaultConcurrency = 16
-	// DefaultConsumer names the durable consumer orchestrators share.
-	DefaultConsumer = "convstream-orchestrator"
+	// DefaultConsumer names the durable consumer orchestrators share,
+	// which the worker creates (streams.RepliesConsumer).
+	DefaultConsumer = streams.RepliesConsumer
 	// DefaultAckWait is how long a reply request stays with an
 	// orchestrator that stopped reporting progress before another takes it
 	// (and completes its placeholder as interrupted).
-	DefaultAckWait = 30 * time.Second
+	DefaultAckWait = streams.DefaultRepliesAckWait
 	// DefaultMaxDeliver bounds the deliveries of a reply request.
-	DefaultMaxDeliver = 3
+	DefaultMaxDeliver = streams.DefaultRepliesMaxDeliver
 	// DefaultReplyTimeout bounds a whole reply.
 	DefaultReplyTimeout = 10 * time.Minute
 	// DefaultInferenceTimeout bounds the request for the context.
@@ -76,7 +77,11 @@ func WithOpener(open Opener) Option { return func(c *config) { c.open = open } }
 // DefaultConcurrency).
 func WithConcurrency(n int) Option { return func(c *config) { c.concurrency = n } }
 
-// WithConsumer names the durable consumer (default DefaultConsumer).
+// WithConsumer names the durable consumer (default DefaultConsumer). The
+// worker creates DefaultConsumer, and the replies stream, a work queue,
+// takes no second consumer without a filter: another name works only
+// where DefaultConsumer is deleted, with credentials allowed to create it
+// (streams.OrchestratorPermissions names DefaultConsumer).
 func WithConsumer(name string) Option { return func(c *config) { c.consumer = name } }
 
 // WithAckWait sets how long a silent orchestrator keeps a request

@@ -106,18 +106,18 @@ func (o *Orchestrator) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	cons, err := st.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-		Durable:       o.cfg.consumer,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       o.cfg.ackWait,
-		MaxDeliver:    o.cfg.maxDeliver,
-		MaxAckPending: -1,
-	})
+	// The worker created it (with the defaults); this sets the
+	// orchestrator's own ack wait and deliveries.
+	cons, err := st.CreateOrUpdateConsumer(ctx, streams.RepliesConsumerConfig(o.cfg.consumer, o.cfg.ackWait, o.cfg.maxDeliver))
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("orchestrator: replies consumer: %w", err)
+		if streams.IsRepliesConsumerTaken(err) {
+			return fmt.Errorf("orchestrator: replies consumer %s: the replies stream, a work queue, has another consumer, which takes its requests (the worker creates %s): use that one, or delete it: %w",
+				o.cfg.consumer, streams.RepliesConsumer, err)
+		}
+		return fmt.Errorf("orchestrator: replies consumer %s: %w", o.cfg.consumer, err)
 	}
 	stops, err := o.nc.Subscribe(o.cfg.subjects.AllStop(), o.serveStop)
 	if err != nil {

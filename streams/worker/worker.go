@@ -212,7 +212,7 @@ func (w *Worker) Run(ctx context.Context) error {
 		return err
 	}
 	err = w.untilAvailable(ctx, "replies stream", func() error {
-		return provisionReplies(ctx, w.js, w.cfg.subjects, w.cfg.storage)
+		return provisionReplies(ctx, w.js, w.cfg.subjects, w.cfg.storage, log)
 	})
 	if err != nil {
 		return err
