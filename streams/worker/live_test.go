@@ -273,9 +273,19 @@ func TestLiveReplyRefusals(t *testing.T) {
 	if got != "[chunk_out_of_order not_streaming not_streaming unknown_type unknown_type]" {
 		t.Fatalf("rejections %s", got)
 	}
-	snap := natstest.WaitCaughtUp(t, c, conv, 30*time.Second)
-	if !strings.Contains(string(snap.FlatList), `"content":"one two"`) || !strings.Contains(string(snap.FlatList), `"content":"write a long story"`) {
-		t.Fatalf("flatList %s", snap.FlatList)
+	// The chunks are on the chunks subject, which the last event of the
+	// events subject (WaitCaughtUp) does not cover: wait for their text.
+	var flat string
+	natstest.WaitFor(t, 30*time.Second, `the reply's text "one two" stored`, func() bool {
+		snap, err := c.Snapshot(ctx, conv)
+		if err != nil {
+			return false
+		}
+		flat = string(snap.FlatList)
+		return strings.Contains(flat, `"content":"one two"`)
+	})
+	if !strings.Contains(flat, `"content":"write a long story"`) {
+		t.Fatalf("flatList %s", flat)
 	}
 	// The deltas, the lean append deltas among them, match the contract.
 	appends := 0
