@@ -3,6 +3,8 @@ package streams
 import (
 	"fmt"
 	"strings"
+
+	"github.com/nats-io/nats.go"
 )
 
 // DefaultInboxPrefix is the NATS clients' own inbox prefix, without its
@@ -31,4 +33,26 @@ func ValidInboxPrefix(prefix string) error {
 		return fmt.Errorf("%w: inbox prefix %q: want subject tokens of [A-Za-z0-9_-] joined by dots", ErrInvalidConfig, prefix)
 	}
 	return nil
+}
+
+// ConnInbox is the inbox prefix of nc's reply subjects: its
+// ConnConfig.InboxPrefix, or DefaultInboxPrefix.
+func ConnInbox(nc *nats.Conn) string {
+	if nc.Opts.InboxPrefix != "" {
+		return nc.Opts.InboxPrefix
+	}
+	return DefaultInboxPrefix
+}
+
+// Answerable reports whether a service whose connection's inbox prefix is
+// inbox answers a request whose reply subject is reply: only into that
+// inbox, where the clients of its tenant receive their answers
+// (ConnConfig.InboxPrefix is the same for a tenant's worker and clients).
+// nats-server checks a publisher's subject against its permissions but
+// not its reply subject, so any other reply subject would have the
+// service publish its answer where the client may not publish itself:
+// where tenants share an account, onto another tenant's deltas
+// (TestAnswersOnlyIntoTheInbox).
+func Answerable(reply, inbox string) bool {
+	return len(reply) > len(inbox)+1 && strings.HasPrefix(reply, inbox) && reply[len(inbox)] == '.'
 }

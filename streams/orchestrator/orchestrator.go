@@ -249,7 +249,9 @@ func (o *Orchestrator) serveStop(m *nats.Msg) {
 		return
 	}
 	cancel(errStopped)
-	if m.Reply == "" {
+	// Answered only into this connection's inbox, where the clients of its
+	// tenant receive theirs (streams.Answerable).
+	if !streams.Answerable(m.Reply, streams.ConnInbox(o.nc)) {
 		return
 	}
 	reply, err := streams.NewEvent("stopped:"+ev.ID(), streams.TypeReplyStop, o.cfg.source, conv, stop)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 
 	"github.com/convstream/convstream/conversation"
 	"github.com/convstream/convstream/enginecore"
@@ -39,12 +40,17 @@ type inferenceServer struct {
 	// queueGroup is the service's queue group, the worker's consumer
 	// name: the workers of one deployment share its requests.
 	queueGroup string
-	source     string // the CloudEvents source of the replies
-	log        *slog.Logger
-	tracer     trace.Tracer
-	metrics    *instruments
-	reports    *reports // rejections and failures, kept in the errors stream
-	pipelines  Pipelines
+	// inbox is the inbox prefix of the worker's connection, the only
+	// one it answers into (streams.Answerable); misdirected paces the
+	// warning of a request it does not answer.
+	inbox       string
+	misdirected rate.Sometimes
+	source      string // the CloudEvents source of the replies
+	log         *slog.Logger
+	tracer      trace.Tracer
+	metrics     *instruments
+	reports     *reports // rejections and failures, kept in the errors stream
+	pipelines   Pipelines
 	// timeout bounds a pipeline run (WithInferenceTimeout); wait, how long
 	// a request waits for the events stored before it (WithInferenceWait).
 	timeout, wait time.Duration
@@ -87,6 +93,10 @@ func (s *inferenceServer) start(ctx context.Context) error {
 	}
 	handler := func(kind string, serve func(context.Context, micro.Request)) micro.Handler {
 		return micro.HandlerFunc(func(r micro.Request) {
+			if !streams.Answerable(r.Reply(), s.inbox) {
+				s.misdirect(ctx, kind, r)
+				return
+			}
 			s.mu.Lock()
 			if s.closed {
 				s.mu.Unlock()

@@ -134,3 +134,14 @@ func (s *inferenceServer) refuseBusy(ctx context.Context, r micro.Request, kind,
 	s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "busy")))
 	s.reply(ctx, r, conv, "rejected:"+id, streams.TypeEventRejected, data, "503", data.Reason)
 }
+
+// misdirect drops a request whose reply subject is outside the worker's
+// inbox (streams.Answerable): it is counted, and warned of at most once a
+// minute, but neither served nor answered.
+func (s *inferenceServer) misdirect(ctx context.Context, kind string, r micro.Request) {
+	s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "misdirected")))
+	s.misdirected.Do(func() {
+		s.log.WarnContext(ctx, "a request whose reply subject is outside this worker's inbox is not answered (a client with another --nats-inbox-prefix, or one aiming the answer elsewhere)",
+			"kind", kind, "subject", r.Subject(), "reply", r.Reply(), "inbox", s.inbox)
+	})
+}

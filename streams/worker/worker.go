@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/time/rate"
 )
 
 // Worker consumes the events stream, keeps conversations up to date,
@@ -140,6 +141,7 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
 	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, queueGroup: cfg.consumer, source: cfg.source, log: cfg.logger,
+		inbox: streams.ConnInbox(nc), misdirected: rate.Sometimes{First: 1, Interval: time.Minute},
 		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
 		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait,
 		admission: newAdmission(cfg.inferenceWorkers, cfg.inferenceQueue, cfg.inferenceQueueWait),
