@@ -12,7 +12,6 @@ import (
 	"github.com/convstream/convstream/internal/natstest"
 	"github.com/convstream/convstream/streams"
 	"github.com/convstream/convstream/streams/client"
-	"github.com/convstream/convstream/streams/natsembed"
 	"github.com/convstream/convstream/streams/worker"
 )
 
@@ -29,12 +28,7 @@ import (
 // server delivered the tenant's reply requests onto the other tenant's
 // subject.
 func TestOrchestratorMakesNoOtherConsumer(t *testing.T) {
-	shared := isolationTenants(func(string) string { return "SHARED" }, tenantInbox)
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: shared})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := startSharedAccount(t, nil)
 	v := &violations{}
 	sA, _ := streams.NewSubjects("tenanta")
 	sB, _ := streams.NewSubjects("tenantb")

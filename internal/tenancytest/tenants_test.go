@@ -759,14 +759,10 @@ func TestTenantQuota(t *testing.T) {
 // asking to live longer is refused. A bucket made without the limit (by
 // an older worker) gets it at the next start.
 func TestUIFollowsWithoutConsumers(t *testing.T) {
-	shared := isolationTenants(func(string) string { return "SHARED" }, tenantInbox)
-	// tenanta's second ui user is of an earlier release's client.
-	shared[0].Users = append(shared[0].Users, natsembed.TenantUser{User: "tenanta-oldui", Password: "tenanta-oldui-pw", Role: streams.RoleUI, KVWatch: true})
-	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: shared})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	ns := startSharedAccount(t, func(shared []natsembed.Tenant) {
+		// tenanta's second ui user is of an earlier release's client.
+		shared[0].Users = append(shared[0].Users, natsembed.TenantUser{User: "tenanta-oldui", Password: "tenanta-oldui-pw", Role: streams.RoleUI, KVWatch: true})
+	})
 	v := &violations{}
 	sA, _ := streams.NewSubjects("tenanta")
 	sB, _ := streams.NewSubjects("tenantb")
@@ -890,6 +886,23 @@ func TestUIFollowsWithoutConsumers(t *testing.T) {
 	if vs := v.of("oldui"); len(vs) > 0 {
 		t.Errorf("the earlier client met permission violations: %q", vs)
 	}
+}
+
+// startSharedAccount starts a server whose tenants share one account, each
+// with its own inbox prefix (isolationTenants), until the test ends; edit,
+// if not nil, changes the tenants first.
+func startSharedAccount(t *testing.T, edit func([]natsembed.Tenant)) *server.Server {
+	t.Helper()
+	shared := isolationTenants(func(string) string { return "SHARED" }, tenantInbox)
+	if edit != nil {
+		edit(shared)
+	}
+	ns, err := natsembed.Start(natsembed.Config{Listen: "127.0.0.1:-1", StoreDir: t.TempDir(), Tenants: shared})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	return ns
 }
 
 // startWorker runs a worker on nc, logging to the test, until the test
