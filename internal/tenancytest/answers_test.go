@@ -81,14 +81,7 @@ func testAnswersSharedAccount(t *testing.T) {
 	}
 	natstest.WaitVersion(t, ui, "chat", sent.Sequence, 60*time.Second)
 
-	bnc := isolationConn(t, ns.ClientURL(), "tenantb-ui", tenantInbox("tenantb"), v, "tenantb-ui")
-	victim, err := bnc.SubscribeSync(sB.Snapshots("victim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bnc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	victim := subscribeVictim(t, ns, v)
 	aimRequests(t, uinc, sA, sB.Snapshots("victim"))
 	if m, err := victim.NextMsg(2 * time.Second); err == nil {
 		t.Errorf("the other tenant's subject received %s: %.200s", m.Header.Get("Ce-Type"), m.Data)

@@ -49,14 +49,7 @@ func TestOrchestratorMakesNoOtherConsumer(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bnc := isolationConn(t, ns.ClientURL(), "tenantb-ui", tenantInbox("tenantb"), v, "tenantb-ui")
-	victim, err := bnc.SubscribeSync(sB.Snapshots("victim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bnc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	victim := subscribeVictim(t, ns, v)
 
 	onc := isolationConn(t, ns.ClientURL(), "tenanta-orch", inbox, v, "orch")
 	ojs, err := jetstream.New(onc)

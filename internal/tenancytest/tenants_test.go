@@ -830,14 +830,7 @@ func TestUIFollowsWithoutConsumers(t *testing.T) {
 
 	// A push consumer of its own bucket aimed at the other tenant's deltas:
 	// refused, and nothing reaches the other tenant's subject.
-	bnc := isolationConn(t, ns.ClientURL(), "tenantb-ui", tenantInbox("tenantb"), v, "tenantb-ui")
-	victim, err := bnc.SubscribeSync(sB.Snapshots("victim"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := bnc.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	victim := subscribeVictim(t, ns, v)
 	push := jetstream.ConsumerConfig{DeliverSubject: sB.Snapshots("victim"), AckPolicy: jetstream.AckNonePolicy, DeliverPolicy: jetstream.DeliverAllPolicy}
 	body, _ := json.Marshal(map[string]any{"stream_name": kvStream, "config": push})
 	c, cancelReq := context.WithTimeout(ctx, 2*time.Second)
@@ -903,6 +896,23 @@ func startSharedAccount(t *testing.T, edit func([]natsembed.Tenant)) *server.Ser
 	}
 	t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
 	return ns
+}
+
+// subscribeVictim subscribes tenantb's ui user, on a server started by
+// startSharedAccount, to tenantb's deltas subject of conversation victim,
+// where the tests aim what another tenant must not deliver there.
+func subscribeVictim(t *testing.T, ns *server.Server, v *violations) *nats.Subscription {
+	t.Helper()
+	sB, _ := streams.NewSubjects("tenantb")
+	bnc := isolationConn(t, ns.ClientURL(), "tenantb-ui", tenantInbox("tenantb"), v, "tenantb-ui")
+	victim, err := bnc.SubscribeSync(sB.Snapshots("victim"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bnc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return victim
 }
 
 // startWorker runs a worker on nc, logging to the test, until the test
