@@ -133,7 +133,15 @@ func (e *eraser) serve(ctx context.Context, m *nats.Msg) {
 		}
 	}
 	b, err := json.Marshal(resp)
-	if err == nil && m.Reply != "" {
+	switch {
+	case err != nil:
+	case !streams.Answerable(m.Reply, streams.ConnInbox(e.nc)):
+		// Only into the worker's inbox (streams.Answerable); the
+		// receipt is kept in the receipts stream either way.
+		if m.Reply != "" {
+			e.log.WarnContext(ctx, "erase answer not sent: its reply subject is outside this worker's inbox", "subject", m.Subject, "reply", m.Reply)
+		}
+	default:
 		err = m.Respond(b)
 	}
 	if err != nil {
@@ -336,7 +344,7 @@ func (e *eraser) serveForget(ctx context.Context, m *nats.Msg) {
 		e.log.WarnContext(ctx, "conversation to erase not dropped from memory", "conversation", id, "err", err)
 		return
 	}
-	if m.Reply != "" {
+	if streams.Answerable(m.Reply, streams.ConnInbox(e.nc)) {
 		_ = m.Respond(nil)
 	}
 }
