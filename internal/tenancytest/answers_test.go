@@ -15,8 +15,9 @@ import (
 )
 
 // TestAnswersOnlyIntoTheInbox: a client sends the worker an inference
-// request and a doctor request whose reply subject is not its inbox but a
-// deltas subject. nats-server checks no permission on a reply subject, so
+// request and a doctor request (and, on the server without users, an
+// erase request) whose reply subject is not its inbox but a deltas
+// subject. nats-server checks no permission on a reply subject, so
 // the worker would answer there with its own rights:
 //
 //   - on a server without users (make run), a client aims them at a
@@ -55,11 +56,23 @@ func testAnswersNoUsers(t *testing.T) {
 	if err := nc.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	aimRequests(t, natstest.Connect(t, ns), c.Subjects(), c.Subjects().Snapshots("chat"))
-	if m, err := deltas.NextMsg(2 * time.Second); err == nil {
+	other := natstest.Connect(t, ns)
+	aimRequests(t, other, c.Subjects(), c.Subjects().Snapshots("chat"))
+	// An erasure of another conversation, its answer aimed likewise: made,
+	// and its receipt kept, but not answered there.
+	if _, err := c.Send(ctx, "gone", streams.TypeMessageAppended, map[string]any{"id": "g1", "role": "user", "content": "bye"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.PublishRequest(c.Subjects().Erase("gone"), c.Subjects().Snapshots("chat"), []byte(`{"by":"test"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := deltas.NextMsg(3 * time.Second); err == nil {
 		t.Errorf("the conversation's deltas subject received %s: %.200s", m.Header.Get("Ce-Type"), m.Data)
 	}
 	answeredFromInbox(t, ctx, c)
+	if _, err := c.Erase(ctx, "gone", "test"); err != nil {
+		t.Errorf("the erase request from the inbox: %v", err)
+	}
 }
 
 func testAnswersSharedAccount(t *testing.T) {
