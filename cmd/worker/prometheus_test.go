@@ -90,12 +90,20 @@ func TestPrometheusMetrics(t *testing.T) {
 	if _, err := c.Infer(ctx, streams.InferenceRequest{ConversationID: "scraped"}); err != nil {
 		t.Fatal(err)
 	}
-	families = promtest.ScrapeLinted(t, rw.http)
+	// The worker records an inference's duration once its answer is sent:
+	// a scrape right after the answer may come first.
+	histograms := []string{"convstream_event_duration_seconds", "convstream_inference_duration_seconds"}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		families = promtest.ScrapeLinted(t, rw.http)
+		if families[histograms[0]] != nil && families[histograms[1]] != nil || time.Now().After(deadline) {
+			break
+		}
+	}
 	applied, _ := promtest.SeriesValue(families["convstream_events_applied_total"], `type="`+streams.TypeMessageAppended+`"`)
 	if applied != 1 {
 		t.Errorf("convstream_events_applied_total = %v, want 1", applied)
 	}
-	for _, name := range []string{"convstream_event_duration_seconds", "convstream_inference_duration_seconds"} {
+	for _, name := range histograms {
 		if f := families[name]; f == nil || f.GetType() != dto.MetricType_HISTOGRAM {
 			t.Errorf("no histogram %s", name)
 		}
