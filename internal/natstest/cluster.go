@@ -20,32 +20,14 @@ import (
 // every server as an online, current peer.
 func StartCluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
-	// Cluster ports are picked free by the OS, then given to every server
-	// as routes (a server cannot learn its peers' random ports otherwise).
-	routes := make([]*url.URL, n)
-	ports := make([]int, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	var servers []*server.Server
+	for try := 1; ; try++ {
+		var ok bool
+		if servers, ok = startServers(t, n); ok {
+			break
 		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
-	}
-	servers := make([]*server.Server, n)
-	for i := range n {
-		ns, err := server.NewServer(serverOptions(fmt.Sprintf("n%d", i), t.TempDir(), ports[i], routes))
-		if err != nil {
-			t.Fatal(err)
-		}
-		go ns.Start()
-		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
-		servers[i] = ns
-	}
-	for i, ns := range servers {
-		if !ns.ReadyForConnections(20 * time.Second) {
-			t.Fatalf("server %d not ready", i)
+		if try == 3 {
+			t.Fatalf("a cluster of %d servers: not every server ready, %d times", n, try)
 		}
 	}
 	nc, err := nats.Connect(servers[0].ClientURL())
@@ -78,6 +60,50 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 		}
 	}
 	return servers
+}
+
+// startServers starts n servers clustered over loopback and reports
+// whether each became ready for connections within a minute; if not, it
+// has shut them down. Cluster ports are picked free by the OS, then given
+// to every server as routes (a server cannot learn its peers' random ports
+// otherwise, and JetStream needs its routes configured at start): another
+// test's listener may take one in between, and that server never becomes
+// ready ("server 1 not ready", seen once in CI on a busy machine), hence
+// the tries of StartCluster.
+func startServers(t testing.TB, n int) ([]*server.Server, bool) {
+	t.Helper()
+	routes := make([]*url.URL, n)
+	ports := make([]int, n)
+	for i := range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+	}
+	servers := make([]*server.Server, n)
+	for i := range n {
+		ns, err := server.NewServer(serverOptions(fmt.Sprintf("n%d", i), t.TempDir(), ports[i], routes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		go ns.Start()
+		t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+		servers[i] = ns
+	}
+	for i, ns := range servers {
+		if !ns.ReadyForConnections(time.Minute) {
+			t.Logf("server %d of %d not ready within a minute; starting the cluster again", i, n)
+			for _, ns := range servers {
+				ns.Shutdown()
+				ns.WaitForShutdown()
+			}
+			return nil, false
+		}
+	}
+	return servers, true
 }
 
 // serverOptions are the options of one server of a test cluster: a random
