@@ -3,7 +3,6 @@ package natstest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"testing"
@@ -72,16 +71,10 @@ func StartCluster(t testing.TB, n int) []*server.Server {
 // the tries of StartCluster.
 func startServers(t testing.TB, n int) ([]*server.Server, bool) {
 	t.Helper()
+	ports := freePorts(t, n)
 	routes := make([]*url.URL, n)
-	ports := make([]int, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", ports[i])}
+	for i, port := range ports {
+		routes[i] = &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", port)}
 	}
 	servers := make([]*server.Server, n)
 	for i := range n {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"syscall"
@@ -129,21 +128,6 @@ func ProcessURLs(procs []*ServerProcess, first int) string {
 		urls += procs[(first+i)%len(procs)].URL
 	}
 	return urls
-}
-
-// freePorts returns n loopback ports free when asked.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, n)
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-	}
-	return ports
 }
 
 // waitPlaceable waits until a stream of len(procs) replicas can be
