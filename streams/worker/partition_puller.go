@@ -70,8 +70,9 @@ func (pl *puller) stop() {
 // handed back, and the first under a new one is marked for forward.
 func (o *ownership) pull(p int, pl *puller) {
 	defer pl.in.close()
+	pi := newPullIterator(pl.it)
 	for {
-		m, err := pl.it.Next()
+		m, err := pi.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return
 		}

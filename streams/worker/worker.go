@@ -419,8 +419,9 @@ func (w *Worker) settlePurges(ctx context.Context) {
 // dispatch hands every fetched message to the lane of its conversation
 // until the iterator is drained.
 func (w *Worker) dispatch(ctx context.Context, it jetstream.MessagesContext) {
+	pi := newPullIterator(it)
 	for {
-		m, err := it.Next()
+		m, err := pi.Next()
 		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 			return
 		}
