@@ -66,7 +66,8 @@ package worker
 //     consumer_ack.go, consumer_inprogress.go, consumer_gaps.go (deliveries
 //     lost on the way, and the check that an event is its conversation's next
 //     one), consumer_purges.go (the stream's purges, kept below the
-//     consumers' acknowledgement floors).
+//     consumers' acknowledgement floors), consumer_next.go (the wait for
+//     the next delivery, bounded so that the pull iterator does not stall).
 //   - Reports on the errors stream: reports.go, reports_errorstream.go,
 //     reports_deadletter.go.
 //   - Partitions and their owners: partition_ownership.go,
