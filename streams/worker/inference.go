@@ -40,10 +40,9 @@ type inferenceServer struct {
 	// queueGroup is the service's queue group, the worker's consumer
 	// name: the workers of one deployment share its requests.
 	queueGroup string
-	// inbox is the inbox prefix of the worker's connection, the only
-	// one it answers into (streams.Answerable); misdirected paces the
-	// warning of a request it does not answer.
-	inbox       string
+	// misdirected paces the warning of a request whose reply subject is
+	// outside the inbox prefix of nc, the only one it answers into
+	// (streams.Answerable).
 	misdirected rate.Sometimes
 	source      string // the CloudEvents source of the replies
 	log         *slog.Logger
@@ -93,7 +92,7 @@ func (s *inferenceServer) start(ctx context.Context) error {
 	}
 	handler := func(kind string, serve func(context.Context, micro.Request)) micro.Handler {
 		return micro.HandlerFunc(func(r micro.Request) {
-			if !streams.Answerable(r.Reply(), s.inbox) {
+			if !streams.Answerable(r.Reply(), streams.ConnInbox(s.nc)) {
 				s.misdirect(ctx, kind, r)
 				return
 			}

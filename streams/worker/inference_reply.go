@@ -142,6 +142,6 @@ func (s *inferenceServer) misdirect(ctx context.Context, kind string, r micro.Re
 	s.metrics.inferences.Add(ctx, 1, metric.WithAttributes(attribute.String("outcome", "misdirected")))
 	s.misdirected.Do(func() {
 		s.log.WarnContext(ctx, "a request whose reply subject is outside this worker's inbox is not answered (a client with another --nats-inbox-prefix, or one aiming the answer elsewhere)",
-			"kind", kind, "subject", r.Subject(), "reply", r.Reply(), "inbox", s.inbox)
+			"kind", kind, "subject", r.Subject(), "reply", r.Reply(), "inbox", streams.ConnInbox(s.nc))
 	})
 }

@@ -141,9 +141,8 @@ func New(nc *nats.Conn, opts ...Option) (*Worker, error) {
 	w.snapshots = newSnapshotStore(cfg, w.writers, nc.MaxPayload, ins, &w.degraded, w.storeHooks())
 	w.progress = newInProgress(nc)
 	w.infer = &inferenceServer{nc: nc, subjects: cfg.subjects, queueGroup: cfg.consumer, source: cfg.source, log: cfg.logger,
-		inbox: streams.ConnInbox(nc), misdirected: rate.Sometimes{First: 1, Interval: time.Minute},
 		tracer: w.tracer, metrics: ins, reports: w.reports, pipelines: cfg.pipelines,
-		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait,
+		timeout: cfg.inferenceTimeout, wait: cfg.inferenceWait, misdirected: rate.Sometimes{First: 1, Interval: time.Minute},
 		admission: newAdmission(cfg.inferenceWorkers, cfg.inferenceQueue, cfg.inferenceQueueWait),
 		runLimits: cfg.inferenceLimits, maxMessages: cfg.limits.MaxMessages,
 		lastStored: w.lastStoredSeq, read: w.readOnLane}
