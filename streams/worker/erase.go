@@ -13,6 +13,7 @@ import (
 	"github.com/convstream/convstream/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/time/rate"
 )
 
 // DefaultEraseTimeout bounds one erasure, unless WithEraseTimeout says
@@ -56,6 +57,10 @@ type eraser struct {
 	// from the worker's memory, once what was queued on its lane before
 	// has run.
 	forget func(ctx context.Context, id string, cut uint64) error
+	// misdirected paces the warning of an answer not sent because its
+	// reply subject is outside the worker's inbox (streams.Answerable), as
+	// the inference service paces its own: a client can ask for many.
+	misdirected rate.Sometimes
 
 	subs []*nats.Subscription
 	wg   sync.WaitGroup
@@ -139,7 +144,10 @@ func (e *eraser) serve(ctx context.Context, m *nats.Msg) {
 		// Only into the worker's inbox (streams.Answerable); the
 		// receipt is kept in the receipts stream either way.
 		if m.Reply != "" {
-			e.log.WarnContext(ctx, "erase answer not sent: its reply subject is outside this worker's inbox", "subject", m.Subject, "reply", m.Reply)
+			e.misdirected.Do(func() {
+				e.log.WarnContext(ctx, "erase answer not sent: its reply subject is outside this worker's inbox (warned of at most once a minute)",
+					"subject", m.Subject, "reply", m.Reply, "inbox", streams.ConnInbox(e.nc))
+			})
 		}
 	default:
 		err = m.Respond(b)
@@ -420,7 +428,8 @@ func (e *erasures) covers(id string, seq uint64) bool {
 // startErasing starts answering erasures; the returned func stops it.
 func (w *Worker) startErasing(ctx context.Context) (stop func(), err error) {
 	e := &eraser{nc: w.nc, js: w.js, subjects: w.cfg.subjects, queue: w.cfg.consumer, worker: w.id,
-		partitions: w.partitions(), timeout: w.cfg.eraseTimeout, log: w.cfg.logger, forget: w.forgetConversation}
+		partitions: w.partitions(), timeout: w.cfg.eraseTimeout, log: w.cfg.logger, forget: w.forgetConversation,
+		misdirected: rate.Sometimes{First: 1, Interval: time.Minute}}
 	if err := e.start(ctx, w.cfg.storage); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +157,58 @@ func TestEraseBucketDenyingDeletes(t *testing.T) {
 	}
 	if e := again.Erased; e.Events+e.Chunks+e.Snapshots+e.Checkpoints+e.Errors+e.Replies != 0 || len(again.PurgedOnly) != 0 {
 		t.Errorf("second erasure %+v: want nothing left to erase", again)
+	}
+}
+
+// TestMisdirectedErasesWarnedOnce: erase requests whose reply subject is
+// outside the worker's inbox are carried out (their receipts kept) but
+// not answered, and the worker warns of them once, not once each: a
+// client can send many, and a line each would flood the log.
+func TestMisdirectedErasesWarnedOnce(t *testing.T) {
+	ns := natstest.StartServer(t, "")
+	nc := natstest.Connect(t, ns)
+	var logs natstest.SyncBuffer
+	StartWorker(t, nc, WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
+	c := natstest.NewClient(t, nc)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	aimed, err := nc.SubscribeSync("elsewhere.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	receipts, err := c.JetStream().Stream(ctx, c.Subjects().ReceiptsStream())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 3
+	for i := range n {
+		conv := fmt.Sprintf("aimed-%d", i)
+		sent, err := c.Send(ctx, conv, streams.TypeMessageAppended, map[string]any{"id": "m1", "role": "user", "content": "hello"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		natstest.WaitVersion(t, c, conv, sent.Sequence, 60*time.Second)
+		if err := nc.PublishRequest(c.Subjects().Erase(conv), "elsewhere."+conv, []byte(`{"by":"test"}`)); err != nil {
+			t.Fatal(err)
+		}
+		natstest.WaitFor(t, 60*time.Second, "the receipt of "+conv, func() bool {
+			_, err := receipts.GetLastMsgForSubject(ctx, c.Subjects().Receipts(conv))
+			return err == nil
+		})
+	}
+	if m, err := aimed.NextMsg(500 * time.Millisecond); err == nil {
+		t.Errorf("an erase answer went to %s: %s", m.Subject, m.Data)
+	}
+	warned := 0
+	for _, line := range logs.Lines() {
+		if strings.Contains(string(line), "erase answer not sent: its reply subject is outside") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings of %d misdirected erase answers, want 1:\n%s", warned, n, logs.String())
 	}
 }
