@@ -122,13 +122,23 @@ type checkpointOf struct {
 	groups               []*conversation.MessageGroup
 	seq, version, events uint64
 	since                checkpointLag
+	// dels are the stream sequences of the conversation's events before
+	// seq, for its compaction to delete; nil: it purges them by subject
+	// (see eventSeqs).
+	dels []uint64
 }
 
 // capture takes st's checkpoint contents. It runs on the lane and costs a
-// copy of the message pointers.
+// copy of the message pointers (and of the sequences its compaction
+// deletes).
 func capture(st *convState) *checkpointOf {
-	return &checkpointOf{msgs: st.conv.Messages(), groups: slices.Clone(st.conv.Groups()),
+	cp := &checkpointOf{msgs: st.conv.Messages(), groups: slices.Clone(st.conv.Groups()),
 		seq: st.seq, version: st.version, events: st.events, since: st.sinceCheckpoint}
+	cp.since.seqs = eventSeqs{}
+	if !st.repurge.Load() {
+		cp.dels = st.sinceCheckpoint.seqs.before(st.seq)
+	}
+	return cp
 }
 
 // checkpointBuffers are the room a checkpoint is encoded in: its msgpack

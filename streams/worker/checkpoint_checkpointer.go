@@ -360,17 +360,27 @@ func (c *checkpointer) giveSlot() {
 }
 
 // checkpointed counts st's changes since cp, a checkpoint of it being
-// written, as its changes since its last checkpoint.
+// written, as its changes since its last checkpoint, and leaves in st's
+// list of event sequences those the checkpoint's compaction keeps (see
+// eventSeqs.checkpointed).
 func checkpointed(st *convState, cp *checkpointOf) {
 	st.sinceCheckpoint.events -= cp.since.events
 	st.sinceCheckpoint.bytes -= cp.since.bytes
+	st.sinceCheckpoint.seqs.checkpointed(cp.seq)
+	if cp.dels == nil {
+		// Its compaction purges by subject, which covers what an earlier
+		// one left (see convState.repurge).
+		st.repurge.Store(false)
+	}
 }
 
 // checkpointLag is the checkpointer's part of a conversation's state: the
 // events applied since its last checkpoint and their size, which decide
-// when the next one is due (see checkpointer.due).
+// when the next one is due (see checkpointer.due), and the sequences of
+// its events left in the stream, which compaction removes.
 type checkpointLag struct {
 	events, bytes int
+	seqs          eventSeqs
 }
 
 // add counts an event of size bytes applied.
@@ -383,11 +393,19 @@ func (l *checkpointLag) add(size int) {
 func (c *checkpointer) writeOf(ctx context.Context, st *convState, cp *checkpointOf) func() {
 	id := st.id
 	limit := int(c.maxPayload())
-	writing := &st.checkpointing
+	writing, repurge := &st.checkpointing, &st.repurge
 	return func() {
 		// Cleared whatever the outcome: the next store's checkpoint may
 		// then go (compactDue).
 		defer writing.Store(false)
+		// Unless compaction removed what cp covers, the next one purges
+		// by subject (convState.repurge).
+		compacted := false
+		defer func() {
+			if !compacted {
+				repurge.Store(true)
+			}
+		}()
 		if c.stopped.Load() {
 			c.metrics.checkpointed(ctx, "skipped")
 			return
@@ -427,7 +445,7 @@ func (c *checkpointer) writeOf(ctx context.Context, st *convState, cp *checkpoin
 		}
 		c.metrics.checkpointed(ctx, "written")
 		if c.compactor.purging(time.Now()) && !c.stopped.Load() {
-			c.compactor.compact(ctx, id, cp.seq)
+			compacted = c.compactor.compact(ctx, id, cp.seq, cp.dels)
 		}
 	}
 }

@@ -91,7 +91,7 @@ type compactor struct {
 	// (consumer_purges.go).
 	purges *purger
 	// subjects are the literal subjects of what the events stream holds
-	// of a conversation: its events and its reply chunks. Each is purged
+	// of a conversation: its events, then its reply chunks. Each is purged
 	// on its own: nats-server compares a purge's subject with every
 	// message of the stream in the range purged, and a wildcard's
 	// comparison (P.*.<id>) costs several times a literal's, which finds
@@ -109,6 +109,8 @@ type compactor struct {
 	// in tests.
 	mark         atomic.Pointer[EventCompaction]
 	poll, settle time.Duration
+	// spacing is deleteSpacing, lower in tests.
+	spacing uint64
 }
 
 // newCompactor returns the compactor of the events stream, whose metadata
@@ -116,7 +118,7 @@ type compactor struct {
 func newCompactor(stream jetstream.Stream, purges *purger, subjects func(id string) []string, purge bool, ratio float64,
 	ins *instruments, log *slog.Logger, mark EventCompaction) *compactor {
 	c := &compactor{stream: stream, purges: purges, subjects: subjects, purge: purge, ratio: ratio, metrics: ins, logger: log,
-		poll: compactionPoll, settle: CompactionSettle}
+		poll: compactionPoll, settle: CompactionSettle, spacing: deleteSpacing}
 	c.mark.Store(&mark)
 	return c
 }
@@ -148,31 +150,45 @@ func (c *compactor) settled(now time.Time) bool {
 // cover, at now.
 func (c *compactor) purging(now time.Time) bool { return c != nil && c.purge && c.settled(now) }
 
-// compact purges the events and chunks of conversation id stored before
+// compact removes the events and chunks of conversation id stored before
 // sequence seq, that of the last event its checkpoint just written covers,
 // as far as its consumer's floor allows (consumer_purges.go: the rest is
-// purged once the floor passes it). A failure is logged and counted; the
-// next checkpoint's purge covers them. It runs on a writer.
-func (c *compactor) compact(ctx context.Context, id string, seq uint64) {
+// removed once the floor passes it): its events one by one when dels
+// lists them (eventSeqs.before) at least deleteSpacing apart on average,
+// by a purge of their subject otherwise, and its chunks by a purge of
+// theirs. A failure is logged and
+// counted, and compact reports false: the next checkpoint's compaction
+// then purges by subject, which covers them. It runs on a writer.
+func (c *compactor) compact(ctx context.Context, id string, seq uint64, dels []uint64) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), compactTimeout)
 	defer cancel()
 	var err error
-	for _, subject := range c.subjects(id) {
-		if _, err = c.purges.purge(ctx, id, subject, seq); err != nil {
+	subjects := c.subjects(id)
+	if n := uint64(len(dels)); n > 0 && (seq-dels[0])/n < c.spacing {
+		dels = nil // close together: a purge walks few others
+	}
+	if dels != nil {
+		err = c.purges.delete(ctx, id, dels)
+		subjects = subjects[1:] // the events' subject is the first
+	}
+	for _, subject := range subjects {
+		if err != nil {
 			break
 		}
+		_, err = c.purges.purge(ctx, id, subject, seq)
 	}
 	if errors.Is(err, nats.ErrConnectionClosed) {
 		c.metrics.compacted(ctx, "failed")
 		c.logger.DebugContext(ctx, "events not compacted: the connection closed", "conversation", id, "before", seq)
-		return
+		return false
 	}
 	if err != nil {
 		c.metrics.compacted(ctx, "failed")
 		c.logger.WarnContext(ctx, "events not compacted", "conversation", id, "before", seq, "err", err)
-		return
+		return false
 	}
 	c.metrics.compacted(ctx, "purged")
+	return true
 }
 
 // compactDue reports whether st, being stored and holding held bytes of

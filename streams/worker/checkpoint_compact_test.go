@@ -440,7 +440,7 @@ func TestCompactionRacesRebuild(t *testing.T) {
 				t.Errorf("checkpoint at %d: written %v, %v", cp.seq, ok, err)
 				return
 			}
-			w.cp.compactor.compact(ctx, "race", cp.seq)
+			w.cp.compactor.compact(ctx, "race", cp.seq, nil)
 			time.Sleep(10 * time.Millisecond) // rebuilds under way meanwhile
 		}
 	}()
@@ -528,7 +528,7 @@ func TestStopQuiet(t *testing.T) {
 		t.Fatal("the conversation is not cached after the stop")
 	}
 	r.W.cp.writeOf(ctx, st, capture(st))() // a write queued before the stop
-	r.W.cp.compactor.compact(ctx, "quiet", st.seq)
+	r.W.cp.compactor.compact(ctx, "quiet", st.seq, nil)
 	for _, line := range logged.all() {
 		if strings.Contains(line, "not compacted") || strings.Contains(line, "checkpoint not written") || strings.Contains(line, "connection closed") {
 			t.Errorf("logged after the stop: %s", line)

@@ -65,8 +65,14 @@ type purger struct {
 
 	floors []floorRead // by partition
 
-	mu   sync.Mutex
-	owed map[string]owedPurge // by subject
+	// paying is held by pay: one at a time (the retries and a stop's
+	// settle) pays what is owed.
+	paying sync.Mutex
+	mu     sync.Mutex
+	owed   map[string]owedPurge // by subject
+	// owedDels are the deletes a floor held back (consumer_deletes.go),
+	// by conversation, in order.
+	owedDels map[string][]uint64
 }
 
 // floorRead is the last read of one consumer's acknowledgement floor.
@@ -89,7 +95,8 @@ type owedPurge struct {
 func newPurger(stream jetstream.Stream, partitions int, consumers func() []jetstream.Consumer,
 	partition func(id string) int, log *slog.Logger) *purger {
 	return &purger{stream: stream, consumers: consumers, partition: partition, logger: log,
-		floors: make([]floorRead, max(partitions, 1)), owed: map[string]owedPurge{}}
+		floors: make([]floorRead, max(partitions, 1)), owed: map[string]owedPurge{},
+		owedDels: map[string][]uint64{}}
 }
 
 // purge removes the messages of subject, of conversation id, stored
@@ -178,8 +185,12 @@ func (p *purger) floor(ctx context.Context, part int) (uint64, error) {
 	return f.seq, nil
 }
 
-// pay tries the owed purges again and returns how many are still owed.
+// pay tries the owed purges and deletes again and returns how many
+// subjects and conversations still have some owed.
 func (p *purger) pay(ctx context.Context) int {
+	p.paying.Lock()
+	defer p.paying.Unlock()
+	p.payDeletes(ctx)
 	p.mu.Lock()
 	owed := make(map[string]owedPurge, len(p.owed))
 	for subject, o := range p.owed {
@@ -193,7 +204,7 @@ func (p *purger) pay(ctx context.Context) int {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.owed)
+	return len(p.owed) + len(p.owedDels)
 }
 
 // run pays the owed purges every purgeRetry until ctx ends.
@@ -229,11 +240,12 @@ func (p *purger) settle(ctx context.Context) int {
 	}
 }
 
-// held returns how many subjects have a purge held back.
+// held returns how many subjects have a purge held back, and
+// conversations deletes.
 func (p *purger) held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.owed)
+	return len(p.owed) + len(p.owedDels)
 }
 
 // observePurges reports, as a gauge, the subjects whose purge waits for
@@ -241,7 +253,7 @@ func (p *purger) held() int {
 // it stays up while an event goes unacknowledged.
 func (w *Worker) observePurges(mp metric.MeterProvider) error {
 	_, err := mp.Meter(streams.InstrumentationName).Int64ObservableGauge(MetricPurgesHeld, metric.WithUnit("{subject}"),
-		metric.WithDescription("Subjects of the events stream (a conversation's events or reply chunks) whose purge waits for their consumer to acknowledge what it covers; it stays up while an event goes unacknowledged."),
+		metric.WithDescription("Subjects of the events stream (a conversation's events or reply chunks) whose purge, and conversations whose event deletes, wait for their consumer to acknowledge what they cover; it stays up while an event goes unacknowledged."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			if p := w.purges.Load(); p != nil {
 				o.Observe(int64(p.held()))

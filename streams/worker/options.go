@@ -56,6 +56,8 @@ type config struct {
 	// compactionPoll and compactionSettle replace compactionPoll and
 	// CompactionSettle when set (tests).
 	compactionPoll, compactionSettle time.Duration
+	// deleteSpacing replaces deleteSpacing when set (tests).
+	deleteSpacing uint64
 	// checkpointsWaiting bounds the checkpoint writes queued for a slot:
 	// the constant checkpointsWaiting, lower in tests.
 	checkpointsWaiting int

@@ -70,6 +70,11 @@ type convState struct {
 	// compaction rule (checkpointer.compactDue) waits for it, so that a
 	// hot conversation has one write under way, not one for each store.
 	checkpointing atomic.Bool
+	// repurge is set by a checkpoint write whose compaction did not remove
+	// every event its checkpoint covers (the write failed or was skipped,
+	// a purge or a delete failed): the next checkpoint's compaction purges
+	// by subject, which removes what is left (see eventSeqs).
+	repurge atomic.Bool
 }
 
 // readHead returns the version and sequence of the stored snapshot of id
@@ -237,6 +242,7 @@ func (st *convState) weight() int64 {
 	if st.store != nil {
 		n += storeStateBytes
 	}
+	n += st.sinceCheckpoint.seqs.bytes()
 	return int64(n)
 }
 

@@ -251,6 +251,9 @@ func (w *Worker) Run(ctx context.Context) error {
 		if w.cfg.compactionPoll > 0 {
 			w.cp.compactor.poll, w.cp.compactor.settle = w.cfg.compactionPoll, w.cfg.compactionSettle
 		}
+		if w.cfg.deleteSpacing > 0 {
+			w.cp.compactor.spacing = w.cfg.deleteSpacing
+		}
 		if w.cfg.compaction && !mark.On {
 			log.WarnContext(ctx, "events not compacted: the events stream was made by a release without compaction; "+
 				"once every worker runs this release, turn it on with convctl compaction --enable (docs/operations.md, \"Event compaction\")",
