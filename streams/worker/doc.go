@@ -49,8 +49,10 @@ package worker
 //   - Checkpoints: checkpointer (checkpoint_checkpointer.go), their stored
 //     form (checkpoint.go); compaction of the events they cover, and the
 //     rules that keep rebuilds exact over a compacted stream
-//     (checkpoint_compact.go); which streams may be compacted, as their
-//     metadata says (checkpoint_compact_mark.go).
+//     (checkpoint_compact.go), with the sequences of a conversation's
+//     events that let it delete them one by one (checkpoint_seqs.go);
+//     which streams may be compacted, as their metadata says
+//     (checkpoint_compact_mark.go).
 //   - The versions of the stored forms, and forms of a newer release met:
 //     version.go.
 //   - Reads of what is stored: the internal/read package (reads.go
@@ -66,7 +68,8 @@ package worker
 //     consumer_ack.go, consumer_inprogress.go, consumer_gaps.go (deliveries
 //     lost on the way, and the check that an event is its conversation's next
 //     one), consumer_purges.go (the stream's purges, kept below the
-//     consumers' acknowledgement floors), consumer_next.go (the wait for
+//     consumers' acknowledgement floors), consumer_deletes.go (its deletes
+//     of compacted events, likewise), consumer_next.go (the wait for
 //     the next delivery, bounded so that the pull iterator does not stall).
 //   - Reports on the errors stream: reports.go, reports_errorstream.go,
 //     reports_deadletter.go.
