@@ -134,7 +134,7 @@ type checkpointOf struct {
 func capture(st *convState) *checkpointOf {
 	cp := &checkpointOf{msgs: st.conv.Messages(), groups: slices.Clone(st.conv.Groups()),
 		seq: st.seq, version: st.version, events: st.events, since: st.sinceCheckpoint}
-	cp.since.seqs = eventSeqs{}
+	cp.since.seqs = nil // the lane's
 	if !st.repurge.Load() {
 		cp.dels = st.sinceCheckpoint.seqs.before(st.seq)
 	}

@@ -200,7 +200,7 @@ func (c *checkpointer) due(st *convState) bool {
 	// Not while a reply is written: its text so far is not in the
 	// conversation (live.go), and a rebuild replays its chunks.
 	return c != nil && st.conv != nil && len(st.live) == 0 && !st.unsaved() && st.storedSeq >= st.seq &&
-		st.sinceCheckpoint.events > 0 && st.sinceCheckpoint.bytes*checkpointAmplification >= st.conv.MessageBytes()
+		st.sinceCheckpoint.events > 0 && int(st.sinceCheckpoint.bytes)*checkpointAmplification >= st.conv.MessageBytes()
 }
 
 // busyDue reports whether st, being stored, has changed enough since its
@@ -212,7 +212,7 @@ func (c *checkpointer) busyDue(st *convState) bool {
 		return false
 	}
 	held := st.conv.MessageBytes()
-	return st.sinceCheckpoint.events >= checkpointBusyEvents && st.sinceCheckpoint.bytes*checkpointBusyAmplification >= held ||
+	return st.sinceCheckpoint.events >= checkpointBusyEvents && int(st.sinceCheckpoint.bytes)*checkpointBusyAmplification >= held ||
 		c.compactDue(st, held)
 }
 
@@ -366,7 +366,7 @@ func (c *checkpointer) giveSlot() {
 func checkpointed(st *convState, cp *checkpointOf) {
 	st.sinceCheckpoint.events -= cp.since.events
 	st.sinceCheckpoint.bytes -= cp.since.bytes
-	st.sinceCheckpoint.seqs.checkpointed(cp.seq)
+	st.sinceCheckpoint.checkpointedAt(cp.seq)
 	if cp.dels == nil {
 		// Its compaction purges by subject, which covers what an earlier
 		// one left (see convState.repurge).
@@ -379,14 +379,40 @@ func checkpointed(st *convState, cp *checkpointOf) {
 // when the next one is due (see checkpointer.due), and the sequences of
 // its events left in the stream, which compaction removes.
 type checkpointLag struct {
-	events, bytes int
-	seqs          eventSeqs
+	// int32 (saturating) keeps convState within its size class
+	// (TestShortConversations).
+	events, bytes int32
+	// seqs is nil until the conversation's first checkpoint since it was
+	// loaded: its compaction purges by subject whatever the list says,
+	// and a conversation too short to be checkpointed carries no list
+	// (TestShortConversations).
+	seqs *eventSeqs
 }
+
+// addSeq records the event at stream sequence seq, applied, once the
+// conversation has a list (see seqs).
+func (l *checkpointLag) addSeq(seq uint64) {
+	if l.seqs != nil {
+		l.seqs.add(seq)
+	}
+}
+
+// checkpointedAt updates the list for a checkpoint at seq, begun (see
+// eventSeqs.checkpointed), making it at the first.
+func (l *checkpointLag) checkpointedAt(seq uint64) {
+	if l.seqs == nil {
+		l.seqs = new(eventSeqs)
+	}
+	l.seqs.checkpointed(seq)
+}
+
+// lagOf returns the lag of n events of size bytes in all.
+func lagOf(n, size int) checkpointLag { return checkpointLag{events: clamp32(n), bytes: clamp32(size)} }
 
 // add counts an event of size bytes applied.
 func (l *checkpointLag) add(size int) {
-	l.events++
-	l.bytes += size
+	l.events = clamp32(int(l.events) + 1)
+	l.bytes = clamp32(int(l.bytes) + size)
 }
 
 // writeOf returns the write of cp, a checkpoint of st, to run on a slot.

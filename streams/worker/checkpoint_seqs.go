@@ -28,9 +28,9 @@ const deleteSpacing = 1024
 // purge would cost more (compactor.compact, deleteSpacing).
 //
 // The list is complete when it holds every event of the conversation
-// left in the stream. A state loaded or rebuilt starts incomplete (events
-// before what it read may be left: a checkpoint's last event, a purge
-// held back or lost), as does one whose list outgrew maxEventSeqs; its
+// left in the stream. A state loaded or rebuilt has none (events before
+// what it read may be left: a checkpoint's last event, a purge held back
+// or lost), and one whose list outgrew maxEventSeqs is incomplete; its
 // next compaction purges by subject, and the list is complete from that
 // checkpoint on. Deleting is only ever the cheaper way to the same
 // result: an event a delete misses stays in the stream, covered by the
@@ -59,7 +59,7 @@ func (e *eventSeqs) add(seq uint64) {
 // of a checkpoint at seq to delete, or nil when the list is not complete
 // (the compaction then purges their subject).
 func (e *eventSeqs) before(seq uint64) []uint64 {
-	if !e.complete || e.lost {
+	if e == nil || !e.complete || e.lost {
 		return nil
 	}
 	n, _ := slices.BinarySearch(e.seqs, seq)
@@ -93,4 +93,12 @@ func (e *eventSeqs) checkpointed(seq uint64) {
 }
 
 // bytes is what the list holds in memory (for the cache's estimate).
-func (e *eventSeqs) bytes() int { return 8 * cap(e.seqs) }
+func (e *eventSeqs) bytes() int {
+	if e == nil {
+		return 0
+	}
+	return eventSeqsBytes + 8*cap(e.seqs)
+}
+
+// eventSeqsBytes is what an eventSeqs takes besides its sequences.
+const eventSeqsBytes = 32

@@ -74,7 +74,7 @@ func (w *Worker) publishFlat(ctx context.Context, d *delivery) error {
 	st.version, st.seq, st.flat, st.flatBytes = version, d.seq, flat, int32(flatBytes)
 	st.events++
 	st.sinceCheckpoint.add(d.size)
-	st.sinceCheckpoint.seqs.add(d.seq)
+	st.sinceCheckpoint.addSeq(d.seq)
 	d.lane.cache.Resize(st)
 	d.dirty = false
 	d.version = version

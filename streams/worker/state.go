@@ -214,7 +214,7 @@ func (w *Worker) loadForRead(ctx context.Context, id string) (*convState, error)
 func newState(r *replay, seq uint64, head snapshotHead, rev uint64) *convState {
 	return &convState{id: r.id, conv: r.conv, live: r.live, seq: seq, version: r.last,
 		convStore: convStore{storedVersion: head.Version, storedSeq: head.Sequence, rev: rev, phase: rand.Uint32()},
-		events:    r.base + uint64(r.n), sinceCheckpoint: checkpointLag{events: r.n, bytes: r.bytes}}
+		events:    r.base + uint64(r.n), sinceCheckpoint: lagOf(r.n, r.bytes)}
 }
 
 // unsaved reports whether st has events no stored snapshot covers yet:
