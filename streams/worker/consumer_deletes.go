@@ -46,13 +46,26 @@ func below(seqs []uint64, floor uint64) int {
 // deleteNow deletes the messages at seqs, deletesInFlight at a time,
 // and returns the first failure.
 func (p *purger) deleteNow(ctx context.Context, seqs []uint64) error {
+	return deleteEach(seqs, deletesInFlight, func(seq uint64) error {
+		if err := p.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("worker: delete event %d: %w", seq, err)
+		}
+		return nil
+	})
+}
+
+// deleteEach calls del for each of seqs, inFlight at a time, until one
+// fails, and returns the first failure: each delete is a round trip, and
+// the server applies them one at a time, so a few in flight overlap the
+// trips.
+func deleteEach(seqs []uint64, inFlight int, del func(seq uint64) error) error {
 	var (
 		mu    sync.Mutex
 		next  int
 		first error
 		wg    sync.WaitGroup
 	)
-	for range min(deletesInFlight, len(seqs)) {
+	for range min(inFlight, len(seqs)) {
 		wg.Go(func() {
 			for {
 				mu.Lock()
@@ -63,10 +76,10 @@ func (p *purger) deleteNow(ctx context.Context, seqs []uint64) error {
 				seq := seqs[next]
 				next++
 				mu.Unlock()
-				if err := p.stream.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+				if err := del(seq); err != nil {
 					mu.Lock()
 					if first == nil {
-						first = fmt.Errorf("worker: delete event %d: %w", seq, err)
+						first = err
 					}
 					mu.Unlock()
 				}

@@ -259,36 +259,14 @@ func (e *eraser) eraseSubject(ctx context.Context, stream, subject string) (n in
 	}
 	// A few deletes in flight: the server applies them one at a time,
 	// and the round trips overlap (BenchmarkErase).
-	var (
-		mu    sync.Mutex
-		first error
-		next  int
-		wg    sync.WaitGroup
-	)
-	for range min(eraseInFlight, len(seqs)) {
-		wg.Go(func() {
-			for {
-				mu.Lock()
-				if next == len(seqs) || first != nil {
-					mu.Unlock()
-					return
-				}
-				seq := seqs[next]
-				next++
-				mu.Unlock()
-				if err := st.SecureDeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
-					mu.Lock()
-					if first == nil {
-						first = fmt.Errorf("worker: erasing from %s: message %d: %w", stream, seq, err)
-					}
-					mu.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if first != nil {
-		return 0, secure, first
+	err = deleteEach(seqs, eraseInFlight, func(seq uint64) error {
+		if err := st.SecureDeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+			return fmt.Errorf("worker: erasing from %s: message %d: %w", stream, seq, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, secure, err
 	}
 	return len(seqs), secure, nil
 }
