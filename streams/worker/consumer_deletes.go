@@ -19,8 +19,13 @@ const deletesInFlight = 8
 // those of conversation id a checkpoint covers, one by one, below the
 // floor of the conversation's consumer as purge does (consumer_purges.go):
 // those above it are owed, and deleted once it has passed them (pay). A
-// message already gone counts as deleted.
+// message already gone counts as deleted. With nothing to delete (a
+// checkpoint right after the last) it does not read the floor, which can
+// cost a request to the server.
 func (p *purger) delete(ctx context.Context, id string, seqs []uint64) error {
+	if len(seqs) == 0 {
+		return nil
+	}
 	floor, err := p.floor(ctx, p.partition(id))
 	if err != nil {
 		return err
